@@ -1,0 +1,125 @@
+"""FLOP and byte accounting for the two MLA paths, path choice, and decode intensity.
+
+Accounting: a multiply-add is 2 FLOPs; only the attention core and the up/absorb
+projections that differ between paths are counted (the query/KV down-projections and
+W_O are the same for both paths). Bytes count what must cross device memory once.
+"""
+from __future__ import annotations
+
+from .cache import BYTES_PER_ELEMENT
+
+V3_SHAPES = dict(n_heads=128, d_nope=128, d_rope=64, d_v=128, d_latent=512)
+
+
+def expand_flops_per_cached_token(n_heads=128, d_nope=128, d_v=128, d_latent=512) -> int:
+    """Up-project one cached latent into every head's k_nope and v: 2*d_latent*H*(d_nope+d_v)."""
+    return 2 * d_latent * n_heads * (d_nope + d_v)
+
+
+def absorb_flops_per_new_token(n_heads=128, d_nope=128, d_v=128, d_latent=512) -> int:
+    """Fold W_UK into one query and apply W_UV to its latent output: 2*H*d_latent*(d_nope+d_v)."""
+    return 2 * n_heads * d_nope * d_latent + 2 * n_heads * d_latent * d_v
+
+
+def expand_flops_per_pair(n_heads=128, d_nope=128, d_rope=64, d_v=128) -> int:
+    """One (query, key) pair in the expand path: QK over d_nope+d_rope, PV over d_v, all heads."""
+    return 2 * n_heads * (d_nope + d_rope) + 2 * n_heads * d_v
+
+
+def absorb_flops_per_pair(n_heads=128, d_rope=64, d_latent=512) -> int:
+    """One pair in the absorb path: QK over d_latent+d_rope (576), PV over d_latent (512)."""
+    return 2 * n_heads * (d_latent + d_rope) + 2 * n_heads * d_latent
+
+
+def causal_pairs(n_new: int, n_ctx: int) -> int:
+    """(query, key) pairs when the n_new new tokens are the last of n_ctx and each sees
+    itself and everything before it: n_new*n_ctx - n_new*(n_new-1)/2."""
+    if not 1 <= n_new <= n_ctx:
+        raise ValueError(f"need 1 <= n_new <= n_ctx, got n_new={n_new}, n_ctx={n_ctx}")
+    return n_new * n_ctx - n_new * (n_new - 1) // 2
+
+
+def attention_flops(n_new, n_ctx, n_heads=128, d_nope=128, d_rope=64, d_v=128, d_latent=512):
+    """FLOPs of both paths for n_new new tokens attending causally over n_ctx tokens.
+
+    expand = n_ctx * (expand one cached token) + pairs * (expand pair)
+    absorb = n_new * (absorb one query)        + pairs * (absorb pair)"""
+    pairs = causal_pairs(n_new, n_ctx)
+    return {
+        "expand": n_ctx * expand_flops_per_cached_token(n_heads, d_nope, d_v, d_latent)
+        + pairs * expand_flops_per_pair(n_heads, d_nope, d_rope, d_v),
+        "absorb": n_new * absorb_flops_per_new_token(n_heads, d_nope, d_v, d_latent)
+        + pairs * absorb_flops_per_pair(n_heads, d_rope, d_latent),
+    }
+
+
+def choose_path(n_new, n_ctx, n_heads=128, d_nope=128, d_rope=64, d_v=128, d_latent=512) -> str:
+    """The path with fewer FLOPs; a tie goes to 'absorb' (it also reads less memory)."""
+    f = attention_flops(n_new, n_ctx, n_heads, d_nope, d_rope, d_v, d_latent)
+    return "expand" if f["expand"] < f["absorb"] else "absorb"
+
+
+def crossover_new_tokens(n_heads=128, d_nope=128, d_rope=64, d_v=128, d_latent=512) -> float:
+    """For n_ctx >> n_new, expand wins once n_new exceeds
+    (expand one cached token) / (absorb pair - expand pair)
+    = d_latent*(d_nope+d_v) / (2*d_latent - d_nope - d_v)   (n_heads and d_rope cancel)
+    = 512*256/768 = 512/3 for V3 shapes."""
+    extra_per_pair = absorb_flops_per_pair(n_heads, d_rope, d_latent) - \
+        expand_flops_per_pair(n_heads, d_nope, d_rope, d_v)
+    if extra_per_pair <= 0:
+        return float("inf") if extra_per_pair == 0 else 0.0
+    return expand_flops_per_cached_token(n_heads, d_nope, d_v, d_latent) / extra_per_pair
+
+
+# ---- decode: FLOPs, bytes and arithmetic intensity (FlashMLA's accounting) ----
+
+def decode_flops(h_q: int, s_q: int, s_k: int, d_k: int, d_v: int) -> int:
+    """QK^T and PV for s_q query rows of h_q heads against s_k keys: 2*h_q*s_q*s_k*(d_k+d_v).
+    (Causal masking among the s_q rows is ignored, as in FlashMLA's benchmark.)"""
+    return 2 * h_q * s_q * s_k * (d_k + d_v)
+
+
+def decode_bytes(h_q: int, s_q: int, s_k: int, d_k: int, d_v: int, kv_row_bytes=None,
+                 dtype: str = "bf16", n_kv_heads: int = 1, kv_has_separate_v: bool = False) -> int:
+    """Bytes read/written once: q [h_q*s_q*d_k] + the cache + out [h_q*s_q*d_v].
+
+    For MLA the cache row is one [d_k] row whose first d_v dims double as V
+    (kv_row_bytes defaults to d_k elements). For MHA/GQA pass n_kv_heads and
+    kv_has_separate_v=True: each KV head stores K [d_k] and V [d_v]."""
+    e = BYTES_PER_ELEMENT[dtype]
+    if kv_row_bytes is None:
+        per_head = d_k + (d_v if kv_has_separate_v else 0)
+        kv_row_bytes = n_kv_heads * per_head * e
+    return e * h_q * s_q * d_k + s_k * kv_row_bytes + e * h_q * s_q * d_v
+
+
+def arithmetic_intensity(flops: float, nbytes: float) -> float:
+    """FLOP per byte."""
+    return flops / nbytes
+
+
+def kv_only_intensity(h_q: int, s_q: int, d_k: int, d_v: int, kv_row_bytes: float) -> float:
+    """s_k >> h_q*s_q limit: FLOPs per cached token / bytes per cached token."""
+    return 2 * h_q * s_q * (d_k + d_v) / kv_row_bytes
+
+
+def decode_intensity_mla(h_q=128, s_q=1, s_k=None, d_latent=512, d_rope=64, kv_row_bytes=None):
+    """MLA decode FLOP/byte. s_k None: the cache-dominated limit. kv_row_bytes defaults
+    to bf16 (1152); pass 576 for FP8 without scales or 656 for FlashMLA's FP8 row."""
+    d_k, d_v = d_latent + d_rope, d_latent
+    row = kv_row_bytes if kv_row_bytes is not None else d_k * 2
+    if s_k is None:
+        return kv_only_intensity(h_q, s_q, d_k, d_v, row)
+    return decode_flops(h_q, s_q, s_k, d_k, d_v) / decode_bytes(h_q, s_q, s_k, d_k, d_v, row)
+
+
+def decode_intensity_gqa(n_q_heads=64, n_kv_heads=8, head_dim=128, s_q=1, dtype="bf16"):
+    """GQA/MHA decode in the cache-dominated limit: each KV head serves n_q/n_kv query heads.
+    2 * n_q * s_q * head_dim * 2 FLOPs per cached token over n_kv * 2 * head_dim elements."""
+    flops = 2 * n_q_heads * s_q * (head_dim + head_dim)
+    return flops / (n_kv_heads * 2 * head_dim * BYTES_PER_ELEMENT[dtype])
+
+
+def intensity_approx_2hs(h_q: int, s_q: int) -> int:
+    """FlashMLA blog's shorthand: h_q*s_q*(d_k+d_v)/d_k ~ 2*h_q*s_q."""
+    return 2 * h_q * s_q
