@@ -30,3 +30,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip_gpu)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Print how long each chapter took to execute (informational, not asserted)."""
+    try:
+        from tests.test_notebooks import EXECUTION_TIMES
+    except Exception:
+        return
+    if EXECUTION_TIMES:
+        terminalreporter.section("chapter execution times")
+        for name, seconds in sorted(EXECUTION_TIMES.items()):
+            terminalreporter.write_line(f"{name:45s} {seconds:6.1f} s")
+        terminalreporter.write_line(f"{'total':45s} {sum(EXECUTION_TIMES.values()):6.1f} s")
