@@ -1,0 +1,338 @@
+"""The problem-spec format, and the comparison helpers every spec's checker uses.
+
+A problem is ONE module, grader/problems/pNN_slug.py, that defines ``PROBLEM``. The
+judge finds it by scanning that folder; adding a problem means adding that module, the
+learner's stub practice/pNN_slug.py and the model answer solutions/pNN_slug.py --
+nothing else is edited.
+
+How the judge uses a spec
+-------------------------
+1. ``make_cases(seed)`` builds the cases in the judge's process. Public cases should
+   not depend on ``seed`` (so the learner sees the same examples every run); hidden
+   cases draw their data from ``numpy.random.default_rng(seed)`` and record the seed in
+   ``Case.seed`` so a failure can be reproduced with ``--seed N``.
+2. Each case's ``args`` are sent to a fresh child process, which imports the learner's
+   file and calls ``function(**args)``. Only plain data comes back: numpy arrays (torch
+   tensors are converted in the child), numbers, strings, lists/tuples/dicts of those.
+   The child also reports an exception, a timeout, a crash or a changed input array.
+3. ``check(case, result)`` runs in the judge's process on that returned data and gives a
+   ``Verdict``. It must compare against the math core (``mlacourse``) -- computed here,
+   or stored in ``Case.expected`` by ``make_cases`` -- never against solutions/.
+4. When a case fails, each ``Mistake`` that applies to the case's function is run on
+   the same arguments (in the judge's process); if the learner's answer equals the
+   mistake's output (``same_answer``, rtol 1e-6, NaN equal to NaN) the verdict adds the
+   mistake's one-sentence message. A mistake whose output does not match says nothing.
+
+Field reference
+---------------
+Problem(number, slug, title, chapter, functions, statement, hints, make_cases, check,
+        mistakes=(), requires=("numpy",), timeout_s=5.0, memory_mb=1024, reference=None)
+  number      1..99, the id used everywhere (stub, notebook, solution, judge).
+  slug        snake_case name; the files are pNN_slug.py.
+  chapter     the notebook that teaches it, e.g. "notebooks/04_flops_and_path_choice.ipynb".
+  functions   names the learner's file must define, in the order they are taught.
+  statement   learner-facing markdown: what to write, shapes, rules, tolerances.
+  hints       revealed one at a time by ``judge.py --hint``; gentle first, specific last.
+  make_cases  seed -> list[Case].
+  check       (case, result) -> Verdict. ``result`` is what the child returned.
+  mistakes    list of Mistake: plausible wrong attempts the verdict can name.
+  requires    modules needed to run the problem (("torch", "triton") for a GPU kernel);
+              if one is missing the judge says so instead of grading.
+  timeout_s   wall-clock seconds per case (override per case with Case.timeout_s).
+  memory_mb   address-space headroom the child gets above its size after imports.
+  reference   optional {function name: callable from mlacourse}; the judge's own tests
+              check that the reference passes every case and every mistake fails one.
+
+Case(name, function, args, hidden=False, seed=None, describe="", expected=None,
+     data={}, timeout_s=None, memory_mb=None, memory_error_message=None)
+  args        keyword arguments for the learner's function (numpy arrays, numbers, str).
+  describe    shapes and seed in words; shown with a failure ("q_nope [4, 8], T=17, seed 3").
+  expected    optional precomputed reference answer for ``check`` to use.
+  data        anything else ``check`` needs (names of dims, tolerances, ...).
+  memory_mb   a tighter memory cap for this case only; if the call then raises
+              MemoryError, the case fails with ``memory_error_message`` (used by
+              absorb_decode to catch attempts that materialize per-head keys).
+
+Mistake(name, message, fn, function=None)
+  fn(**case.args) -> the wrong answer (return None when it does not apply).
+  function    which learner function it imitates (default: functions[0]).
+
+Complete example (a toy problem; real ones live in grader/problems/)
+--------------------------------------------------------------------
+    # grader/problems/p99_scaled_sum.py
+    import numpy as np
+    from grader.spec import Case, Mistake, Problem, Verdict, compare_arrays, shape_text
+
+    def _reference(x, scale):                      # normally: a function of mlacourse
+        return np.asarray(x).sum(axis=0) * scale
+
+    def make_cases(seed):
+        cases = [Case("small example", "scaled_sum",
+                      {"x": np.arange(6.0).reshape(3, 2), "scale": 0.5},
+                      describe="x [3, 2], scale 0.5")]
+        rng = np.random.default_rng(seed)
+        for i in range(3):
+            n, d = (int(v) for v in rng.integers(1, 50, size=2))
+            x = rng.standard_normal((n, d))
+            cases.append(Case(f"random {i}", "scaled_sum", {"x": x, "scale": 0.1},
+                              hidden=True, seed=seed,
+                              describe=shape_text(x=x) + f", seed {seed}"))
+        return cases
+
+    def check(case, result):
+        expected = _reference(**case.args)
+        return compare_arrays("scaled_sum", expected, result, rtol=1e-6, atol=1e-9,
+                              dims="[d]")
+
+    PROBLEM = Problem(
+        number=99, slug="scaled_sum", title="Scaled column sums",
+        chapter="notebooks/01_kv_cache.ipynb",
+        functions=["scaled_sum"],
+        statement="Write `scaled_sum(x, scale)`: x [n, d] -> [d], the column sums times scale.",
+        hints=["Sum over axis 0.", "np.sum(x, axis=0) * scale"],
+        make_cases=make_cases, check=check,
+        mistakes=[Mistake("row sums", "You summed each row; sum down the columns (axis 0).",
+                          lambda x, scale: np.asarray(x).sum(axis=1) * scale)],
+        reference={"scaled_sum": _reference},
+    )
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+__all__ = [
+    "Case", "Mistake", "Problem", "Verdict", "PASS", "fail",
+    "compare_arrays", "compare_scalar", "compare_choice", "compare_dict",
+    "same_answer", "shape_text", "as_array", "type_name",
+]
+
+
+# --------------------------------------------------------------------------- records
+
+@dataclass
+class Case:
+    name: str
+    function: str
+    args: dict
+    hidden: bool = False
+    seed: int | None = None
+    describe: str = ""
+    expected: Any = None
+    data: dict = field(default_factory=dict)
+    timeout_s: float | None = None
+    memory_mb: int | None = None
+    memory_error_message: str | None = None
+
+
+@dataclass
+class Verdict:
+    """The checker's judgement of one result. ``reason`` is a short tag for tools
+    ("wrong_answer", "wrong_shape", "wrong_type", "not_finite", ...)."""
+    passed: bool
+    message: str = ""
+    reason: str = "wrong_answer"
+
+
+PASS = Verdict(True, "", "passed")
+
+
+def fail(message: str, reason: str = "wrong_answer") -> Verdict:
+    return Verdict(False, message, reason)
+
+
+@dataclass
+class Mistake:
+    name: str
+    message: str
+    fn: Callable[..., Any]
+    function: str | None = None
+
+
+@dataclass
+class Problem:
+    number: int
+    slug: str
+    title: str
+    chapter: str
+    functions: Sequence[str]
+    statement: str
+    hints: Sequence[str]
+    make_cases: Callable[[int], list]
+    check: Callable[[Case, Any], Verdict]
+    mistakes: Sequence[Mistake] = ()
+    requires: Sequence[str] = ("numpy",)
+    timeout_s: float = 5.0
+    memory_mb: int = 1024
+    reference: dict | None = None
+
+    @property
+    def filename(self) -> str:
+        return f"p{self.number:02d}_{self.slug}.py"
+
+    def mistakes_for(self, function: str):
+        return [m for m in self.mistakes if (m.function or self.functions[0]) == function]
+
+
+# --------------------------------------------------------------------------- helpers
+
+def type_name(x) -> str:
+    t = type(x)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
+
+
+def shape_text(**arrays) -> str:
+    """'q_nope [4, 8], c_kv [17, 16]' for the arrays (or scalars) given."""
+    parts = []
+    for k, v in arrays.items():
+        shp = np.shape(v)
+        parts.append(f"{k} [{', '.join(map(str, shp))}]" if shp else f"{k}={v!r}")
+    return ", ".join(parts)
+
+
+def as_array(got, name: str = "result"):
+    """Turn an array-like answer into a float64 ndarray, or return a Verdict saying why not."""
+    if isinstance(got, dict) and "__unsupported__" in got:
+        return fail(f"{name} returned an object of type {got['__unsupported__']}; "
+                    "return a numpy array (or a torch tensor).", "wrong_type")
+    if got is None:
+        return fail(f"{name} returned None; did you forget a `return`?", "wrong_type")
+    if isinstance(got, (str, bytes, dict, set)):
+        return fail(f"{name} returned a {type_name(got)}; expected an array of numbers.",
+                    "wrong_type")
+    try:
+        arr = np.asarray(got)
+    except Exception as e:  # ragged lists and the like
+        return fail(f"{name} returned something numpy cannot read as an array ({e}).",
+                    "wrong_type")
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        return fail(f"{name} returned an array of {arr.dtype}; expected numbers.", "wrong_type")
+    if np.iscomplexobj(arr):
+        return fail(f"{name} returned complex numbers; expected real ones.", "wrong_type")
+    return arr.astype(np.float64)
+
+
+def _fmt(x) -> str:
+    return f"{x:.6g}" if isinstance(x, (float, np.floating)) else repr(x)
+
+
+def _index(flat_i: int, shape) -> str:
+    return str(tuple(int(i) for i in np.unravel_index(flat_i, shape))) if shape else "()"
+
+
+def compare_arrays(name: str, expected, got, *, rtol: float = 1e-5, atol: float = 0.0,
+                   dims: str | None = None, max_show: int = 3) -> Verdict:
+    """FlashMLA-style comparison of an array answer against the reference.
+
+    An element passes when |got - expected| <= atol + rtol * |expected|. A failure
+    message names the worst absolute and relative errors and where they are, the
+    tolerance, how many elements are within it, the cosine difference, and the first
+    mismatching values. ``dims`` (e.g. "[n_heads, d_v]") names the expected shape."""
+    exp = np.asarray(expected, dtype=np.float64)
+    arr = as_array(got, name)
+    if isinstance(arr, Verdict):
+        return arr
+    if arr.shape != exp.shape:
+        want = f"{dims} = {tuple(exp.shape)}" if dims else str(tuple(exp.shape))
+        return fail(f"{name} returned shape {tuple(arr.shape)}, expected {want}.", "wrong_shape")
+    tol = f"tolerance |got - expected| <= {atol:g} + {rtol:g} * |expected|"
+    bad_vals = ~np.isfinite(arr) & np.isfinite(exp)
+    if bad_vals.any():
+        i = int(np.flatnonzero(bad_vals)[0])
+        n_nan, n_inf = int(np.isnan(arr).sum()), int(np.isinf(arr).sum())
+        return fail(f"{name} contains {n_nan} NaN and {n_inf} inf values of {arr.size} "
+                    f"(first at index {_index(i, arr.shape)}: expected "
+                    f"{_fmt(exp.flat[i])}, got {_fmt(arr.flat[i])}).", "not_finite")
+    with np.errstate(invalid="ignore"):
+        abs_err = np.abs(arr - exp)
+        same = (arr == exp) | (np.isnan(arr) & np.isnan(exp))  # equal infinities, NaN vs NaN
+        abs_err = np.where(same, 0.0, abs_err)
+        ok = abs_err <= atol + rtol * np.abs(exp)
+    if ok.all():
+        return PASS
+    rel_err = abs_err / np.maximum(np.abs(exp), 1e-300)
+    ia, ir = int(np.argmax(abs_err)), int(np.argmax(rel_err))
+    x, y = exp.ravel(), arr.ravel()
+    denom = float((x * x + y * y).sum())
+    cos_diff = 1.0 - 2.0 * float((x * y).sum()) / denom if denom > 0 else 0.0
+    lines = [
+        f"{name} does not match the reference.",
+        f"  max abs error {abs_err.flat[ia]:.3g} at index {_index(ia, exp.shape)}; "
+        f"max rel error {rel_err.flat[ir]:.3g} at index {_index(ir, exp.shape)}",
+        f"  {tol}: {int(ok.sum())} of {ok.size} elements within tolerance; "
+        f"cosine difference {cos_diff:.3g}",
+        "  first mismatches (index: expected vs got):",
+    ]
+    for i in np.flatnonzero(~ok)[:max_show]:
+        lines.append(f"    {_index(int(i), exp.shape)}: {_fmt(exp.flat[i])} vs {_fmt(arr.flat[i])}")
+    return fail("\n".join(lines))
+
+
+def compare_scalar(name: str, expected, got, *, rtol: float = 1e-9, atol: float = 0.0,
+                   unit: str = "") -> Verdict:
+    """One number (int or float accepted), relative tolerance by default."""
+    if isinstance(got, bool) or not isinstance(got, (int, float, np.integer, np.floating)):
+        if isinstance(got, np.ndarray) and got.size == 1:
+            got = got.item()
+        else:
+            return fail(f"{name} should be a number; got {type_name(got)} {got!r:.80}.",
+                        "wrong_type")
+    got = float(got)
+    exp = float(expected)
+    if not math.isfinite(got):
+        return fail(f"{name} is {got}; expected {exp:.6g}{unit}.", "not_finite")
+    err = abs(got - exp)
+    if err <= atol + rtol * abs(exp):
+        return PASS
+    ratio = f" (got/expected = {got / exp:.4g})" if exp else ""
+    return fail(f"{name}: expected {exp:.10g}{unit}, got {got:.10g}{unit}{ratio}; "
+                f"tolerance {atol:g} + {rtol:g} * |expected|.")
+
+
+def compare_choice(name: str, expected: str, got, choices: Sequence[str]) -> Verdict:
+    """A string answer from a fixed set."""
+    if not isinstance(got, str):
+        return fail(f"{name} should return one of {list(choices)}; got {type_name(got)} "
+                    f"{got!r:.80}.", "wrong_type")
+    if got not in choices:
+        return fail(f"{name} returned {got!r}; it must be one of {list(choices)}.", "wrong_type")
+    if got != expected:
+        return fail(f"{name} returned {got!r}, expected {expected!r}.")
+    return PASS
+
+
+def compare_dict(name: str, expected: dict, got, compare_value: Callable[[str, Any, Any], Verdict]) -> Verdict:
+    """A dict with exactly the expected keys; each value compared by compare_value(label, exp, got)."""
+    if not isinstance(got, dict) or "__unsupported__" in got:
+        shown = got.get("__unsupported__") if isinstance(got, dict) else type_name(got)
+        return fail(f"{name} should return a dict with keys {sorted(expected)}; got {shown}.",
+                    "wrong_type")
+    missing = [k for k in expected if k not in got]
+    extra = [k for k in got if k not in expected]
+    if missing or extra:
+        return fail(f"{name} returned keys {sorted(map(str, got))}; expected exactly "
+                    f"{sorted(expected)}" + (f" (missing {missing})" if missing else "")
+                    + (f" (unexpected {extra})" if extra else "") + ".", "wrong_type")
+    for k in expected:
+        v = compare_value(f"{name}[{k!r}]", expected[k], got[k])
+        if not v.passed:
+            return v
+    return PASS
+
+
+def same_answer(a, b, rtol: float = 1e-6, atol: float = 1e-12) -> bool:
+    """Do two answers agree (used to recognise a known mistake)? NaN equals NaN."""
+    if isinstance(a, dict) or isinstance(b, dict):
+        return (isinstance(a, dict) and isinstance(b, dict) and set(a) == set(b)
+                and all(same_answer(a[k], b[k], rtol, atol) for k in a))
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    try:
+        x = np.asarray(a, dtype=np.float64)
+        y = np.asarray(b, dtype=np.float64)
+    except Exception:
+        return False
+    return x.shape == y.shape and bool(np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True))
