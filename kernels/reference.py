@@ -1,0 +1,118 @@
+"""Torch reference for paged MLA decode, in the kernel's calling convention.
+
+`reference_decode` is the exact one the tests use: per sequence it gathers only the
+pages it needs (mlacourse.paged's rule), dequantizes FP8 rows with the numpy
+mlacourse.fp8 (an implementation independent of kernels.fp8), and computes in float64.
+`reference_decode_padded` is a batched version for timing on a GPU (float32)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from mlacourse import fp8 as np_fp8
+
+D_LATENT, D_ROPE = 512, 64
+D_K = D_LATENT + D_ROPE
+
+
+def gather_sequence(kv_cache, block_table, cache_seqlens, i: int, is_fp8_kvcache: bool = False):
+    """Rows of sequence i as float64 [n, 576]; reads only table entries 0..ceil(n/P)-1."""
+    n = int(cache_seqlens[i])
+    page = kv_cache.shape[1]
+    ids = [int(block_table[i, j]) for j in range(-(-n // page))]
+    if not ids:
+        return torch.zeros(0, D_K, dtype=torch.float64)
+    rows = torch.cat([kv_cache[j, :, 0] for j in ids], dim=0)[:n]  # [n, 576] or [n, 656] uint8
+    if is_fp8_kvcache:
+        return torch.from_numpy(np_fp8.unpack_fp8_row(rows.cpu().numpy()))
+    return rows.to(torch.float64).cpu()
+
+
+def reference_decode(q, kv_cache, block_table, cache_seqlens, head_dim_v=D_LATENT, softmax_scale=None,
+                     causal=False, is_fp8_kvcache=False):
+    """q [b, s_q, h_q, 576] -> out [b, s_q, h_q, 512] float64, lse [b, h_q, s_q] float64 (CPU).
+    Rows that see no key: out 0, lse -inf."""
+    b, s_q, h_q, d_k = q.shape
+    scale = softmax_scale if softmax_scale is not None else d_k ** -0.5
+    out = torch.zeros(b, s_q, h_q, head_dim_v, dtype=torch.float64)
+    lse = torch.full((b, h_q, s_q), -math.inf, dtype=torch.float64)
+    for i in range(b):
+        kv = gather_sequence(kv_cache, block_table, cache_seqlens, i, is_fp8_kvcache)  # [n, 576]
+        n = kv.shape[0]
+        qi = q[i].to(torch.float64).cpu()  # [s_q, h_q, 576]
+        scores = torch.einsum("shd,nd->hsn", qi, kv) * scale  # [h_q, s_q, n]
+        if causal:
+            rows = torch.arange(s_q)[:, None]
+            visible = torch.arange(n)[None, :] <= rows + (n - s_q)  # [s_q, n], bottom-right aligned
+            scores = scores.masked_fill(~visible[None], -math.inf)
+        row_lse = torch.logsumexp(scores, dim=-1)  # [h_q, s_q]; -inf where nothing is visible
+        seen = torch.isfinite(row_lse)
+        p = torch.where(seen[..., None], torch.exp(scores - row_lse[..., None]), torch.zeros_like(scores))
+        out[i] = torch.einsum("hsn,nd->shd", p, kv[:, :head_dim_v])
+        lse[i] = torch.where(seen, row_lse, torch.full_like(row_lse, -math.inf))
+    return out, lse
+
+
+def reference_decode_padded(q, kv_cache, block_table, cache_seqlens, head_dim_v=D_LATENT, softmax_scale=None,
+                            causal=False, is_fp8_kvcache=False, dtype=torch.float32):
+    """Batched reference on q's device (for timing): gathers every sequence's pages into
+    [b, max_blocks*P, 576] and masks the padding. Table entries past a sequence's need
+    are replaced by page 0 before the gather, so they are never dereferenced."""
+    from . import fp8 as torch_fp8
+
+    b, s_q, h_q, d_k = q.shape
+    page = kv_cache.shape[1]
+    scale = softmax_scale if softmax_scale is not None else d_k ** -0.5
+    max_blocks = block_table.shape[1]
+    need = (cache_seqlens.long() + page - 1) // page  # [b]
+    used = torch.arange(max_blocks, device=q.device)[None, :] < need[:, None]
+    ids = torch.where(used, block_table.long(), torch.zeros_like(block_table.long()))  # [b, max_blocks]
+    rows = kv_cache[ids][:, :, :, 0]  # [b, max_blocks, P, 576 or 656]
+    kv = torch_fp8.unpack_fp8_rows(rows) if is_fp8_kvcache else rows
+    kv = kv.reshape(b, max_blocks * page, d_k).to(dtype)  # [b, s_k_max, 576]
+    s_k = kv.shape[1]
+    scores = torch.einsum("bshd,bnd->bhsn", q.to(dtype), kv) * scale  # [b, h_q, s_q, s_k]
+    pos = torch.arange(s_k, device=q.device)
+    limit = cache_seqlens.long()[:, None] - (s_q - 1 - torch.arange(s_q, device=q.device))[None, :] \
+        if causal else cache_seqlens.long()[:, None].expand(b, s_q)  # [b, s_q] visible keys per row
+    visible = pos[None, None, :] < limit[:, :, None]  # [b, s_q, s_k]
+    scores = scores.masked_fill(~visible[:, None], -math.inf)
+    lse = torch.logsumexp(scores, dim=-1)  # [b, h_q, s_q]
+    p = torch.exp(scores - lse[..., None]).nan_to_num(0.0)
+    out = torch.einsum("bhsn,bnd->bshd", p, kv[..., :head_dim_v])  # [b, s_q, h_q, 512]
+    return out.to(q.dtype), lse.float()
+
+
+def compare(name, got, ref, atol, rtol):
+    """FlashMLA-style check. Returns (ok, message): max abs/rel error and where,
+    N of M elements within |got-ref| <= atol + rtol*|ref|, cosine difference.
+    -inf in ref must be -inf in got; NaN never passes."""
+    got64 = got.detach().to(torch.float64).cpu()
+    ref64 = ref.detach().to(torch.float64).cpu()
+    if got64.shape != ref64.shape:
+        return False, f"{name}: shape {tuple(got64.shape)}, expected {tuple(ref64.shape)}"
+    inf_ref, inf_got = torch.isinf(ref64), torch.isinf(got64)
+    same_inf = inf_ref & inf_got & (torch.sign(ref64) == torch.sign(got64))
+    g = torch.where(same_inf, torch.zeros_like(got64), got64)
+    r = torch.where(same_inf, torch.zeros_like(ref64), ref64)
+    err = (g - r).abs()
+    err = torch.where(torch.isnan(err), torch.full_like(err, math.inf), err)
+    ok_el = err <= atol + rtol * r.abs()
+    n_ok, n = int(ok_el.sum()), ok_el.numel()
+    if n == 0:
+        return True, f"{name}: empty"
+    rel = err / r.abs().clamp_min(1e-30)
+    worst = np.unravel_index(int(torch.argmax(err)), tuple(err.shape))
+    fin = torch.isfinite(g) & torch.isfinite(r)
+    gf, rf = torch.where(fin, g, 0.0).flatten(), torch.where(fin, r, 0.0).flatten()
+    denom = float((gf * gf).sum() + (rf * rf).sum())
+    cos_diff = 1 - 2 * float((gf * rf).sum()) / denom if denom > 0 else 0.0
+    ok = n_ok == n
+    msg = (f"{name}: {'ok' if ok else 'MISMATCH'}; max abs err {float(err.max()):.3e} at {tuple(int(x) for x in worst)} "
+           f"(got {float(got64[worst]):.6g}, expected {float(ref64[worst]):.6g}); "
+           f"max rel err {float(rel[torch.isfinite(rel)].max()) if torch.isfinite(rel).any() else 0.0:.3e}; "
+           f"tolerance atol={atol:g} rtol={rtol:g}; {n_ok} of {n} elements within tolerance; "
+           f"cosine difference {cos_diff:.3e}")
+    return ok, msg
