@@ -1,0 +1,172 @@
+"""Problem 2: attention scores with decoupled RoPE (chapter 2)."""
+from __future__ import annotations
+
+import numpy as np
+
+from grader.spec import Case, Mistake, Problem, compare_arrays, shape_text
+from mlacourse.rope import apply_rope, rope_angles
+
+FN = "rope_scores"
+RTOL, ATOL = 1e-6, 1e-9
+
+
+def _reference(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta=10000.0):
+    """Scores [H, T] from the math core: rotate q_rope and k_rope, add the nope part."""
+    q_r = apply_rope(q_rope, np.asarray(q_pos), theta)  # [H, d_rope], every head at q_pos
+    k_r = apply_rope(k_rope, np.asarray(k_pos), theta)  # [T, d_rope]
+    scale = 1.0 / np.sqrt(q_nope.shape[-1] + q_rope.shape[-1])
+    return (np.einsum("hd,thd->ht", q_nope, k_nope) + q_r @ k_r.T) * scale
+
+
+def _case(name, rng, n_heads, d_nope, d_rope, n_keys, q_pos, k_pos, theta, hidden, seed):
+    args = {
+        "q_nope": rng.standard_normal((n_heads, d_nope)),
+        "q_rope": rng.standard_normal((n_heads, d_rope)),
+        "k_nope": rng.standard_normal((n_keys, n_heads, d_nope)),
+        "k_rope": rng.standard_normal((n_keys, d_rope)),
+        "q_pos": int(q_pos),
+        "k_pos": np.asarray(k_pos, dtype=np.int64),
+        "theta": float(theta),
+    }
+    describe = shape_text(**{k: args[k] for k in ("q_nope", "q_rope", "k_nope", "k_rope")})
+    describe += f", q_pos={q_pos}, theta={theta:g}"
+    if seed is not None:
+        describe += f", seed {seed}"
+    return Case(name, FN, args, hidden=hidden, seed=seed, describe=describe)
+
+
+def make_cases(seed):
+    fixed = np.random.default_rng(2)
+    cases = [
+        _case("decode step: one query after 5 cached tokens", fixed, 2, 4, 4, 6, 5, np.arange(6),
+              10000.0, False, None),
+        _case("keys at scattered positions", fixed, 3, 8, 8, 4, 100, [3, 40, 99, 100],
+              10000.0, False, None),
+    ]
+    rng = np.random.default_rng(seed)
+    for i in range(4):
+        n_heads = int(rng.integers(1, 9))
+        d_nope = int(rng.choice([4, 8, 16]))
+        d_rope = int(rng.choice([4, 8, 16]))
+        n_keys = int(rng.integers(1, 40))
+        k_pos = np.sort(rng.choice(5000, size=n_keys, replace=False))
+        q_pos = int(k_pos[-1]) + int(rng.integers(0, 3))
+        theta = float(rng.choice([10000.0, 50000.0]))
+        cases.append(_case(f"random {i}", rng, n_heads, d_nope, d_rope, n_keys, q_pos, k_pos,
+                           theta, True, seed))
+    return cases
+
+
+def check(case, result):
+    return compare_arrays(FN, _reference(**case.args), result, rtol=RTOL, atol=ATOL,
+                          dims="[n_heads, T]")
+
+
+# ---- plausible wrong attempts --------------------------------------------------------
+
+def _rope_halves(x, pos, theta):
+    """GPT-NeoX / Llama-HF layout: pair i is (x[i], x[i + d/2]) instead of (x[2i], x[2i+1])."""
+    half = x.shape[-1] // 2
+    ang = rope_angles(np.asarray(pos), x.shape[-1], theta)
+    cos, sin = np.cos(ang), np.sin(ang)
+    a, b = x[..., :half], x[..., half:]
+    return np.concatenate([a * cos - b * sin, a * sin + b * cos], axis=-1)
+
+
+def _halves(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta=10000.0):
+    scale = 1.0 / np.sqrt(q_nope.shape[-1] + q_rope.shape[-1])
+    return (np.einsum("hd,thd->ht", q_nope, k_nope)
+            + _rope_halves(q_rope, q_pos, theta) @ _rope_halves(k_rope, k_pos, theta).T) * scale
+
+
+def _scale_nope_only(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta=10000.0):
+    d_qk = q_nope.shape[-1] + q_rope.shape[-1]
+    return _reference(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta) \
+        * np.sqrt(d_qk) / np.sqrt(q_nope.shape[-1])
+
+
+def _rotate_nope_too(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta=10000.0):
+    q_n = apply_rope(q_nope, np.asarray(q_pos), theta)
+    k_n = apply_rope(k_nope, np.asarray(k_pos)[:, None], theta)
+    return _reference(q_n, q_rope, k_n, k_rope, q_pos, k_pos, theta)
+
+
+def _keys_at_query_position(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta=10000.0):
+    return _reference(q_nope, q_rope, k_nope, k_rope, q_pos,
+                      np.full(np.shape(k_pos), q_pos), theta)
+
+
+def _inverse_rotation(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta=10000.0):
+    return _reference(q_nope, q_rope, k_nope, k_rope, -q_pos, -np.asarray(k_pos), theta)
+
+
+MISTAKES = [
+    Mistake("rotate halves",
+            "You rotated the pairs (x[i], x[i + d/2]) (the GPT-NeoX layout); DeepSeek's RoPE "
+            "rotates interleaved pairs (x[2i], x[2i+1]).", _halves),
+    Mistake("scale by d_nope",
+            "You scaled by 1/sqrt(d_nope); the dot product runs over d_nope + d_rope dims, "
+            "so the scale is 1/sqrt(d_nope + d_rope).", _scale_nope_only),
+    Mistake("rotated the nope part",
+            "You rotated q_nope and k_nope as well; only the decoupled d_rope dims carry "
+            "position, which is what lets W_UK be absorbed later.", _rotate_nope_too),
+    Mistake("no relative position",
+            "Your scores do not depend on position: either nothing was rotated or the keys were "
+            "rotated by the query's position; rotate q_rope by q_pos and k_rope[t] by k_pos[t].",
+            _keys_at_query_position),
+    Mistake("rotation by the negative angle",
+            "Your rotation turns the wrong way (x_even*cos + x_odd*sin for the even slot); the "
+            "even slot is x_even*cos - x_odd*sin, the odd slot x_even*sin + x_odd*cos.",
+            _inverse_rotation),
+]
+
+STATEMENT = r"""
+Write `rope_scores(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta=10000.0)`: the
+pre-softmax attention scores of **one new query token** against `T` cached keys in MLA
+with decoupled RoPE.
+
+| argument | shape | meaning |
+|---|---|---|
+| `q_nope` | `[n_heads, d_nope]` | position-free part of the query, per head |
+| `q_rope` | `[n_heads, d_rope]` | RoPE part of the query, per head, **not yet rotated** |
+| `k_nope` | `[T, n_heads, d_nope]` | position-free part of each key, per head |
+| `k_rope` | `[T, d_rope]` | RoPE part of each key, **shared by all heads**, not yet rotated |
+| `q_pos` | int | the query token's position |
+| `k_pos` | `[T]` int | each key's position |
+| `theta` | float | RoPE base |
+
+Return `scores [n_heads, T]` (float64):
+
+    scores[h, t] = ( q_nope[h] . k_nope[t, h]  +  rot(q_rope[h], q_pos) . rot(k_rope[t], k_pos[t]) ) / sqrt(d_nope + d_rope)
+
+`rot(x, p)` rotates **interleaved pairs** `(x[2i], x[2i+1])`, i = 0 .. d_rope/2 - 1, by the
+angle `p * theta ** (-2i / d_rope)`:
+
+    rot(x, p)[2i]   = x[2i] * cos(a_i) - x[2i+1] * sin(a_i)
+    rot(x, p)[2i+1] = x[2i] * sin(a_i) + x[2i+1] * cos(a_i)
+
+Checked against `mlacourse.rope.apply_rope` with |got - expected| <= 1e-9 + 1e-6 * |expected|
+on every element. Visible examples have 2-3 heads; hidden cases draw n_heads 1-8,
+d_nope and d_rope from {4, 8, 16}, T 1-39, positions up to 5000 and theta 10000 or 50000.
+Do not modify the input arrays.
+"""
+
+HINTS = [
+    "Split the work: the nope part is an ordinary per-head dot product, the rope part is "
+    "a dot product of rotated vectors, and the two scores simply add.",
+    "The rope key is shared by every head, so rotate k_rope once ([T, d_rope]) and use one "
+    "matmul for all heads: rot_q [n_heads, d_rope] @ rot_k.T -> [n_heads, T].",
+    "Interleaved pairs: even = x[..., 0::2], odd = x[..., 1::2]; angles = "
+    "pos[..., None] * theta ** (-np.arange(0, d_rope, 2) / d_rope). Write the rotated even "
+    "and odd slots back to [..., 0::2] and [..., 1::2].",
+    "For the nope part: np.einsum('hd,thd->ht', q_nope, k_nope). Scale the sum by "
+    "1 / sqrt(d_nope + d_rope), not 1 / sqrt(d_nope).",
+]
+
+PROBLEM = Problem(
+    number=2, slug="rope_scores", title="Scores with decoupled RoPE",
+    chapter="notebooks/02_mla_and_decoupled_rope.ipynb",
+    functions=[FN], statement=STATEMENT, hints=HINTS,
+    make_cases=make_cases, check=check, mistakes=MISTAKES,
+    reference={FN: _reference},
+)
