@@ -1,0 +1,185 @@
+"""Problem 3: prefill through the expand path (chapter 3)."""
+from __future__ import annotations
+
+import numpy as np
+
+from grader.spec import Case, Mistake, Problem, compare_arrays, shape_text
+from mlacourse.attention import causal_mask
+from mlacourse.layer import attend_expand
+
+FN = "expand_prefill"
+RTOL, ATOL = 1e-6, 1e-9
+
+
+def _reference(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale):
+    n_tok = c_kv.shape[0]
+    out, _ = attend_expand(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale,
+                           causal_mask(n_tok, n_tok))
+    return out  # [T, H, d_v]
+
+
+def _case(name, rng, n_tok, n_heads, d_latent, d_nope, d_rope, d_v, hidden, seed):
+    def normal(*shape, std=1.0):
+        return rng.standard_normal(shape) * std
+
+    args = {
+        "q_nope": normal(n_tok, n_heads, d_nope, std=1.5),
+        "q_rope": normal(n_tok, n_heads, d_rope, std=1.5),
+        "c_kv": normal(n_tok, d_latent),
+        "k_rope": normal(n_tok, d_rope),
+        "w_uk": normal(n_heads, d_latent, d_nope, std=1 / np.sqrt(d_latent)),
+        "w_uv": normal(n_heads, d_latent, d_v, std=1 / np.sqrt(d_latent)),
+        "scale": float(1 / np.sqrt(d_nope + d_rope)),
+    }
+    describe = shape_text(**{k: v for k, v in args.items() if k != "scale"})
+    describe += f", scale={args['scale']:.4g}" + (f", seed {seed}" if seed is not None else "")
+    return Case(name, FN, args, hidden=hidden, seed=seed, describe=describe)
+
+
+def make_cases(seed):
+    fixed = np.random.default_rng(3)
+    cases = [
+        # the tiny config of the chapters: d_latent 16, d_nope 8, d_rope 4, d_v 8
+        _case("tiny config, 5 tokens", fixed, 5, 4, 16, 8, 4, 8, False, None),
+        _case("a single token", fixed, 1, 2, 8, 4, 4, 4, False, None),
+    ]
+    rng = np.random.default_rng(seed)
+    for i in range(4):
+        n_tok = int(rng.integers(2, 24))
+        n_heads = int(rng.integers(1, 7))
+        d_latent = int(rng.choice([8, 16, 32]))
+        d_nope = int(rng.choice([4, 8]))
+        d_v = d_nope if i % 2 == 0 else int(rng.choice([4, 6, 8]))
+        d_rope = int(rng.choice([2, 4, 8]))
+        cases.append(_case(f"random {i}", rng, n_tok, n_heads, d_latent, d_nope, d_rope, d_v,
+                           True, seed))
+    return cases
+
+
+def check(case, result):
+    return compare_arrays(FN, _reference(**case.args), result, rtol=RTOL, atol=ATOL,
+                          dims="[T, n_heads, d_v]")
+
+
+# ---- plausible wrong attempts --------------------------------------------------------
+
+def _attend(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, visible=None, axis=-1,
+            with_rope=True):
+    """Expand-path attention with the knobs the mistakes turn. visible [T, T] or None."""
+    k_nope = np.einsum("tc,hcd->htd", c_kv, w_uk)  # [H, T, d_nope]
+    v = np.einsum("tc,hcd->htd", c_kv, w_uv)  # [H, T, d_v]
+    s = np.einsum("shd,htd->hst", q_nope, k_nope)  # [H, S, T]
+    if with_rope:
+        s = s + np.einsum("shr,tr->hst", q_rope, k_rope)
+    s = s * scale
+    if visible is not None:
+        s = np.where(visible, s, -np.inf)
+    with np.errstate(invalid="ignore"):
+        p = np.exp(s - s.max(axis=axis, keepdims=True))
+        p = p / p.sum(axis=axis, keepdims=True)
+    return np.einsum("hst,htd->shd", p, v)  # [S, H, d_v]
+
+
+def _tril(n, k=0):
+    return np.tril(np.ones((n, n), dtype=bool), k)
+
+
+def _no_mask(**a):
+    return _attend(**a)
+
+
+def _strict_mask(**a):
+    return _attend(**a, visible=_tril(a["c_kv"].shape[0], -1))
+
+
+def _one_ahead(**a):
+    return _attend(**a, visible=_tril(a["c_kv"].shape[0], 1))
+
+
+def _upper_mask(**a):
+    n = a["c_kv"].shape[0]
+    return _attend(**a, visible=np.triu(np.ones((n, n), dtype=bool)))
+
+
+def _softmax_over_queries(**a):
+    return _attend(**a, visible=_tril(a["c_kv"].shape[0]), axis=-2)
+
+
+def _no_rope(**a):
+    return _attend(**a, visible=_tril(a["c_kv"].shape[0]), with_rope=False)
+
+
+def _swapped_up_projections(**a):
+    if a["w_uk"].shape != a["w_uv"].shape:
+        return None
+    a = dict(a, w_uk=a["w_uv"], w_uv=a["w_uk"])
+    return _attend(**a, visible=_tril(a["c_kv"].shape[0]))
+
+
+MISTAKES = [
+    Mistake("no causal mask",
+            "Every token attended to the tokens after it; in prefill query t may only see "
+            "keys 0..t (a lower-triangular mask).", _no_mask),
+    Mistake("diagonal masked out",
+            "Your mask hides the diagonal (key t from query t); a token must see itself, "
+            "so keep cols <= rows, not cols < rows.", _strict_mask),
+    Mistake("mask one token ahead",
+            "Your mask lets query t see key t+1; the visible keys are 0..t.", _one_ahead),
+    Mistake("upper-triangular mask",
+            "Your mask is flipped: query t sees keys t..T-1; it must see keys 0..t "
+            "(np.tril, not np.triu).", _upper_mask),
+    Mistake("softmax over the query axis",
+            "You normalised the softmax over queries; each query's weights over its keys "
+            "(the last axis of [H, S, T]) must sum to 1.", _softmax_over_queries),
+    Mistake("rope part left out",
+            "Your scores use only q_nope . k_nope; add q_rope . k_rope (the key's rope part is "
+            "shared by every head).", _no_rope),
+    Mistake("w_uk and w_uv swapped",
+            "You up-projected keys with w_uv and values with w_uk; keys use w_uk, values "
+            "use w_uv.", _swapped_up_projections),
+]
+
+STATEMENT = r"""
+Write `expand_prefill(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale)`: MLA attention
+for a **prefill** of `T` tokens through the **expand path** -- up-project every cached
+latent into per-head keys and values, then run ordinary causal multi-head attention.
+
+| argument | shape | meaning |
+|---|---|---|
+| `q_nope` | `[T, n_heads, d_nope]` | position-free query part |
+| `q_rope` | `[T, n_heads, d_rope]` | query rope part, **already rotated** |
+| `c_kv` | `[T, d_latent]` | the cached latents, one per token |
+| `k_rope` | `[T, d_rope]` | the cached rope keys, already rotated, shared by all heads |
+| `w_uk` | `[n_heads, d_latent, d_nope]` | key up-projection: `k_nope[t, h] = c_kv[t] @ w_uk[h]` |
+| `w_uv` | `[n_heads, d_latent, d_v]` | value up-projection: `v[t, h] = c_kv[t] @ w_uv[h]` |
+| `scale` | float | softmax scale (1/sqrt(d_nope + d_rope)) |
+
+Return `out [T, n_heads, d_v]`:
+
+    score[h, s, t] = scale * (q_nope[s, h] . k_nope[t, h] + q_rope[s, h] . k_rope[t])
+    out[s, h]      = sum over t <= s of softmax_t(score[h, s, :s+1]) * v[t, h]
+
+Token `s` sees itself and every earlier token (causal). Checked against
+`mlacourse.layer.attend_expand` with `causal_mask(T, T)`: |got - expected| <= 1e-9 +
+1e-6 * |expected| on every element. Hidden cases: T 2-23, n_heads 1-6, d_latent 8-32;
+d_v may differ from d_nope.
+"""
+
+HINTS = [
+    "Three steps: expand (k_nope and v for every token and head), score (nope part plus "
+    "rope part, times scale), then a causal softmax and a weighted sum of v.",
+    "np.einsum('tc,hcd->htd', c_kv, w_uk) gives k_nope [H, T, d_nope]; the same with w_uv "
+    "gives v [H, T, d_v]. The rope key has no head axis: einsum('shr,tr->hst', q_rope, k_rope).",
+    "Mask with np.tril(np.ones((T, T), bool)): scores where it is False become -inf. Subtract "
+    "each row's max before exp; every row has a finite max because the diagonal is visible.",
+    "Normalise over the last axis (keys), then np.einsum('hst,htd->shd', p, v) returns "
+    "[T, H, d_v].",
+]
+
+PROBLEM = Problem(
+    number=3, slug="expand_prefill", title="Prefill through the expand path",
+    chapter="notebooks/03_two_paths.ipynb",
+    functions=[FN], statement=STATEMENT, hints=HINTS,
+    make_cases=make_cases, check=check, mistakes=MISTAKES,
+    reference={FN: _reference},
+)
