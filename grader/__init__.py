@@ -1,0 +1,8 @@
+"""The course judge: problem specs (grader/problems/), a sandboxed runner, and the
+command line behind `python practice/judge.py`. In a notebook:
+
+    from grader import check
+    check(4, attention_flops=attention_flops, choose_path=choose_path)
+    check("choose_path", namespace=globals())
+"""
+from .notebook import check  # noqa: F401

@@ -1,0 +1,254 @@
+"""The judge's command line (``python practice/judge.py`` and ``python judge.py``).
+
+  judge.py                 grade every problem: a line each as it goes, then a summary
+  judge.py 4 | choose_path grade one problem with full feedback
+  judge.py 4 --hint        reveal the next hint for problem 4
+  judge.py 4 --file F.py   grade F.py as problem 4 (exit code 0 iff it passes)
+  judge.py 4 --seed N      rerun with the seed a failing hidden case printed
+  judge.py --watch [4]     re-grade whenever a practice file is saved (Ctrl-C to stop)
+  judge.py --json          Exercism results.json v3 + Gradescope score/max_score
+  judge.py --solutions     course check: every solution passes, every stub is "not started"
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from . import report, runner
+
+STATE_FILE = runner.PRACTICE / ".judge_state.json"
+
+
+# --------------------------------------------------------------------------- hints
+
+def load_state() -> dict:
+    try:
+        return json.loads(STATE_FILE.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def hints_shown(problem) -> int:
+    return int(load_state().get("hints_shown", {}).get(problem.slug, 0))
+
+
+def reveal_hint(problem) -> str:
+    state = load_state()
+    shown = state.setdefault("hints_shown", {})
+    n = min(int(shown.get(problem.slug, 0)) + 1, len(problem.hints))
+    shown[problem.slug] = n
+    try:
+        STATE_FILE.write_text(json.dumps(state, indent=1))
+    except OSError:
+        pass  # read-only checkout: still show the hint
+    if not problem.hints:
+        return f"Problem {problem.number} has no hints; re-read {problem.chapter}."
+    lines = [f"Hints for problem {problem.number} ({problem.slug}), {n} of {len(problem.hints)}:"]
+    for k, h in enumerate(problem.hints[:n], 1):
+        lines.append(f"  {k}. {h}")
+    if n == len(problem.hints):
+        lines.append(f"  That was the last hint; the derivation is in {problem.chapter}.")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- grading
+
+def grade_many(problems, path_of, seed, workers=None, on_result=None):
+    """Grade problems in parallel; call on_result in problem order as results arrive."""
+    workers = workers or max(1, min(len(problems), os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(runner.grade, p, path_of(p), seed) for p in problems]
+        results = []
+        for f in futures:
+            r = f.result()
+            results.append(r)
+            if on_result:
+                on_result(r)
+    return results
+
+
+def _print(*a):
+    print(*a, flush=True)
+
+
+def cmd_solutions(problems, seed, prog) -> int:
+    """Every solution passes and every stub is 'not started' (rustlings' dev check)."""
+    t0 = time.monotonic()
+    _print(f"Checking {len(problems)} problems: solutions/ must pass, practice/ stubs must be "
+           f"'not started' (seed {seed}).")
+    jobs = []
+    for p in problems:
+        jobs.append((p, runner.SOLUTIONS / p.filename, "passed"))
+        jobs.append((p, runner.PRACTICE / p.filename, "not started"))
+    workers = max(1, min(len(jobs), os.cpu_count() or 1))
+    bad = 0
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futs = [pool.submit(runner.grade, p, path, seed) for p, path, _ in jobs]
+        for k in range(0, len(jobs), 2):
+            p = jobs[k][0]
+            sol, stub = futs[k].result(), futs[k + 1].result()
+            ok_sol = sol.status in ("passed", "unavailable")
+            ok_stub = stub.status in ("not started", "unavailable")
+            mark = "✓" if ok_sol and ok_stub else "✗"
+            bad += not (ok_sol and ok_stub)
+            note = "" if sol.status != "unavailable" else " (not checked: " + report.headline(sol) + ")"
+            _print(f"{mark} {p.number:>2} {p.slug:<20} solution {sol.status} ({sol.elapsed:.1f} s), "
+                   f"stub {stub.status}{note}")
+            if not ok_sol:
+                _print(report._indent(report.details(sol, prog), 4))
+            if not ok_stub:
+                _print(f"    the stub should raise NotImplementedError in every function; got: "
+                       f"{report.headline(stub) if stub.status != 'failed' else report.status_line(stub)}")
+    _print(f"{'OK' if not bad else f'{bad} problem(s) wrong'}: {len(problems)} problems checked in "
+           f"{time.monotonic() - t0:.1f} s.")
+    return 1 if bad else 0
+
+
+def _watch_targets(problems, single, file_arg):
+    if file_arg:
+        return [Path(file_arg)]
+    if single:
+        return [runner.PRACTICE / single.filename]
+    return [runner.PRACTICE / p.filename for p in problems]
+
+
+def _mtimes(paths):
+    out = {}
+    for p in paths:
+        try:
+            out[p] = p.stat().st_mtime_ns
+        except OSError:
+            out[p] = None
+    return out
+
+
+def cmd_watch(problems, single, args, prog) -> int:
+    paths = _watch_targets(problems, single, args.file)
+    limit = time.monotonic() + args.watch_minutes * 60
+    last = None
+    try:
+        while time.monotonic() < limit:
+            now = _mtimes(paths)
+            if now != last:
+                if last is not None:
+                    _print("\n" + "-" * 60)
+                changed = [p for p in paths if last is None or now[p] != last.get(p)]
+                if single:
+                    grade_one(single, args, prog)
+                else:
+                    # grade the problem that changed with full feedback, the rest as lines
+                    targets = [p for p in problems if runner.PRACTICE / p.filename in changed]
+                    grade_all(problems, args, prog)
+                    if len(targets) == 1 and last is not None:
+                        _print()
+                        grade_one(targets[0], args, prog)
+                _print(f"\nWatching {len(paths)} file(s) for changes (Ctrl-C to stop)...")
+                last = now
+            time.sleep(args.poll)
+        _print(f"Stopped watching after {args.watch_minutes:g} minutes.")
+    except KeyboardInterrupt:
+        _print("\nStopped watching.")
+    return 0
+
+
+def grade_one(problem, args, prog) -> int:
+    path = args.file or runner.PRACTICE / problem.filename
+    r = runner.grade(problem, path, args.seed)
+    if args.json:
+        _print(json.dumps(report.to_json([r], prog, r.seed), indent=2))
+    else:
+        _print(report.details(r, prog, hints_shown(problem)))
+    return 0 if r.passed else 1
+
+
+def grade_all(problems, args, prog) -> int:
+    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    cb = None if args.json else (lambda r: _print(report.status_line(r)))
+    results = grade_many(problems, lambda p: runner.PRACTICE / p.filename, seed, on_result=cb)
+    if args.json:
+        _print(json.dumps(report.to_json(results, prog, seed), indent=2))
+    else:
+        _print()
+        _print(report.summary(results, prog))
+    return 0 if results and all(r.passed for r in results) else 1
+
+
+def build_parser(prog: str) -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=prog, description="Grade the MLA course's practice problems.",
+                                 epilog="Examples: `%(prog)s`, `%(prog)s 4`, `%(prog)s choose_path --hint`, "
+                                        "`%(prog)s 8 --file my_answer.py`")
+    ap.add_argument("problem", nargs="?", help="a problem number or slug (default: all)")
+    ap.add_argument("--file", help="grade this file as the named problem (exit code 0 iff it passes)")
+    ap.add_argument("--hint", action="store_true", help="reveal the next hint for the problem")
+    ap.add_argument("--seed", type=int, help="seed for the hidden cases (a failure prints the one to reuse)")
+    ap.add_argument("--json", action="store_true", help="print results.json (Exercism v3 + Gradescope score)")
+    ap.add_argument("--watch", action="store_true", help="re-grade whenever the file(s) change")
+    ap.add_argument("--watch-minutes", type=float, default=120.0, help=argparse.SUPPRESS)
+    ap.add_argument("--poll", type=float, default=0.5, help=argparse.SUPPRESS)
+    ap.add_argument("--solutions", action="store_true",
+                    help="course check: solutions/ pass and practice/ stubs are 'not started'")
+    ap.add_argument("--list", action="store_true", help="list the problems")
+    return ap
+
+
+def main(argv=None, prog: str | None = None) -> int:
+    prog = prog or "python practice/judge.py"
+    args = build_parser(prog).parse_args(argv)
+    errors: list = []
+    problems = runner.discover(errors)
+    for e in errors:
+        print(f"warning: problem spec {e.module} failed to load ({e.message}); "
+              "it is skipped -- please report this.", file=sys.stderr)
+    if not problems:
+        print("error: no problem specs found in grader/problems/.", file=sys.stderr)
+        return 2
+    single = None
+    if args.problem is None and args.file:
+        args.problem = Path(args.file).stem  # pNN_slug.py names its problem
+    if args.problem is not None:
+        try:
+            single = runner.find(args.problem, problems)
+        except KeyError as e:
+            if args.file:
+                print(f"error: cannot tell which problem {args.file} is; name it: "
+                      f"`{prog} 4 --file {args.file}`.", file=sys.stderr)
+            else:
+                print(f"error: {e.args[0]}", file=sys.stderr)
+            return 2
+    if args.file and not Path(args.file).is_file():
+        print(f"error: no such file: {args.file}", file=sys.stderr)
+        return 2
+    if args.list:
+        for p in problems:
+            print(f"{p.number:>2} {p.slug:<20} {p.title}   [{p.chapter}]")
+        return 0
+    if args.solutions:
+        seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+        return cmd_solutions([single] if single else problems, seed, prog)
+    if args.hint:
+        if single is None:
+            seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+            results = grade_many(problems, lambda p: runner.PRACTICE / p.filename, seed)
+            todo = [r for r in results if r.status in ("failed", "missing")] or \
+                   [r for r in results if r.status == "not started"]
+            if not todo:
+                print("Every problem passes -- no hint needed.")
+                return 0
+            single = todo[0].problem
+        print(reveal_hint(single))
+        return 0
+    if args.watch:
+        return cmd_watch(problems, single, args, prog)
+    if single is not None:
+        return grade_one(single, args, prog)
+    return grade_all(problems, args, prog)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

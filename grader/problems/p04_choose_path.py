@@ -1,0 +1,182 @@
+"""Problem 4: count the FLOPs of the expand and absorb paths and pick the cheaper one."""
+from __future__ import annotations
+
+import numpy as np
+
+from mlacourse import flops
+
+from ..spec import Case, Mistake, Problem, compare_choice, compare_dict, compare_scalar
+
+V3 = dict(n_heads=128, d_nope=128, d_rope=64, d_v=128, d_latent=512)
+
+STATEMENT = r"""
+## Problem 4 — expand or absorb? Count the FLOPs and choose
+
+`n_new` new tokens are the **last** `n_new` of the `n_ctx` tokens being attended
+(`1 <= n_new <= n_ctx`; decode is `n_new = 1`, prefill is `n_new = n_ctx`). Each new
+token attends to itself and to every token before it, so the number of
+(query, key) pairs is the sum over the new tokens of how many tokens each one sees.
+
+Write two functions (defaults are DeepSeek-V3's shapes):
+
+```python
+attention_flops(n_new, n_ctx, n_heads=128, d_nope=128, d_rope=64, d_v=128, d_latent=512)
+    -> {"expand": E, "absorb": A}
+choose_path(n_new, n_ctx, n_heads=128, d_nope=128, d_rope=64, d_v=128, d_latent=512)
+    -> "expand" or "absorb"
+```
+
+Count **2 FLOPs per multiply-add**, and count only the work that differs between the
+paths (chapter 4 derives each term):
+
+* **expand** up-projects *every one of the `n_ctx` cached latents* into each head's
+  key part (`d_nope`) and value (`d_v`) — a `d_latent`-long dot product per output
+  number. Then each pair costs a query·key dot product over `d_nope + d_rope` and a
+  weighted sum of a `d_v`-wide value, in every head.
+* **absorb** folds the key up-projection into *each new token's* query (`d_nope` →
+  `d_latent` per head) and applies the value up-projection to *each new token's*
+  latent output (`d_latent` → `d_v` per head). Then each pair costs a dot product
+  over `d_latent + d_rope` and a weighted sum of a `d_latent`-wide row, in every head.
+
+`choose_path` returns the path with fewer FLOPs; on an exact tie it returns
+`"absorb"` (it also reads less memory).
+
+Checked: both counts (ints or floats, relative tolerance 1e-9) and the choice, on
+decode, prefill, extend-after-prefix, random shapes on both sides of the crossover
+(about 171 new tokens for V3 shapes) and exact ties. Example: decode with an 8192-token
+context costs about 275.5 GFLOPs expanded and 2.3 GFLOPs absorbed.
+"""
+
+HINTS = [
+    "Write the number of (query, key) pairs first. Prefill of n tokens has n(n+1)/2 pairs; "
+    "decode has n_ctx. Your formula must give both.",
+    "pairs = n_new * n_ctx - n_new * (n_new - 1) / 2: the first new token sees "
+    "n_ctx - n_new + 1 tokens, the last sees n_ctx.",
+    "Each path = (a fixed cost per token) + pairs * (a cost per pair). For expand the "
+    "per-token cost is paid for all n_ctx cached tokens; for absorb only for the n_new "
+    "new queries.",
+    "Per pair and head: expand does 2*(d_nope + d_rope) FLOPs for the score and 2*d_v for "
+    "the value sum; absorb does 2*(d_latent + d_rope) and 2*d_latent.",
+]
+
+
+def _pairs_noncausal(n_new, n_ctx):
+    return n_new * n_ctx
+
+
+def _counts(n_new, n_ctx, n_heads=128, d_nope=128, d_rope=64, d_v=128, d_latent=512, *,
+            pairs=None, expand_tokens=None, rope=True, per_madd=2):
+    """The two counts with switches for the known slips."""
+    pairs = flops.causal_pairs(n_new, n_ctx) if pairs is None else pairs
+    tokens = n_ctx if expand_tokens is None else expand_tokens
+    dr = d_rope if rope else 0
+    h = n_heads
+    e = tokens * d_latent * h * (d_nope + d_v) + pairs * (h * (d_nope + dr) + h * d_v)
+    a = n_new * (h * d_nope * d_latent + h * d_latent * d_v) + pairs * (h * (d_latent + dr) + h * d_latent)
+    return {"expand": per_madd * e, "absorb": per_madd * a}
+
+
+def _wrong_choice(tie_to, pick_larger=False):
+    def fn(n_new, n_ctx, **shapes):
+        f = flops.attention_flops(n_new, n_ctx, **shapes)
+        if f["expand"] == f["absorb"]:
+            return tie_to
+        cheaper = "expand" if f["expand"] < f["absorb"] else "absorb"
+        return ({"expand": "absorb", "absorb": "expand"}[cheaper]) if pick_larger else cheaper
+    return fn
+
+
+MISTAKES = [
+    Mistake("non-causal pairs",
+            "Your FLOP count is the non-causal one (n_new * n_ctx pairs): each new token only "
+            "sees itself and the tokens before it.",
+            lambda n_new, n_ctx, **s: _counts(n_new, n_ctx, **s, pairs=_pairs_noncausal(n_new, n_ctx))),
+    Mistake("expand only the new tokens",
+            "Your expand count up-projects only the n_new new tokens; the expand path must "
+            "up-project every one of the n_ctx cached latents into per-head keys and values.",
+            lambda n_new, n_ctx, **s: _counts(n_new, n_ctx, **s, expand_tokens=n_new)),
+    Mistake("no rope in the pair cost",
+            "Your per-pair cost leaves out the d_rope dimensions: the score is a dot product "
+            "over d_nope + d_rope (expand) or d_latent + d_rope (absorb).",
+            lambda n_new, n_ctx, **s: _counts(n_new, n_ctx, **s, rope=False)),
+    Mistake("one FLOP per multiply-add",
+            "Your counts are exactly half: count 2 FLOPs per multiply-add.",
+            lambda n_new, n_ctx, **s: _counts(n_new, n_ctx, **s, per_madd=1)),
+    Mistake("tie goes to expand",
+            "On an exact tie choose_path must return 'absorb' (it also reads less memory).",
+            _wrong_choice("expand"), function="choose_path"),
+    Mistake("picks the larger",
+            "choose_path returned the more expensive path: return the one with fewer FLOPs.",
+            _wrong_choice("expand", pick_larger=True), function="choose_path"),
+]
+
+
+def _describe(args, seed=None):
+    shapes = {k: v for k, v in args.items() if k not in ("n_new", "n_ctx")}
+    s = f"n_new={args['n_new']}, n_ctx={args['n_ctx']}"
+    s += ", " + ", ".join(f"{k}={v}" for k, v in shapes.items()) if shapes else ", V3 shapes (defaults)"
+    return s + (f"; seed {seed}" if seed is not None else "")
+
+
+def make_cases(seed: int) -> list[Case]:
+    cases = []
+
+    def add(name, args, hidden=False, seed_=None):
+        for fn in ("attention_flops", "choose_path"):
+            cases.append(Case(f"{name} [{fn}]", fn, dict(args), hidden=hidden, seed=seed_,
+                              describe=_describe(args, seed_)))
+
+    add("decode, 8K context", dict(n_new=1, n_ctx=8192))
+    add("prefill 8K tokens", dict(n_new=8192, n_ctx=8192))
+    add("extend: 64 new after a 32K prefix", dict(n_new=64, n_ctx=32768 + 64))
+    add("extend: 512 new after a 32K prefix", dict(n_new=512, n_ctx=32768 + 512))
+
+    rng = np.random.default_rng(seed)
+    ri = lambda lo, hi: int(rng.integers(lo, hi + 1))  # noqa: E731
+    for k in range(3):  # V3 shapes, long prefix, both sides of the ~171 crossover
+        prefix = ri(16_000, 200_000)
+        below, above = ri(2, 150), ri(200, 2000)
+        add(f"V3 extend below crossover #{k}", dict(n_new=below, n_ctx=prefix + below), True, seed)
+        add(f"V3 extend above crossover #{k}", dict(n_new=above, n_ctx=prefix + above), True, seed)
+    for k in range(3):
+        shapes = dict(n_heads=ri(1, 64), d_nope=ri(8, 256), d_rope=2 * ri(0, 64),
+                      d_v=ri(8, 256), d_latent=ri(16, 1024))
+        n_ctx = ri(1, 50_000)
+        add(f"random shapes #{k}", dict(n_new=ri(1, n_ctx), n_ctx=n_ctx, **shapes), True, seed)
+    n = ri(1, 20_000)
+    add("prefill, random length", dict(n_new=n, n_ctx=n), True, seed)
+    add("decode, random context", dict(n_new=1, n_ctx=ri(1, 1_000_000)), True, seed)
+    add("decode, context of 1", dict(n_new=1, n_ctx=1), True, seed)
+    n = ri(1, 5000)
+    add("exact tie (d_latent = d_nope = d_v)",
+        dict(n_new=n, n_ctx=n, n_heads=ri(1, 128), d_nope=128, d_rope=64, d_v=128, d_latent=128),
+        True, seed)
+    add("exact tie, d_rope 0",
+        dict(n_new=7, n_ctx=7, n_heads=2, d_nope=64, d_rope=0, d_v=64, d_latent=64), True, seed)
+    return cases
+
+
+def check(case: Case, result):
+    expected = flops.attention_flops(**case.args)
+    if case.function == "attention_flops":
+        return compare_dict("attention_flops(...)", expected, result,
+                            lambda label, e, g: compare_scalar(label, e, g, rtol=1e-9, unit=" FLOPs"))
+    return compare_choice("choose_path(...)", flops.choose_path(**case.args), result,
+                          ("expand", "absorb"))
+
+
+PROBLEM = Problem(
+    number=4,
+    slug="choose_path",
+    title="Expand or absorb? Count the FLOPs and choose",
+    chapter="notebooks/04_flops_and_path_choice.ipynb",
+    functions=["attention_flops", "choose_path"],
+    statement=STATEMENT,
+    hints=HINTS,
+    make_cases=make_cases,
+    check=check,
+    mistakes=MISTAKES,
+    timeout_s=5.0,
+    memory_mb=512,
+    reference={"attention_flops": flops.attention_flops, "choose_path": flops.choose_path},
+)
