@@ -1,0 +1,187 @@
+"""Problem 5: merge partial attention results by log-sum-exp (chapter 3)."""
+from __future__ import annotations
+
+import numpy as np
+
+from grader.spec import Case, Mistake, Problem, compare_arrays, fail, shape_text, type_name
+from mlacourse.attention import attention_from_scores, merge_attention
+
+FN = "lse_merge"
+RTOL, ATOL = 1e-6, 1e-9
+
+
+def _reference(outs, lses):
+    return merge_attention(list(outs), list(lses))
+
+
+def _parts(rng, n_heads, s_q, n_keys, d, d_v, bounds, score_std=1.0, shift=0.0, causal=False):
+    """Real partial results: attention of the same queries over disjoint key ranges.
+
+    bounds: key-range edges (consecutive equal edges give an empty part). With causal,
+    query i sees keys 0 .. n_keys - s_q + i, so late parts are empty for early queries.
+    shift adds a constant to every score, moving every lse by the same amount."""
+    q = rng.standard_normal((n_heads, s_q, d)) * score_std
+    k = rng.standard_normal((n_heads, n_keys, d))
+    v = rng.standard_normal((n_heads, n_keys, d_v))
+    rows = np.arange(s_q)[:, None]
+    cols = np.arange(n_keys)[None, :]
+    visible = cols <= rows + (n_keys - s_q) if causal else np.ones((s_q, n_keys), bool)
+    outs, lses = [], []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        scores = q @ np.swapaxes(k[:, lo:hi], -1, -2) / np.sqrt(d) + shift  # [H, s_q, hi-lo]
+        o, l = attention_from_scores(scores, v[:, lo:hi], visible[:, lo:hi])
+        outs.append(o)
+        lses.append(l)
+    return {"outs": np.stack(outs), "lses": np.stack(lses)}
+
+
+def _case(name, args, hidden, seed, note=""):
+    describe = shape_text(outs=args["outs"], lses=args["lses"])
+    describe += (f", {note}" if note else "") + (f", seed {seed}" if seed is not None else "")
+    return Case(name, FN, args, hidden=hidden, seed=seed, describe=describe)
+
+
+def make_cases(seed):
+    fixed = np.random.default_rng(5)
+    cases = [
+        _case("two halves of 8 keys", _parts(fixed, 2, 1, 8, 4, 3, [0, 4, 8]), False, None),
+        _case("a part that saw no key (lse -inf, out 0)",
+              _parts(fixed, 2, 3, 6, 4, 3, [0, 3, 3, 6]), False, None, "the middle part is empty"),
+        _case("causal: late parts empty for early queries",
+              _parts(fixed, 1, 4, 4, 4, 2, [0, 2, 4], causal=True), False, None,
+              "query 0 sees only part 0"),
+        _case("large scores (lse near 800)",
+              _parts(fixed, 2, 2, 6, 4, 3, [0, 2, 6], shift=800.0), False, None,
+              "exp(lse) overflows float64"),
+    ]
+    rng = np.random.default_rng(seed)
+    for i in range(5):
+        n_heads, s_q = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+        n_keys = int(rng.integers(s_q, 30))
+        n_parts = int(rng.integers(1, 6))
+        bounds = np.sort(np.concatenate([[0, n_keys], rng.integers(0, n_keys + 1, n_parts - 1)]))
+        shift = float(rng.choice([0.0, 750.0, -750.0]))
+        args = _parts(rng, n_heads, s_q, n_keys, int(rng.choice([4, 8])), int(rng.integers(1, 6)),
+                      bounds, score_std=float(rng.choice([1.0, 3.0])), shift=shift,
+                      causal=bool(i % 2))
+        if i == 4:  # one query row that no part saw: every lse -inf, every out 0
+            args["lses"][:, 0, 0] = -np.inf
+            args["outs"][:, 0, 0] = 0.0
+        cases.append(_case(f"random {i}", args, True, seed,
+                           f"{n_parts} parts, scores shifted by {shift:g}"
+                           + (", one row seen by no part" if i == 4 else "")))
+    return cases
+
+
+def check(case, result):
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        size = f" of length {len(result)}" if isinstance(result, (tuple, list)) else ""
+        return fail(f"{FN} should return a pair (out, lse); got a {type_name(result)}{size}.",
+                    "wrong_type")
+    exp_out, exp_lse = _reference(**case.args)
+    v = compare_arrays(f"{FN} out", exp_out, result[0], rtol=RTOL, atol=ATOL,
+                       dims="[n_heads, s_q, d_v]")
+    if not v.passed:
+        return v
+    return compare_arrays(f"{FN} lse", exp_lse, result[1], rtol=RTOL, atol=ATOL,
+                          dims="[n_heads, s_q]")
+
+
+# ---- plausible wrong attempts --------------------------------------------------------
+
+def _true_lse(lses):
+    return np.logaddexp.reduce(np.asarray(lses, dtype=np.float64), axis=0)
+
+
+def _plain_average(outs, lses):
+    return np.mean(outs, axis=0), _true_lse(lses)
+
+
+def _no_max_subtraction(outs, lses):
+    with np.errstate(all="ignore"):
+        w = np.exp(lses)  # overflows to inf for lse > 709, underflows to 0 below -745
+        total = w.sum(axis=0)
+        return (w[..., None] * outs).sum(axis=0) / total[..., None], np.log(total)
+
+
+def _lse_is_max(outs, lses):
+    out, _ = merge_attention(list(outs), list(lses))
+    return out, np.max(lses, axis=0)
+
+
+def _nan_when_nothing_seen(outs, lses):
+    with np.errstate(all="ignore"):
+        top = lses.max(axis=0)  # -inf where no part saw a key: -inf - (-inf) = NaN
+        w = np.exp(lses - top)
+        total = w.sum(axis=0)
+        return (w[..., None] * outs).sum(axis=0) / total[..., None], top + np.log(total)
+
+
+def _unnormalised_weights(outs, lses):
+    _, lse = merge_attention(list(outs), list(lses))
+    top = np.max(lses, axis=0)
+    top = np.where(np.isfinite(top), top, 0.0)
+    return (np.exp(lses - top)[..., None] * outs).sum(axis=0), lse
+
+
+MISTAKES = [
+    Mistake("plain average",
+            "You averaged the parts' outputs; weight part i by exp(lse_i - lse) so parts with "
+            "more softmax mass count more (and empty parts count zero).", _plain_average),
+    Mistake("exp(lse) without subtracting the max",
+            "exp(lse) overflows (lse > 709) or underflows (lse < -745) in float64; subtract the "
+            "largest lse before exponentiating.", _no_max_subtraction),
+    Mistake("merged lse = max lse",
+            "Your merged lse is the largest part's lse; it must be log(sum_i exp(lse_i)), "
+            "which is larger whenever two parts saw keys.", _lse_is_max),
+    Mistake("NaN when no part saw a key",
+            "A row that no part saw (all lse -inf) came out NaN; -inf - (-inf) is NaN, so "
+            "subtract 0 instead of the max there and return out 0, lse -inf.",
+            _nan_when_nothing_seen),
+    Mistake("weights not normalised",
+            "Your weights exp(lse_i - max) do not sum to 1; divide by their sum (equivalently "
+            "use exp(lse_i - lse)).", _unnormalised_weights),
+]
+
+STATEMENT = r"""
+Write `lse_merge(outs, lses)`: combine attention results that were computed over
+**disjoint sets of keys** into the result of one attention over all of them.
+
+| argument | shape | meaning |
+|---|---|---|
+| `outs` | `[n_parts, n_heads, s_q, d_v]` | part i's softmax-weighted values |
+| `lses` | `[n_parts, n_heads, s_q]` | part i's log-sum-exp of its scores (natural log) |
+
+Return a pair `(out, lse)`, `out [n_heads, s_q, d_v]` and `lse [n_heads, s_q]`:
+
+    lse = log(sum_i exp(lses[i]))
+    out = sum_i exp(lses[i] - lse) * outs[i]
+
+Rules the cases test:
+* A part that saw no key for a row has `lse = -inf` and `out = 0`; it must get weight 0.
+* A row that **no** part saw must come out as `out = 0`, `lse = -inf` (not NaN).
+* lse values may be near +-800: `exp(800)` overflows float64, so compute it stably.
+
+Checked against `mlacourse.attention.merge_attention`: out first, then lse, each with
+|got - expected| <= 1e-9 + 1e-6 * |expected| (-inf must match -inf). Hidden cases: 1-5
+parts, some empty, scores shifted by 0 or +-750.
+"""
+
+HINTS = [
+    "Each part's softmax was normalised by its own denominator exp(lse_i). The merged "
+    "denominator is the sum of those, so the weight of part i is exp(lse_i) / sum_j exp(lse_j).",
+    "Compute that ratio as exp(lse_i - m) / sum_j exp(lse_j - m) with m = the largest lse: "
+    "the same number, but nothing overflows. Then lse = m + log(sum_j exp(lse_j - m)).",
+    "Rows where every lse is -inf: m is -inf and lse_i - m is NaN. Replace such an m with 0 "
+    "(np.where(np.isfinite(m), m, 0)); then all weights are 0, and you return out 0, lse -inf.",
+    "Vectorised: w = np.exp(lses - m) has shape [n_parts, n_heads, s_q]; out = (w[..., None] "
+    "* outs).sum(0) / total[..., None], guarding total == 0.",
+]
+
+PROBLEM = Problem(
+    number=5, slug="lse_merge", title="Merge partial attention by log-sum-exp",
+    chapter="notebooks/03_two_paths.ipynb",
+    functions=[FN], statement=STATEMENT, hints=HINTS,
+    make_cases=make_cases, check=check, mistakes=MISTAKES,
+    reference={FN: _reference},
+)
