@@ -92,8 +92,9 @@ def details(r: ProblemResult, prog: str = "python practice/judge.py", hints_show
         lines.append(_indent(r.output.rstrip()[:2000], 6))
     others = sum(o.status == "fail" for o in r.outcomes) - 1
     todo = sum(o.status == "not_started" for o in r.outcomes) - (first.status == "not_started")
-    if others > 0 or todo > 0:
-        lines.append(f"  ({others} more failing case(s) and {todo} not started not shown; fix this one first.)")
+    rest = [f"{others} more failing case(s)"] * (others > 0) + [f"{todo} not started"] * (todo > 0)
+    if rest:
+        lines.append(f"  ({' and '.join(rest)} not shown; fix this one first.)")
     if first.case.hidden and r.seed is not None:
         lines.append(f"  Reproduce: {prog} {p.number} --seed {r.seed}")
     n_hints = len(p.hints)

@@ -38,7 +38,7 @@ IN_BROWSER = sys.platform == "emscripten"
 OUTPUT_CAP = 8000  # characters of fd-level output kept per run
 RECORD_CAP = 256 * 2**20  # bytes: a result larger than this is refused
 START_GAP_S = 5.0  # seconds allowed between one case's end and the next one's start
-STARTUP_S = {"numpy": 10.0, "torch": 40.0}  # interpreter + imports, before the file runs
+STARTUP_S = {"numpy": 30.0, "torch": 60.0}  # interpreter + imports, before the file runs
 
 
 # --------------------------------------------------------------------------- discovery
@@ -353,7 +353,11 @@ def match_mistake(problem: Problem, case: Case, result) -> str | None:
             wrong = m.fn(**copy.deepcopy(case.args))
         except Exception:  # noqa: BLE001 -- a mistake that does not apply to this case
             continue
-        if wrong is not None and same_answer(result, wrong):
+        try:
+            hit = wrong is not None and (m.match or same_answer)(result, wrong)
+        except Exception:  # noqa: BLE001 -- a result of another type: not this slip
+            hit = False
+        if hit:
             return m.message
     return None
 

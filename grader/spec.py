@@ -53,9 +53,11 @@ Case(name, function, args, hidden=False, seed=None, describe="", expected=None,
               MemoryError, the case fails with ``memory_error_message`` (used by
               absorb_decode to catch attempts that materialize per-head keys).
 
-Mistake(name, message, fn, function=None)
+Mistake(name, message, fn, function=None, match=None)
   fn(**case.args) -> the wrong answer (return None when it does not apply).
   function    which learner function it imitates (default: functions[0]).
+  match       optional (learner_result, wrong_answer) -> bool replacing same_answer, for
+              slips whose exact output varies (e.g. where an overflow turns into NaN).
 
 Complete example (a toy problem; real ones live in grader/problems/)
 --------------------------------------------------------------------
@@ -150,6 +152,7 @@ class Mistake:
     message: str
     fn: Callable[..., Any]
     function: str | None = None
+    match: Callable[[Any, Any], bool] | None = None
 
 
 @dataclass
@@ -288,7 +291,10 @@ def compare_scalar(name: str, expected, got, *, rtol: float = 1e-9, atol: float 
     if err <= atol + rtol * abs(exp):
         return PASS
     ratio = f" (got/expected = {got / exp:.4g})" if exp else ""
-    return fail(f"{name}: expected {exp:.10g}{unit}, got {got:.10g}{unit}{ratio}; "
+
+    def show(v):  # whole numbers in full, with thousands separators
+        return f"{int(v):,}" if v.is_integer() and abs(v) < 1e18 else f"{v:.10g}"
+    return fail(f"{name}: expected {show(exp)}{unit}, got {show(got)}{unit}{ratio}; "
                 f"tolerance {atol:g} + {rtol:g} * |expected|.")
 
 

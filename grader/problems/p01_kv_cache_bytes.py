@@ -1,0 +1,166 @@
+"""Problem 1: the size of the KV cache for MHA, GQA, MQA and MLA."""
+from __future__ import annotations
+
+import numpy as np
+
+from mlacourse import cache
+
+from ..spec import Case, Mistake, Problem, compare_scalar
+
+DTYPE_OF_BYTES = {1: "fp8", 2: "bf16", 4: "fp32"}
+DEFAULTS = dict(bytes_per_element=2, n_heads=128, head_dim=128, n_kv_heads=8, d_latent=512, d_rope=64)
+
+STATEMENT = r"""
+## Problem 1 — how many bytes does the KV cache take?
+
+Write
+
+```python
+kv_cache_bytes(kind, n_tokens, n_layers, bytes_per_element=2, n_heads=128, head_dim=128,
+               n_kv_heads=8, d_latent=512, d_rope=64) -> int
+```
+
+the bytes one sequence of `n_tokens` tokens keeps in the cache, over **all** `n_layers`
+layers, for `kind` one of
+
+* `"mha"` — every one of the `n_heads` heads stores its own key and its own value,
+  each `head_dim` numbers;
+* `"gqa"` — only `n_kv_heads` key/value heads are stored (groups of query heads share one);
+* `"mqa"` — a single key/value head serves every query head;
+* `"mla"` — each token stores one compressed latent of `d_latent` numbers plus the
+  `d_rope` rotary key numbers shared by all heads (576 for DeepSeek-V3), no matter how
+  many heads there are.
+
+Each kind ignores the arguments it does not use. `bytes_per_element` is 2 for
+bf16/fp16, 1 for fp8, 4 for fp32. Return an exact integer count (a float equal to it
+passes too). Example: DeepSeek-V3 (61 layers) caches 576 numbers per token per layer in
+MLA, so 32768 tokens in bf16 take 61 · 32768 · 576 · 2 = 2,302,672,896 bytes (2.14 GiB).
+"""
+
+HINTS = [
+    "Work out the numbers stored per token per layer for each kind first; then multiply "
+    "by n_tokens, n_layers and bytes_per_element.",
+    "MHA stores K and V for every head: 2 * n_heads * head_dim numbers per token per layer. "
+    "GQA replaces n_heads by n_kv_heads; MQA by 1.",
+    "MLA stores d_latent + d_rope numbers per token per layer, independent of n_heads.",
+]
+
+
+def _elements(kind, n_heads, head_dim, n_kv_heads, d_latent, d_rope):
+    table = {
+        "mha": lambda: cache.mha_elements(n_heads, head_dim),
+        "gqa": lambda: cache.gqa_elements(n_kv_heads, head_dim),
+        "mqa": lambda: cache.mqa_elements(head_dim),
+        "mla": lambda: cache.mla_elements(d_latent, d_rope),
+    }
+    return table[kind]()
+
+
+def reference(kind, n_tokens, n_layers, bytes_per_element=2, n_heads=128, head_dim=128,
+              n_kv_heads=8, d_latent=512, d_rope=64):
+    el = _elements(kind, n_heads, head_dim, n_kv_heads, d_latent, d_rope)
+    return cache.cache_bytes(el, n_layers=n_layers, n_tokens=n_tokens,
+                             dtype=DTYPE_OF_BYTES[bytes_per_element])
+
+
+def _full(args):
+    return {**DEFAULTS, **args}
+
+
+def _no_kv_factor(kind, n_tokens, n_layers, **kw):
+    if kind == "mla":
+        return None
+    return reference(kind, n_tokens, n_layers, **kw) // 2
+
+
+def _mla_no_rope(kind, n_tokens, n_layers, **kw):
+    if kind != "mla":
+        return None
+    a = _full(kw)
+    return n_tokens * n_layers * a["d_latent"] * a["bytes_per_element"]
+
+
+def _one_layer(kind, n_tokens, n_layers, **kw):
+    return reference(kind, n_tokens, 1, **kw)
+
+
+def _gqa_all_heads(kind, n_tokens, n_layers, **kw):
+    return reference("mha", n_tokens, n_layers, **kw) if kind == "gqa" else None
+
+
+def _mla_per_head(kind, n_tokens, n_layers, **kw):
+    a = _full(kw)
+    return reference(kind, n_tokens, n_layers, **kw) * a["n_heads"] if kind == "mla" else None
+
+
+MISTAKES = [
+    Mistake("K only",
+            "Your count is half: MHA, GQA and MQA store a key AND a value per KV head "
+            "(the factor 2).", _no_kv_factor),
+    Mistake("MLA without rope",
+            "Your MLA count has only the d_latent latent numbers; each token also caches the "
+            "d_rope rotary key numbers (512 + 64 = 576 for V3).", _mla_no_rope),
+    Mistake("one layer",
+            "Your count is for a single layer; every one of the n_layers layers keeps its own "
+            "cache.", _one_layer),
+    Mistake("GQA with all heads",
+            "Your GQA count uses every query head; only n_kv_heads key/value heads are stored.",
+            _gqa_all_heads),
+    Mistake("MLA per head",
+            "Your MLA count multiplies by n_heads; the latent and the rotary key are shared by "
+            "all heads, so they are stored once per token per layer.", _mla_per_head),
+]
+
+
+def _case(name, args, hidden=False, seed=None):
+    desc = ", ".join(f"{k}={v!r}" for k, v in args.items())
+    if seed is not None:
+        desc += f"; seed {seed}"
+    return Case(name, "kv_cache_bytes", args, hidden=hidden, seed=seed, describe=desc)
+
+
+def make_cases(seed: int) -> list[Case]:
+    v3 = dict(n_tokens=32768, n_layers=61)
+    cases = [
+        _case("DeepSeek-V3 MLA, 32K tokens, bf16", dict(kind="mla", **v3)),
+        _case("MHA with V3's 128 heads of 128, 32K tokens, bf16",
+              dict(kind="mha", **v3, n_heads=128, head_dim=128)),
+        _case("GQA with 8 KV heads, 32K tokens, bf16", dict(kind="gqa", **v3, n_kv_heads=8)),
+        _case("MQA, 32K tokens, bf16", dict(kind="mqa", **v3)),
+        _case("MLA in fp8, V2's 60 layers, 4096 tokens",
+              dict(kind="mla", n_tokens=4096, n_layers=60, bytes_per_element=1)),
+    ]
+    rng = np.random.default_rng(seed)
+    ri = lambda lo, hi: int(rng.integers(lo, hi + 1))  # noqa: E731
+    for k, kind in enumerate(["mha", "gqa", "mqa", "mla", "mha", "gqa", "mla"]):
+        n_heads = ri(2, 128)
+        args = dict(kind=kind, n_tokens=ri(1, 200_000), n_layers=ri(2, 96),
+                    bytes_per_element=int(rng.choice([1, 2, 4])), n_heads=n_heads,
+                    head_dim=int(rng.choice([64, 80, 96, 128, 192, 256])),
+                    n_kv_heads=ri(1, max(1, n_heads // 2)), d_latent=ri(2, 16) * 64,
+                    d_rope=int(rng.choice([0, 16, 32, 64, 128])))
+        cases.append(_case(f"random {kind} #{k}", args, True, seed))
+    cases.append(_case("one token, one layer (mla)", dict(kind="mla", n_tokens=1, n_layers=1), True, seed))
+    return cases
+
+
+def check(case: Case, result):
+    expected = reference(**case.args)
+    return compare_scalar("kv_cache_bytes(...)", expected, result, rtol=0.0, atol=0.5, unit=" bytes")
+
+
+PROBLEM = Problem(
+    number=1,
+    slug="kv_cache_bytes",
+    title="How big is the KV cache? MHA, GQA, MQA, MLA",
+    chapter="notebooks/01_kv_cache.ipynb",
+    functions=["kv_cache_bytes"],
+    statement=STATEMENT,
+    hints=HINTS,
+    make_cases=make_cases,
+    check=check,
+    mistakes=MISTAKES,
+    timeout_s=5.0,
+    memory_mb=512,
+    reference={"kv_cache_bytes": reference},
+)

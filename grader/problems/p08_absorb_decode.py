@@ -1,0 +1,238 @@
+"""Problem 8: one decode step of MLA by the absorbed path, without expanding the cache.
+
+Anti-expansion check (deterministic, not by timing): the last hidden case has tiny
+latents (d_latent 8) but huge heads (d_nope = d_v = 4096) and T = 65536 cached tokens,
+and runs with a memory headroom of TRAP_MB. The absorbed path needs a few MB there;
+one head's expanded keys c_kv @ w_uk[h] (or values) are [65536, 4096] -- 2 GiB in
+float64, 1 GiB in float32, 0.5 GiB in float16 -- so any attempt that builds them, for
+all heads at once or one head at a time, raises MemoryError, which the verdict names.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mlacourse.layer import attend_absorb
+
+from ..spec import Case, Mistake, Problem, compare_arrays, shape_text
+
+TRAP = dict(n_heads=2, d_latent=8, d_rope=4, d_nope=4096, d_v=4096, T=65536)
+TRAP_MB = 256
+
+STATEMENT = r"""
+## Problem 8 — decode by the absorbed path
+
+One new token, `n_heads` query heads, and a latent cache of `T` rows (the new token's
+row included). Write
+
+```python
+absorb_decode(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale) -> out  # [n_heads, d_v]
+```
+
+| argument | shape | meaning |
+|---|---|---|
+| `q_nope` | `[n_heads, d_nope]` | position-free query part, per head |
+| `q_rope` | `[n_heads, d_rope]` | rotary query part (already rotated) |
+| `c_kv`   | `[T, d_latent]` | the cached latents |
+| `k_rope` | `[T, d_rope]` | the cached rotary keys (already rotated), shared by all heads |
+| `w_uk`   | `[n_heads, d_latent, d_nope]` | key up-projection |
+| `w_uv`   | `[n_heads, d_latent, d_v]` | value up-projection |
+| `scale`  | float | softmax scale (use the one given) |
+
+For each head `h`, with `k_t = c_kv[t] @ w_uk[h]` and `v_t = c_kv[t] @ w_uv[h]`:
+
+    out[h] = sum_t softmax_t( scale * (q_nope[h] . k_t + q_rope[h] . k_rope[t]) ) * v_t
+
+**The catch:** compute this *without* building any head's keys `k_t` or values `v_t`
+for the cached tokens. Regroup the products instead: fold `w_uk[h]` into the query,
+score the query against the latents directly, take the softmax-weighted sum of the
+latents, and apply `w_uv[h]` once at the end. One hidden case makes the expanded keys of
+a single head 2 GiB while the absorbed path needs a few MB; it runs under a memory cap,
+so expanding — all heads at once or one head at a time — fails there.
+
+Also: do not modify the input arrays; keep the softmax stable (some scores are ~1e3);
+return a numpy array (a torch tensor is fine too) of shape `[n_heads, d_v]`. Inputs are
+float64; float32 work passes (error at most 1e-5 of the largest output magnitude).
+"""
+
+HINTS = [
+    "q_nope[h] . (c_kv[t] @ w_uk[h]) = (w_uk[h] @ q_nope[h]) . c_kv[t]: the product "
+    "w_uk[h] @ q_nope[h] has d_latent numbers and does not depend on t.",
+    "q_lat = np.einsum('hd,hcd->hc', q_nope, w_uk) is [n_heads, d_latent]; the scores of all "
+    "heads are q_lat @ c_kv.T + q_rope @ k_rope.T, shape [n_heads, T].",
+    "Stable softmax over the last axis (tokens): subtract each row's max before exp.",
+    "sum_t p[h, t] * (c_kv[t] @ w_uv[h]) = (p[h] @ c_kv) @ w_uv[h]: weight the latents "
+    "first ([n_heads, d_latent]), then one einsum 'hc,hcd->hd' with w_uv.",
+]
+
+MATERIALIZE_MSG = (
+    "absorb_decode ran out of memory on the case built to catch expansion "
+    f"(n_heads={TRAP['n_heads']}, d_latent={TRAP['d_latent']}, d_nope=d_v={TRAP['d_nope']}, "
+    f"T={TRAP['T']}, under a {TRAP_MB} MB cap): your code materializes per-head keys or values "
+    f"of the cached tokens. One head's c_kv @ w_uk[h] is [{TRAP['T']}, {TRAP['d_nope']}] -- "
+    "2 GiB in float64 -- while the absorbed path needs only w_uk[h] @ q_nope[h] "
+    f"([{TRAP['d_latent']}] numbers per head). Fold W_UK into the query, weight the latents "
+    "with the softmax, and apply W_UV last.")
+
+
+# --------------------------------------------------------------------------- math
+
+def _scores(q_nope, q_rope, c_kv, k_rope, w_uk, scale, rope=True):
+    q_lat = np.einsum("hd,hcd->hc", q_nope, w_uk)  # [H, d_latent]
+    s = q_lat @ c_kv.T  # [H, T]
+    if rope:
+        s = s + q_rope @ k_rope.T
+    return s * scale
+
+
+def _finish(p, c_kv, w_uv):
+    return np.einsum("hc,hcd->hd", p @ c_kv, w_uv)  # [H, d_v]
+
+
+def _softmax(s, axis):
+    e = np.exp(s - s.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def reference(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale):
+    """The math core's absorbed path for one new token: out [n_heads, d_v]."""
+    out, _ = attend_absorb(q_nope[None], q_rope[None], c_kv, k_rope, w_uk, w_uv, scale)
+    return out[0]
+
+
+def _wrong_scale(which):
+    def fn(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale):
+        d = q_nope.shape[-1] if which == "d_nope" else c_kv.shape[-1] + k_rope.shape[-1]
+        s = _scores(q_nope, q_rope, c_kv, k_rope, w_uk, 1.0 / math.sqrt(d))
+        return _finish(_softmax(s, -1), c_kv, w_uv)
+    return fn
+
+
+def _no_rope(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale):
+    s = _scores(q_nope, q_rope, c_kv, k_rope, w_uk, scale, rope=False)
+    return _finish(_softmax(s, -1), c_kv, w_uv)
+
+
+def _unstable(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale):
+    s = _scores(q_nope, q_rope, c_kv, k_rope, w_uk, scale)
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(s)
+        return _finish(e / e.sum(axis=-1, keepdims=True), c_kv, w_uv)
+
+
+def _same_nonfinite_heads(result, wrong):
+    """An overflowing softmax spoils whole heads; the exact NaN/inf pattern varies."""
+    r = np.asarray(result, dtype=np.float64)
+    w = np.asarray(wrong, dtype=np.float64)
+    if r.shape != w.shape or np.isfinite(w).all():
+        return False
+    return bool(np.array_equal(~np.isfinite(r).all(axis=-1), ~np.isfinite(w).all(axis=-1)))
+
+
+def _over_heads(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale):
+    s = _scores(q_nope, q_rope, c_kv, k_rope, w_uk, scale)
+    return _finish(_softmax(s, 0), c_kv, w_uv)
+
+
+MISTAKES = [
+    Mistake("scale 1/sqrt(d_nope)",
+            "You used 1/sqrt(d_nope) as the softmax scale; use the `scale` argument (the score "
+            "runs over d_nope + d_rope dims, so the model's scale is 1/sqrt(d_nope + d_rope)).",
+            _wrong_scale("d_nope")),
+    Mistake("scale 1/sqrt(d_latent + d_rope)",
+            "You scaled by 1/sqrt(d_latent + d_rope): absorbing W_UK regroups the same dot "
+            "product, so the scale stays the one given (`scale`).",
+            _wrong_scale("d_cache")),
+    Mistake("no rope term",
+            "Your scores leave out the rotary part q_rope[h] . k_rope[t]; add it to the latent "
+            "part before the softmax.", _no_rope),
+    Mistake("unstable softmax",
+            "Your softmax overflows: scores here reach ~1e3 and exp(1e3) is inf. Subtract each "
+            "row's maximum before exponentiating.", _unstable, match=_same_nonfinite_heads),
+    Mistake("softmax over heads",
+            "Your softmax normalizes over the heads axis; each head's weights must sum to 1 over "
+            "the T cached tokens (the last axis of the [n_heads, T] scores).", _over_heads),
+]
+
+
+# --------------------------------------------------------------------------- cases
+
+def _inputs(rng, n_heads, d_latent, d_nope, d_rope, d_v, T, scale=None):
+    args = dict(
+        q_nope=rng.standard_normal((n_heads, d_nope)),
+        q_rope=rng.standard_normal((n_heads, d_rope)),
+        c_kv=rng.standard_normal((T, d_latent)),
+        k_rope=rng.standard_normal((T, d_rope)),
+        w_uk=rng.standard_normal((n_heads, d_latent, d_nope)) / math.sqrt(d_latent),
+        w_uv=rng.standard_normal((n_heads, d_latent, d_v)) / math.sqrt(d_latent),
+    )
+    args["scale"] = float(scale if scale is not None else 1.0 / math.sqrt(d_nope + d_rope))
+    return args
+
+
+def _case(name, args, hidden=False, seed=None, **kw):
+    desc = shape_text(**{k: v for k, v in args.items() if k != "scale"})
+    desc += f", scale={args['scale']:.4g}" + (f"; seed {seed}" if seed is not None else "")
+    return Case(name, "absorb_decode", args, hidden=hidden, seed=seed, describe=desc,
+                data={"dims": "[n_heads, d_v]"}, **kw)
+
+
+def make_cases(seed: int) -> list[Case]:
+    pub = np.random.default_rng(8)
+    cases = [
+        _case("small: 4 heads, 10 cached tokens, d_v != d_nope",
+              _inputs(pub, n_heads=4, d_latent=16, d_nope=8, d_rope=4, d_v=6, T=10)),
+        _case("one cached token (T = 1)", _inputs(pub, n_heads=3, d_latent=16, d_nope=8, d_rope=4, d_v=8, T=1)),
+        _case("one head", _inputs(pub, n_heads=1, d_latent=12, d_nope=8, d_rope=4, d_v=10, T=7)),
+    ]
+    rng = np.random.default_rng(seed)
+    ri = lambda lo, hi: int(rng.integers(lo, hi + 1))  # noqa: E731
+    for k in range(3):
+        d_nope = ri(2, 48)
+        args = _inputs(rng, n_heads=ri(1, 16), d_latent=ri(4, 96), d_nope=d_nope, d_rope=2 * ri(1, 16),
+                       d_v=ri(2, 48), T=ri(1, 300))
+        cases.append(_case(f"random shapes #{k}", args, True, seed))
+    args = _inputs(rng, n_heads=5, d_latent=24, d_nope=12, d_rope=8, d_v=10, T=40,
+                   scale=float(rng.uniform(0.05, 2.0)))
+    cases.append(_case("an unusual scale", args, True, seed))
+    # scores ~1e3: the rotary part carries a large, well-separated term, so the softmax is
+    # nearly one-hot (float32 answers still pass) and a naive exp overflows
+    args = _inputs(rng, n_heads=6, d_latent=16, d_nope=8, d_rope=4, d_v=8, T=32)
+    big = 1500.0 / args["scale"]
+    args["k_rope"][:, 0] = rng.permutation(np.linspace(-1.0, 1.0, 32))
+    args["q_rope"][:, 0] = big * rng.choice([-1.0, 1.0], size=6)
+    cases.append(_case("large scores (~1e3): is the softmax stable?", args, True, seed))
+    cases.append(_case("long context, T in the thousands",
+                       _inputs(rng, n_heads=16, d_latent=64, d_nope=32, d_rope=16, d_v=24, T=ri(2000, 5000)),
+                       True, seed, timeout_s=10.0))
+    t = TRAP
+    trap = _inputs(rng, n_heads=t["n_heads"], d_latent=t["d_latent"], d_nope=t["d_nope"],
+                   d_rope=t["d_rope"], d_v=t["d_v"], T=t["T"])
+    cases.append(_case("memory trap: huge heads, tiny latents, T = 65536", trap, True, seed,
+                       memory_mb=TRAP_MB, memory_error_message=MATERIALIZE_MSG, timeout_s=20.0))
+    return cases
+
+
+def check(case: Case, result):
+    expected = case.expected if case.expected is not None else reference(**case.args)
+    top = float(np.max(np.abs(expected))) if expected.size else 0.0
+    return compare_arrays("absorb_decode", expected, result, rtol=1e-5, atol=1e-5 * top,
+                          dims=case.data.get("dims"))
+
+
+PROBLEM = Problem(
+    number=8,
+    slug="absorb_decode",
+    title="Decode by the absorbed path (no expanded K/V)",
+    chapter="notebooks/03_two_paths.ipynb",
+    functions=["absorb_decode"],
+    statement=STATEMENT,
+    hints=HINTS,
+    make_cases=make_cases,
+    check=check,
+    mistakes=MISTAKES,
+    timeout_s=5.0,
+    memory_mb=1536,
+    reference={"absorb_decode": reference},
+)
