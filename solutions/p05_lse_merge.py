@@ -1,6 +1,7 @@
 """Problem 5 - lse_merge: model answer."""
 import numpy as np
 
+
 def lse_merge(outs, lses):
     lses = np.stack([np.asarray(l, dtype=np.float64) for l in lses])   # [n, ...]
     outs = np.stack([np.asarray(o, dtype=np.float64) for o in outs])   # [n, ..., d_v]

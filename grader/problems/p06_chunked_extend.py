@@ -1,0 +1,213 @@
+"""Problem 6: extend after a long cached prefix, expanding it chunk by chunk (chapter 4)."""
+from __future__ import annotations
+
+import numpy as np
+
+from grader.spec import Case, Mistake, Problem, compare_arrays, fail, shape_text, type_name
+from mlacourse.attention import causal_mask, merge_attention
+from mlacourse.layer import attend_chunked_prefix, attend_expand
+
+FN = "chunked_extend"
+RTOL, ATOL = 1e-6, 1e-9
+
+# The long-prefix case: expanding all of it at once needs
+# n_heads * T * (d_nope + d_v) * 8 bytes = 4 * 80_000 * 64 * 8 = 164 MB of K/V (more with
+# the rope columns), far above the cap; one 2048-row chunk needs about 4 MB.
+LONG = dict(n_heads=4, d_latent=8, d_nope=32, d_rope=4, d_v=32, n_tok=80_000, n_new=3,
+            chunk=2048)
+LONG_CAP_MB = 64
+
+
+def _reference(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, chunk):
+    s, t = q_nope.shape[0], c_kv.shape[0]
+    if t > 20_000:  # the long case: the core's own chunked version keeps the judge's memory low
+        out, lse = attend_chunked_prefix(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, 4096)
+    else:  # everything else: one-shot attention with the bottom-right causal mask
+        out, lse = attend_expand(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale,
+                                 causal_mask(s, t))
+    return out, lse  # [S, H, d_v], [H, S]
+
+
+def _args(rng, n_tok, n_new, n_heads, d_latent, d_nope, d_rope, d_v, chunk):
+    def normal(*shape, std=1.0):
+        return rng.standard_normal(shape) * std
+
+    return {
+        "q_nope": normal(n_new, n_heads, d_nope, std=1.5),
+        "q_rope": normal(n_new, n_heads, d_rope, std=1.5),
+        "c_kv": normal(n_tok, d_latent),
+        "k_rope": normal(n_tok, d_rope),
+        "w_uk": normal(n_heads, d_latent, d_nope, std=1 / np.sqrt(d_latent)),
+        "w_uv": normal(n_heads, d_latent, d_v, std=1 / np.sqrt(d_latent)),
+        "scale": float(1 / np.sqrt(d_nope + d_rope)),
+        "chunk": int(chunk),
+    }
+
+
+def _case(name, args, hidden=False, seed=None, **extra):
+    describe = shape_text(**{k: args[k] for k in ("q_nope", "c_kv", "w_uk", "w_uv")})
+    describe += f", chunk={args['chunk']}" + (f", seed {seed}" if seed is not None else "")
+    return Case(name, FN, args, hidden=hidden, seed=seed, describe=describe, **extra)
+
+
+def make_cases(seed):
+    fixed = np.random.default_rng(6)
+    cases = [
+        # T=12 rows: a 9-row prefix in chunks of 4 (4 + 4 + 1) and 3 new tokens
+        _case("9-row prefix in chunks of 4, 3 new tokens", _args(fixed, 12, 3, 2, 8, 4, 4, 4, 4)),
+        _case("no prefix at all (a plain prefill)", _args(fixed, 4, 4, 2, 8, 4, 2, 4, 3)),
+        _case("one new token (decode)", _args(fixed, 7, 1, 3, 8, 4, 2, 6, 2)),
+        _case(f"an {LONG['n_tok']:,}-row prefix under a {LONG_CAP_MB} MB memory cap",
+              _args(fixed, LONG["n_tok"], LONG["n_new"], LONG["n_heads"], LONG["d_latent"],
+                    LONG["d_nope"], LONG["d_rope"], LONG["d_v"], LONG["chunk"]),
+              memory_mb=LONG_CAP_MB, timeout_s=20.0,
+              memory_error_message=(
+                  f"{FN} ran out of memory on an {LONG['n_tok']:,}-token prefix (cap "
+                  f"{LONG_CAP_MB} MB): expanding the whole prefix at once takes n_heads * T * "
+                  "(d_nope + d_v) * 8 bytes, about 164 MB here. Expand `chunk` rows at a time "
+                  "and merge the parts by their log-sum-exp.")),
+    ]
+    rng = np.random.default_rng(seed)
+    for i in range(5):
+        n_new = int(rng.integers(1, 6))
+        chunk = int(rng.integers(1, 8))
+        n_prefix = int(rng.integers(0, 30))
+        if i < 3 and n_prefix % chunk == 0:
+            n_prefix += 1  # a partial last chunk
+        cases.append(_case(f"random {i}", _args(rng, n_prefix + n_new, n_new,
+                                                int(rng.integers(1, 5)), 8, 4,
+                                                int(rng.choice([2, 4])), int(rng.choice([4, 6])),
+                                                chunk), hidden=True, seed=seed))
+    return cases
+
+
+def check(case, result):
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        size = f" of length {len(result)}" if isinstance(result, (tuple, list)) else ""
+        return fail(f"{FN} should return a pair (out, lse); got a {type_name(result)}{size}.",
+                    "wrong_type")
+    exp_out, exp_lse = _reference(**case.args)
+    v = compare_arrays(f"{FN} out", exp_out, result[0], rtol=RTOL, atol=ATOL,
+                       dims="[n_new, n_heads, d_v]")
+    if not v.passed:
+        return v
+    return compare_arrays(f"{FN} lse", exp_lse, result[1], rtol=RTOL, atol=ATOL,
+                          dims="[n_heads, n_new]")
+
+
+# ---- plausible wrong attempts --------------------------------------------------------
+
+def _parts(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, chunk, prefix_end=None,
+           stop_early=False, new_mask=True):
+    """(outs [H, S, d_v], lses [H, S]) of each prefix chunk and of the new block, with the
+    knobs the mistakes turn."""
+    s, t = q_nope.shape[0], c_kv.shape[0]
+    n_prefix = t - s
+    end = n_prefix if prefix_end is None else prefix_end
+    last = end - chunk + 1 if stop_early else end
+    outs, lses = [], []
+    for lo in range(0, max(last, 0), chunk):
+        o, l = attend_expand(q_nope, q_rope, c_kv[lo:lo + chunk][:end - lo],
+                             k_rope[lo:lo + chunk][:end - lo], w_uk, w_uv, scale)
+        outs.append(o.transpose(1, 0, 2))
+        lses.append(l)
+    o, l = attend_expand(q_nope, q_rope, c_kv[n_prefix:], k_rope[n_prefix:], w_uk, w_uv, scale,
+                         causal_mask(s, s) if new_mask else None)
+    outs.append(o.transpose(1, 0, 2))
+    lses.append(l)
+    return outs, lses
+
+
+def _merged(outs, lses):
+    out, lse = merge_attention(outs, lses)
+    return out.transpose(1, 0, 2), lse
+
+
+def _new_not_causal(**a):
+    return _merged(*_parts(**a, new_mask=False))
+
+
+def _averaged(**a):
+    outs, lses = _parts(**a)
+    return np.mean(outs, axis=0).transpose(1, 0, 2), np.logaddexp.reduce(lses, axis=0)
+
+
+def _dropped_last_chunk(**a):
+    return _merged(*_parts(**a, stop_early=True))
+
+
+def _prefix_includes_new_rows(**a):
+    return _merged(*_parts(**a, prefix_end=a["c_kv"].shape[0]))
+
+
+def _lse_of_new_block(**a):
+    outs, lses = _parts(**a)
+    return _merged(outs, lses)[0], lses[-1]
+
+
+MISTAKES = [
+    Mistake("new tokens not causal among themselves",
+            "Each new token saw the new tokens after it; inside the new block use a causal "
+            "mask (new token i sees new tokens 0..i).", _new_not_causal),
+    Mistake("parts averaged",
+            "You averaged the parts' outputs; weight each part by exp(lse_part - lse_total) "
+            "(problem 5's lse merge).", _averaged),
+    Mistake("last partial chunk dropped",
+            "The last prefix chunk was skipped when the prefix length is not a multiple of "
+            "chunk; step range(0, n_prefix, chunk) and clip the final chunk.",
+            _dropped_last_chunk),
+    Mistake("prefix chunks ran over the new rows too",
+            "Your prefix chunks covered all T rows, so the new tokens were seen unmasked and "
+            "then again in the new block; the prefix is rows 0 .. T - n_new - 1.",
+            _prefix_includes_new_rows),
+    Mistake("lse of the last part only",
+            "The out is right but the lse is that of the new block alone; return the merged "
+            "lse, log(sum over parts of exp(lse_part)).", _lse_of_new_block),
+]
+
+STATEMENT = r"""
+Write `chunked_extend(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, chunk)`:
+attention for `n_new` new tokens appended after a long cached prefix, through the expand
+path, **without expanding the whole prefix at once**.
+
+| argument | shape | meaning |
+|---|---|---|
+| `q_nope`, `q_rope` | `[n_new, n_heads, d_nope]`, `[n_new, n_heads, d_rope]` | the new tokens' queries (rope part rotated) |
+| `c_kv`, `k_rope` | `[T, d_latent]`, `[T, d_rope]` | all T cached rows; the **last n_new rows are the new tokens** |
+| `w_uk`, `w_uv` | `[n_heads, d_latent, d_nope]`, `[n_heads, d_latent, d_v]` | up-projections, as in problem 3 |
+| `scale` | float | softmax scale |
+| `chunk` | int | expand at most this many prefix rows at a time |
+
+Return `(out [n_new, n_heads, d_v], lse [n_heads, n_new])`, equal to one causal
+attention over all T rows: new token i sees rows `0 .. T - n_new + i`.
+
+Plan: the prefix (rows `0 .. T - n_new - 1`) is visible to every new token, so expand it
+`chunk` rows at a time (the last chunk may be shorter) and attend without a mask; the new
+rows attend causally among themselves; merge all parts by log-sum-exp (problem 5).
+The prefix may be empty.
+
+Checked against `mlacourse.layer` (one-shot `attend_expand` with `causal_mask(n_new, T)`;
+for the long case the core's `attend_chunked_prefix`): out first, then lse, each with
+|got - expected| <= 1e-9 + 1e-6 * |expected|. One visible case has an 80,000-row prefix
+and runs under a 64 MB memory cap: expanding all of it at once needs about 164 MB and
+fails. Hidden cases: prefix 0-30 rows, chunk 1-7, n_new 1-5.
+"""
+
+HINTS = [
+    "Every part is an ordinary expand-path attention (problem 3's code) that also returns "
+    "its lse; the prefix parts need no mask because every new token sees the whole prefix.",
+    "for lo in range(0, n_prefix, chunk): rows lo .. min(lo + chunk, n_prefix) - 1. "
+    "Python slicing clips for you: c_kv[lo:min(lo + chunk, n_prefix)].",
+    "The new block is c_kv[n_prefix:], k_rope[n_prefix:] with np.tril(np.ones((n_new, n_new), "
+    "bool)) as its mask: a square prefill of its own.",
+    "Keep each part's out as [n_heads, n_new, d_v] and lse as [n_heads, n_new], merge with "
+    "weights exp(lse_part - lse_total), and transpose out to [n_new, n_heads, d_v] at the end.",
+]
+
+PROBLEM = Problem(
+    number=6, slug="chunked_extend", title="Extend after a long prefix, chunk by chunk",
+    chapter="notebooks/04_flops_and_path_choice.ipynb",
+    functions=[FN], statement=STATEMENT, hints=HINTS,
+    make_cases=make_cases, check=check, mistakes=MISTAKES,
+    reference={FN: _reference},
+)
