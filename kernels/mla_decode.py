@@ -274,6 +274,19 @@ def default_block_m(s_q: int, h_q: int) -> int:
     return max(16, min(64, triton.next_power_of_2(s_q * h_q)))
 
 
+def default_launch(block_m: int, is_fp8: bool = False):
+    """(BLOCK_N, num_warps, num_stages) shipped for a BLOCK_M on a GPU.
+
+    Chosen from sm_90 compiles (python -m kernels.compile_report), not from timings --
+    no GPU run has tuned them yet. The limit is registers: the fp32 accumulator
+    [BLOCK_M, 512] alone is 128 registers per thread at BLOCK_M=64 with 8 warps, so the
+    KV tile stays narrow (BLOCK_N=16) there; BLOCK_M=64 is the first size whose dots
+    compile to Hopper's wgmma (the smaller ones use mma.sync)."""
+    if block_m <= 16:
+        return (16 if is_fp8 else 32), 4, 2
+    return 16, 8, 2
+
+
 def default_num_splits(b: int, s_q: int, h_q: int, max_seqlen_bound: int, num_sms: int,
                        block_m: int | None = None, block_n: int = 64, min_tiles_per_split: int = 4) -> int:
     """How many pieces to cut each sequence's keys into.
@@ -365,9 +378,9 @@ def mla_decode_with_kvcache(q, kv_cache, block_table, cache_seqlens, head_dim_v=
                                    BLOCK_N=block_n, **common, **launch)
         return out, lse
     block_m = options.pop("block_m", default_block_m(s_q, h_q))
-    block_n = options.pop("block_n", 64 if interp or block_m <= 32 else 32)
-    launch = dict(num_warps=options.pop("num_warps", 4 if block_m <= 32 else 8),
-                  num_stages=options.pop("num_stages", 1))
+    d_bn, d_warps, d_stages = default_launch(block_m, is_fp8_kvcache)
+    block_n = options.pop("block_n", 64 if interp else d_bn)  # wide tiles: fewer interpreted steps
+    launch = dict(num_warps=options.pop("num_warps", d_warps), num_stages=options.pop("num_stages", d_stages))
     grid_m = triton.cdiv(n_rows, block_m)
     if version == "tiled":
         _no_more_options(options, version)
