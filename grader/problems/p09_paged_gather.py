@@ -1,0 +1,192 @@
+"""Problem 9: read one sequence back out of a paged KV cache (chapter 6)."""
+from __future__ import annotations
+
+import numpy as np
+
+from grader.spec import Case, Mistake, Problem, Verdict, as_array, compare_arrays, fail
+from mlacourse.paged import gather_paged, make_paged_cache
+
+FN = "paged_gather"
+BAD = 2**31 - 1  # an unused block-table entry: far outside kv_cache
+
+
+def _reference(kv_cache, block_table, cache_seqlens, seq):
+    return gather_paged(kv_cache, block_table, cache_seqlens, seq)
+
+
+def _build(rng, lengths, page, h_kv, d, extra_cols, pad_with_nan_page=False):
+    """A NaN-poisoned paged cache holding len(lengths) sequences; the block table gets
+    extra_cols unused columns. Unused entries are out of range, or (pad_with_nan_page)
+    the id of a spare page that is all NaN."""
+    seqs = [rng.standard_normal((n, h_kv, d)) for n in lengths]
+    kv_cache, table, seqlens = make_paged_cache(seqs, page, rng, extra_blocks=2,
+                                                bad_table_entry=BAD)
+    table = np.concatenate([table, np.full((len(lengths), extra_cols), BAD)], axis=1)
+    if pad_with_nan_page:
+        used = set(table[table != BAD].tolist())
+        spare = next(b for b in range(kv_cache.shape[0]) if b not in used)  # all NaN
+        table = np.where(table == BAD, spare, table)
+    return kv_cache, table.astype(np.int32), seqlens.astype(np.int32)
+
+
+def _case(name, rng, lengths, seq, page, h_kv=1, d=4, extra_cols=1, nan_page=False,
+          hidden=False, seed=None):
+    kv_cache, table, seqlens = _build(rng, lengths, page, h_kv, d, extra_cols, nan_page)
+    args = {"kv_cache": kv_cache, "block_table": table, "cache_seqlens": seqlens, "seq": int(seq)}
+    unused = "a spare all-NaN page" if nan_page else f"{BAD} (out of range)"
+    describe = (f"kv_cache [{', '.join(map(str, kv_cache.shape))}] (page_block_size {page}), "
+                f"cache_seqlens {seqlens.tolist()}, seq {seq}, unused table entries = {unused}")
+    return Case(name, FN, args, hidden=hidden, seed=seed,
+                describe=describe + (f", seed {seed}" if seed is not None else ""))
+
+
+def make_cases(seed):
+    fixed = np.random.default_rng(9)
+    cases = [
+        _case("10 tokens on pages of 4 (the last page half full)", fixed, [10, 5], 0, 4),
+        _case("exactly two full pages", fixed, [3, 8], 1, 4),
+        _case("unused entries point at an all-NaN page", fixed, [6, 13, 2], 2, 4, d=3,
+              nan_page=True),
+        _case("an empty sequence", fixed, [7, 0], 1, 4),
+    ]
+    rng = np.random.default_rng(seed)
+    for i in range(5):
+        page = int(rng.choice([2, 4, 8, 16]))
+        b = int(rng.integers(1, 5))
+        lengths = [int(rng.integers(0, 6 * page)) for _ in range(b)]
+        seq = int(rng.integers(0, b))
+        if i == 0:
+            lengths[seq] = page * int(rng.integers(1, 4))  # ends exactly at a page boundary
+        cases.append(_case(f"random {i}", rng, lengths, seq, page, h_kv=int(rng.integers(1, 3)),
+                           d=int(rng.integers(1, 7)), extra_cols=int(rng.integers(0, 3)),
+                           nan_page=bool(i % 2), hidden=True, seed=seed))
+    return cases
+
+
+def check(case, result):
+    a = case.args
+    expected = _reference(**a)
+    n, page = expected.shape[0], a["kv_cache"].shape[1]
+    arr = as_array(result, FN)
+    if isinstance(arr, Verdict):
+        return arr
+    if arr.shape != expected.shape:
+        why = ""
+        if arr.ndim == 3 and arr.shape[1:] == expected.shape[1:]:
+            if arr.shape[0] > n:
+                why = (f" That is {arr.shape[0] - n} rows past cache_seqlens[seq] = {n}: the "
+                       "slots after the sequence's last token are unused; keep the first "
+                       f"{n} rows only.")
+            else:
+                why = (f" {n - arr.shape[0]} of its rows are missing: {n} tokens on pages of "
+                       f"{page} span ceil({n} / {page}) = {-(-n // page)} pages, the last one "
+                       "possibly partly filled.")
+        return fail(f"{FN} returned shape {tuple(arr.shape)}, expected [cache_seqlens[seq], "
+                    f"h_kv, d] = {tuple(expected.shape)}.{why}", "wrong_shape")
+    nan_rows = np.flatnonzero(np.isnan(arr).reshape(n, -1).any(axis=1)) if n else []
+    if len(nan_rows):
+        return fail(f"{FN}: row {int(nan_rows[0])} of your result is NaN ({len(nan_rows)} NaN "
+                    "rows). The cache holds NaN exactly where a reader must not look: slots "
+                    "past cache_seqlens, pages outside this sequence's block table, and the "
+                    "pages that unused table entries point to. Token t lives at "
+                    "kv_cache[block_table[seq, t // page_block_size], t % page_block_size].",
+                    "not_finite")
+    return compare_arrays(FN, expected, arr, rtol=0.0, atol=0.0, dims="[cache_seqlens[seq], h_kv, d]")
+
+
+# ---- plausible wrong attempts --------------------------------------------------------
+
+def _pages(kv_cache, ids):
+    if len(ids) == 0:
+        return kv_cache[:0, 0]
+    return np.concatenate([kv_cache[int(i)] for i in ids], axis=0)
+
+
+def _floor_pages(kv_cache, block_table, cache_seqlens, seq):
+    n, page = int(cache_seqlens[seq]), kv_cache.shape[1]
+    return _pages(kv_cache, block_table[seq, :n // page])[:n]
+
+
+def _whole_last_page(kv_cache, block_table, cache_seqlens, seq):
+    n, page = int(cache_seqlens[seq]), kv_cache.shape[1]
+    return _pages(kv_cache, block_table[seq, :-(-n // page)])
+
+
+def _sorted_table(kv_cache, block_table, cache_seqlens, seq):
+    n, page = int(cache_seqlens[seq]), kv_cache.shape[1]
+    return _pages(kv_cache, np.sort(block_table[seq, :-(-n // page)]))[:n]
+
+
+def _contiguous(kv_cache, block_table, cache_seqlens, seq):
+    n, page = int(cache_seqlens[seq]), kv_cache.shape[1]
+    return _pages(kv_cache, np.arange(-(-n // page)))[:n]
+
+
+def _page_major_slots(kv_cache, block_table, cache_seqlens, seq):
+    """Token t taken from kv_cache[block_table[seq, t % n_pages], t // n_pages]."""
+    n, page = int(cache_seqlens[seq]), kv_cache.shape[1]
+    n_pages = -(-n // page)
+    t = np.arange(n)
+    if n == 0:
+        return kv_cache[:0, 0]
+    return kv_cache[block_table[seq, t % n_pages], t // n_pages]
+
+
+MISTAKES = [
+    Mistake("one page too few",
+            "You read n // page_block_size pages; a partly filled last page counts too, so "
+            "read ceil(n / page_block_size) of them.", _floor_pages),
+    Mistake("whole last page",
+            "You returned every slot of the last page; only the first cache_seqlens[seq] "
+            "rows are tokens, the rest of the page is unused.", _whole_last_page),
+    Mistake("block table sorted",
+            "You read the pages in sorted order; the block table lists them in sequence "
+            "order, and page ids are shuffled, so keep block_table[seq] as it is.",
+            _sorted_table),
+    Mistake("cache treated as contiguous",
+            "You read pages 0, 1, 2, ... of kv_cache directly; a sequence's pages are wherever "
+            "its block table points (kv_cache[block_table[seq, j]]).", _contiguous),
+    Mistake("slot and page swapped",
+            "Token t is in page t // page_block_size at slot t % page_block_size; you "
+            "swapped the roles of page and slot.", _page_major_slots),
+]
+
+STATEMENT = r"""
+Write `paged_gather(kv_cache, block_table, cache_seqlens, seq)`: the cached rows of one
+sequence, read back out of a **paged** cache in FlashMLA's layout.
+
+| argument | shape | meaning |
+|---|---|---|
+| `kv_cache` | `[num_blocks, page_block_size, h_kv, d]` | the pages, shared by all sequences |
+| `block_table` | `[b, max_blocks]` int32 | `block_table[s, j]`: the page holding tokens `j*P .. j*P+P-1` of sequence `s` |
+| `cache_seqlens` | `[b]` int32 | number of valid tokens of each sequence |
+| `seq` | int | which sequence to read |
+
+Token `t` of sequence `s` lives at `kv_cache[block_table[s, t // P], t % P]` with
+`P = page_block_size`. Return its rows in order: `[cache_seqlens[seq], h_kv, d]`
+(`[0, h_kv, d]` for an empty sequence).
+
+The cases are built like FlashMLA's tests: pages are shuffled, every slot nobody owns is
+**NaN**, and block-table entries past a sequence's last page are unused -- they hold
+2147483647 (indexing with it raises IndexError) or the id of an all-NaN page. Read only
+the `ceil(n / P)` entries and the `n` slots you need. Checked against
+`mlacourse.paged.gather_paged`, exactly (it is a copy).
+"""
+
+HINTS = [
+    "How many pages does a sequence of n tokens use? Careful with a partly filled last page "
+    "and with n == 0.",
+    "n_pages = -(-n // P) (ceiling division). Loop j over range(n_pages) and collect "
+    "kv_cache[block_table[seq, j]] -- a [P, h_kv, d] page each.",
+    "np.concatenate the pages along axis 0 and cut to the first n rows. For n == 0 return "
+    "kv_cache[:0, 0] (shape [0, h_kv, d]).",
+    "Vectorised alternative: t = np.arange(n); kv_cache[block_table[seq, t // P], t % P].",
+]
+
+PROBLEM = Problem(
+    number=9, slug="paged_gather", title="Gather from a paged cache",
+    chapter="notebooks/06_decode_kernel.ipynb",
+    functions=[FN], statement=STATEMENT, hints=HINTS,
+    make_cases=make_cases, check=check, mistakes=MISTAKES,
+    reference={FN: _reference},
+)
