@@ -1,0 +1,176 @@
+"""Problem 11: decode FlashMLA's 656-byte FP8 cache row (chapter 6)."""
+from __future__ import annotations
+
+import numpy as np
+
+from grader.spec import Case, Mistake, Problem, compare_arrays
+from mlacourse.fp8 import bf16_encode, pack_fp8_row, unpack_fp8_row
+
+FN = "fp8_row_decode"
+RTOL, ATOL = 1e-6, 0.0
+D_LATENT, D_ROPE, TILE = 512, 64, 128
+SCALES_AT, ROPE_AT, ROW = 512, 528, 656
+
+
+def _reference(rows):
+    return unpack_fp8_row(rows)  # [n, 576] float64
+
+
+def _row(codes, scales, rope):
+    """Assemble one row from 512 codes, 4 float32 scales and 64 rope values."""
+    return np.concatenate([np.asarray(codes, np.uint8),
+                           np.asarray(scales, "<f4").view(np.uint8),
+                           bf16_encode(np.asarray(rope)).astype("<u2").view(np.uint8)])
+
+
+def _packed(rng, n, tile_mags=None):
+    """n rows packed by the core from random data; tile_mags sets each tile's size."""
+    mags = np.asarray(tile_mags if tile_mags is not None else
+                      10.0 ** rng.uniform(-3, 3, size=(n, D_LATENT // TILE)))
+    latent = rng.standard_normal((n, D_LATENT // TILE, TILE)) * mags.reshape(n, -1, 1)
+    latent[:, :, :3] = 0.0  # exact zeros and tiny values exercise code 0 and the subnormals
+    latent[:, :, 3:8] *= 1e-3
+    rope = rng.standard_normal((n, D_ROPE)) * 10.0 ** rng.uniform(-2, 2, size=(n, 1))
+    return pack_fp8_row(latent.reshape(n, D_LATENT), rope)
+
+
+def _describe(rows, note, seed=None):
+    return (f"rows [{', '.join(map(str, rows.shape))}] uint8, {note}"
+            + (f", seed {seed}" if seed is not None else ""))
+
+
+def make_cases(seed):
+    fixed = np.random.default_rng(11)
+    finite = np.array([c for c in range(256) if c not in (0x7F, 0xFF)], np.uint8)  # 254 codes
+    every_code = np.concatenate([finite, finite[::-1], [0, 0x80, 0x08, 0x88]])      # 512 codes
+    rope = np.array([1.0, -1.0, 0.5, -2.5, 3.140625, 1e-3, -7e4, 0.0] * 8)
+    unit = _row(every_code, [1.0, 1.0, 1.0, 1.0], rope)
+    scaled = _row(every_code, [1.0, 2.0 ** -10, 3.5, 1000.0], rope[::-1])
+    nan_codes = every_code.copy()
+    nan_codes[[5, 200, 300, 511]] = [0x7F, 0xFF, 0x7F, 0xFF]
+    nan_row = _row(nan_codes, [1.0, 0.25, 8.0, 1.0], rope)
+    packed = _packed(fixed, 2)
+    cases = [
+        Case("two rows packed from random latents", FN, {"rows": packed},
+             describe=_describe(packed, "made by mlacourse.fp8.pack_fp8_row")),
+        Case("every finite e4m3 code, scales 1", FN, {"rows": unit[None]},
+             describe=_describe(unit[None], "codes 0x00-0xFE except 0x7F, all scales 1.0")),
+        Case("every finite code, four different scales", FN, {"rows": scaled[None]},
+             describe=_describe(scaled[None], "scales 1, 2^-10, 3.5, 1000")),
+        Case("the NaN codes 0x7F and 0xFF", FN, {"rows": nan_row[None]},
+             describe=_describe(nan_row[None], "latents 5, 200, 300, 511 are NaN codes")),
+    ]
+    rng = np.random.default_rng(seed)
+    for i in range(4):
+        rows = _packed(rng, int(rng.integers(1, 9)))
+        cases.append(Case(f"random {i}", FN, {"rows": rows}, hidden=True, seed=seed,
+                          describe=_describe(rows, "tile magnitudes 1e-3..1e3", seed)))
+    return cases
+
+
+def check(case, result):
+    return compare_arrays(FN, _reference(**case.args), result, rtol=RTOL, atol=ATOL,
+                          dims="[n, 576] = [n, d_latent + d_rope]")
+
+
+# ---- plausible wrong attempts --------------------------------------------------------
+
+def _fp8_table(exp_bits=4, bias=7, subnormals=True, nan_codes=True):
+    """Value of each of the 256 codes under a (possibly wrong) reading of the format."""
+    man_bits = 7 - exp_bits
+    codes = np.arange(256)
+    sign = np.where(codes & 0x80, -1.0, 1.0)
+    exp = (codes >> man_bits) & ((1 << exp_bits) - 1)
+    frac = (codes & ((1 << man_bits) - 1)) / (1 << man_bits)
+    normal = (1 + frac) * 2.0 ** (exp - bias)
+    sub = frac * 2.0 ** (1 - bias) if subnormals else normal
+    vals = sign * np.where(exp == 0, sub, normal)
+    if exp_bits == 5:  # e5m2 keeps IEEE specials: exponent 31 is inf / NaN
+        vals = np.where(exp == 31, np.where(frac == 0, sign * np.inf, np.nan), vals)
+    elif nan_codes:
+        vals[(codes & 0x7F) == 0x7F] = np.nan
+    return vals
+
+
+def _decode(rows, table=None, one_scale=False, divide=False, rope_fp16=False):
+    rows = np.ascontiguousarray(rows, dtype=np.uint8)
+    table = _fp8_table() if table is None else table
+    vals = table[rows[..., :D_LATENT]].reshape(rows.shape[:-1] + (4, TILE))
+    scales = rows[..., SCALES_AT:ROPE_AT].copy().view("<f4").astype(np.float64)  # [..., 4]
+    if one_scale:
+        scales = np.repeat(scales[..., :1], 4, axis=-1)
+    with np.errstate(all="ignore"):
+        vals = vals / scales[..., None] if divide else vals * scales[..., None]
+    rope_bits = rows[..., ROPE_AT:].copy().view("<u2")
+    rope = rope_bits.view("<f2").astype(np.float64) if rope_fp16 else \
+        (rope_bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return np.concatenate([vals.reshape(rows.shape[:-1] + (D_LATENT,)), rope], axis=-1)
+
+
+MISTAKES = [
+    Mistake("decoded as e5m2",
+            "You decoded the latents as e5m2 (5 exponent bits); FlashMLA stores e4m3fn: "
+            "1 sign, 4 exponent bits (bias 7), 3 mantissa bits.",
+            lambda rows: _decode(rows, _fp8_table(exp_bits=5, bias=15))),
+    Mistake("exponent bias 8",
+            "Your exponent bias is 8; e4m3fn uses bias 7, so the largest value is "
+            "1.75 * 2^8 = 448.", lambda rows: _decode(rows, _fp8_table(bias=8))),
+    Mistake("subnormals as normals",
+            "Codes with exponent field 0 are subnormal: value = (mantissa / 8) * 2^-6, with "
+            "no implicit leading 1.", lambda rows: _decode(rows, _fp8_table(subnormals=False))),
+    Mistake("0x7F / 0xFF not NaN",
+            "e4m3fn has no infinities, and codes 0x7F and 0xFF are NaN (not +-480).",
+            lambda rows: _decode(rows, _fp8_table(nan_codes=False))),
+    Mistake("one scale for the whole row",
+            "Each 128-value tile has its own float32 scale: latents 128k .. 128k+127 use "
+            "scale k (bytes 512 + 4k .. 515 + 4k).", lambda rows: _decode(rows, one_scale=True)),
+    Mistake("divided by the scale",
+            "Dequantize by multiplying the e4m3 value by its tile's scale (the packer "
+            "stored x / scale).", lambda rows: _decode(rows, divide=True)),
+    Mistake("rope read as float16",
+            "The 64 rope values are bfloat16 (the top 16 bits of a float32), not IEEE "
+            "float16: shift the 16 bits left by 16 and view as float32.",
+            lambda rows: _decode(rows, rope_fp16=True)),
+]
+
+STATEMENT = r"""
+Write `fp8_row_decode(rows)`: turn FlashMLA's FP8 KV-cache rows back into numbers.
+
+`rows` is a `uint8` array `[n, 656]`; each row is one cached token of one layer:
+
+| bytes | content |
+|---|---|
+| 0 .. 511 | the 512 latent values as **float8 e4m3fn** codes |
+| 512 .. 527 | four **float32** scales, little-endian; scale k belongs to latents 128k .. 128k+127 |
+| 528 .. 655 | the 64 rope values as **bfloat16**, little-endian |
+
+e4m3fn: bit 7 is the sign, bits 6-3 the exponent E (bias 7), bits 2-0 the mantissa M.
+`E > 0`: `(1 + M/8) * 2^(E - 7)`; `E == 0`: subnormal `(M/8) * 2^-6`. There are no
+infinities; `0x7F` and `0xFF` are NaN. A latent's value is its decoded code **times** its
+tile's scale.
+
+Return float64 `[n, 576]`: the 512 dequantized latents, then the 64 rope values.
+
+Checked against `mlacourse.fp8.unpack_fp8_row` with |got - expected| <= 1e-6 * |expected|
+(float32 arithmetic is fine); NaN must be NaN. The visible cases include every e4m3 code;
+hidden rows are packed from random latents whose tiles range from 1e-3 to 1e3.
+"""
+
+HINTS = [
+    "Slice each row into its three parts first: rows[:, :512], rows[:, 512:528], "
+    "rows[:, 528:].",
+    "Reinterpret bytes with .view: rows[:, 512:528].copy().view('<f4') gives [n, 4] scales, "
+    "rows[:, 528:].copy().view('<u2') gives [n, 64] bf16 bit patterns.",
+    "bf16 -> float32: (bits.astype(np.uint32) << 16).view(np.float32).",
+    "Decode e4m3 once for all 256 codes into a lookup table (sign, E = (c >> 3) & 15, "
+    "M = c & 7), then table[codes]. Reshape the latents to [n, 4, 128] and multiply by "
+    "scales[:, :, None].",
+]
+
+PROBLEM = Problem(
+    number=11, slug="fp8_row_decode", title="Decode an FP8 cache row",
+    chapter="notebooks/06_decode_kernel.ipynb",
+    functions=[FN], statement=STATEMENT, hints=HINTS,
+    make_cases=make_cases, check=check, mistakes=MISTAKES,
+    reference={FN: _reference},
+)
