@@ -1,0 +1,228 @@
+"""Problem 12: the decode kernel's inner loop, in Triton (chapter 6).
+
+Graded on the CPU under TRITON_INTERPRET=1 (the judge sets it when there is no GPU) or
+on a CUDA GPU. The reference is mlacourse.attention; the known slips are imitated in
+numpy, tile by tile, so their answers are float64 while the learner's kernel computes in
+float32 (tf32 on a GPU). The judge's exact mistake matching cannot see through that
+rounding, so check() also names a slip whose answer is within the grading tolerance.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from grader.spec import Case, Mistake, Problem, Verdict, compare_arrays, fail, same_answer, type_name
+from mlacourse.attention import attention
+
+FN = "triton_inner_loop"
+BLOCK_T = 16  # the launcher's tile height
+H, D_K, D_V = 16, 64, 32  # tl.dot needs every dimension >= 16 on a GPU
+RTOL = ATOL = 2e-3  # covers tf32 matmuls on a GPU; the CPU interpreter is ~1e-6
+
+
+def _reference(q, kv, cache_seqlens, d_v, scale):
+    outs, lses = [], []
+    for b, n in enumerate(cache_seqlens):
+        rows = kv[b, :int(n)]  # [n, d_k]
+        o, l = attention(q[b], rows, rows[:, :d_v], scale)  # [H, d_v], [H]
+        outs.append(o)
+        lses.append(l)
+    return np.stack(outs), np.stack(lses)  # [b, H, d_v], [b, H]
+
+
+def _case(name, rng, seqlens, q_std, hidden=False, seed=None):
+    n_seq = len(seqlens)
+    t_max = BLOCK_T * max(1, -(-max(seqlens) // BLOCK_T))  # whole tiles: no read past the end
+    kv = rng.standard_normal((n_seq, t_max, D_K))
+    for b, n in enumerate(seqlens):
+        kv[b, n:] = np.nan  # rows past cache_seqlens are poison
+    args = {"q": rng.standard_normal((n_seq, H, D_K)) * q_std, "kv": kv,
+            "cache_seqlens": np.asarray(seqlens, dtype=np.int32), "d_v": D_V,
+            "scale": float(1 / np.sqrt(D_K))}
+    describe = (f"q [{n_seq}, {H}, {D_K}], kv [{n_seq}, {t_max}, {D_K}], cache_seqlens "
+                f"{list(seqlens)}, d_v={D_V}" + (f", seed {seed}" if seed is not None else ""))
+    return Case(name, FN, args, hidden=hidden, seed=seed, describe=describe)
+
+
+def make_cases(seed):
+    cases = [_case("4 sequences: 5, 16, 33 and 0 tokens", np.random.default_rng(12),
+                   [5, 16, 33, 0], q_std=3.0)]
+    rng = np.random.default_rng(seed)
+    lens = [int(x) for x in rng.integers(1, 64, size=3)] + [int(rng.choice([0, 16, 32]))]
+    cases.append(_case("random lengths", rng, lens, q_std=float(rng.choice([2.0, 4.0])),
+                       hidden=True, seed=seed))
+    return cases
+
+
+def _pair_verdict(case, result):
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        size = f" of length {len(result)}" if isinstance(result, (tuple, list)) else ""
+        return fail(f"{FN} should return a pair (out, lse); got a {type_name(result)}{size}.",
+                    "wrong_type")
+    exp_out, exp_lse = _reference(**case.args)
+    v = compare_arrays(f"{FN} out", exp_out, result[0], rtol=RTOL, atol=ATOL,
+                       dims="[b, h_q, d_v]")
+    if not v.passed:
+        return v
+    return compare_arrays(f"{FN} lse", exp_lse, result[1], rtol=RTOL, atol=ATOL, dims="[b, h_q]")
+
+
+def _close(a, b):
+    try:
+        return all(np.shape(x) == np.shape(y) and np.allclose(np.asarray(x, np.float64), y,
+                                                              rtol=RTOL, atol=ATOL, equal_nan=True)
+                   for x, y in zip(a, b))
+    except (TypeError, ValueError):
+        return False
+
+
+def check(case, result):
+    verdict = _pair_verdict(case, result)
+    if verdict.passed or verdict.reason == "wrong_type":
+        return verdict
+    for m in MISTAKES:  # float32 answers: name a slip within tolerance (exact ones: the judge)
+        wrong = m.fn(**case.args)
+        if wrong is not None and _close(result, wrong) and not same_answer(result, wrong):
+            return Verdict(False, verdict.message + f"\n  Likely cause: {m.message}", verdict.reason)
+    return verdict
+
+
+# ---- plausible wrong attempts, imitated tile by tile in numpy ------------------------
+
+def _tiles(q, kv, cache_seqlens, d_v, scale, rescale=True, mask_scores=True, mask_loads=True,
+           lse_with_max=True, guard_empty=True, v_cols=None):
+    v_cols = v_cols if v_cols is not None else slice(0, d_v)
+    outs, lses = [], []
+    for b, n in enumerate(int(x) for x in cache_seqlens):
+        m = np.full(q.shape[1], -np.inf)
+        l = np.zeros(q.shape[1])
+        acc = np.zeros((q.shape[1], d_v))
+        for start in range(0, n, BLOCK_T):
+            rows = start + np.arange(BLOCK_T)
+            valid = rows < n
+            tile = kv[b, rows] if not mask_loads else np.where(valid[:, None], kv[b, rows], 0.0)
+            s = q[b] @ tile.T * scale  # [H, BLOCK_T]
+            if mask_scores:
+                s = np.where(valid[None, :], s, -np.inf)
+            m_new = np.maximum(m, s.max(axis=1))
+            alpha = np.exp(m - m_new) if rescale else np.ones_like(m)
+            p = np.exp(s - m_new[:, None])
+            l = l * alpha + p.sum(axis=1)
+            acc = acc * alpha[:, None] + p @ tile[:, v_cols]
+            m = m_new
+        with np.errstate(all="ignore"):
+            if guard_empty or n > 0:
+                out = acc / np.where(l > 0, l, 1.0)[:, None]
+                lse = np.where(l > 0, (m if lse_with_max else 0.0) + np.log(np.where(l > 0, l, 1)),
+                               -np.inf)
+            else:
+                out, lse = acc / l[:, None], m + np.log(l)
+        outs.append(out)
+        lses.append(lse)
+    return np.stack(outs), np.stack(lses)
+
+
+def _no_rescale(**a):
+    return _tiles(**a, rescale=False)
+
+
+def _padding_scores_zero(**a):
+    if all(int(n) % BLOCK_T == 0 for n in a["cache_seqlens"]):
+        return None
+    return _tiles(**a, mask_scores=False)
+
+
+def _unmasked_loads(**a):
+    if all(int(n) % BLOCK_T == 0 for n in a["cache_seqlens"]):
+        return None
+    with np.errstate(invalid="ignore"):
+        return _tiles(**a, mask_loads=False, mask_scores=False)
+
+
+def _lse_without_max(**a):
+    return _tiles(**a, lse_with_max=False)
+
+
+def _empty_gives_nan(**a):
+    if all(int(n) > 0 for n in a["cache_seqlens"]):
+        return None
+    return _tiles(**a, guard_empty=False)
+
+
+def _v_last_dims(**a):
+    return _tiles(**a, v_cols=slice(a["kv"].shape[-1] - a["d_v"], None))
+
+
+MISTAKES = [
+    Mistake("running sums not rescaled",
+            "When the running max grows, multiply l and acc by alpha = exp(m_old - m_new) "
+            "before adding the new tile; without it early tiles keep a stale scale.",
+            _no_rescale),
+    Mistake("padding rows scored 0",
+            "The last tile's padding rows (row >= seqlen) were loaded as 0 and scored 0, so "
+            "they still get weight exp(0 - m); set their scores to -inf with tl.where.",
+            _padding_scores_zero),
+    Mistake("unmasked loads",
+            "You read rows past cache_seqlens (NaN in these cases); load with "
+            "mask=rows < seqlen and other=0.0, and give those rows score -inf.",
+            _unmasked_loads),
+    Mistake("lse without the running max",
+            "lse = m + log(l): l was accumulated relative to the running max m, so add m "
+            "back.", _lse_without_max),
+    Mistake("empty sequence gives NaN",
+            "A sequence with 0 cached tokens never enters the loop, so l = 0 and acc / l is "
+            "NaN; return out 0 and lse -inf there (divide by tl.where(l > 0, l, 1.0)).",
+            _empty_gives_nan),
+    Mistake("V from the last d_v dims",
+            "V is the FIRST d_v dims of each cached row (offsets 0 .. D_V-1), not the last.",
+            _v_last_dims),
+]
+
+STATEMENT = rf"""
+Write the inner loop of a decode-attention kernel in **Triton**: the online softmax
+that walks over the cached rows one tile at a time. The launcher, the kernel signature,
+the loads of q and the stores are given in `practice/p12_triton_inner_loop.py`; fill in
+the loop and the final normalisation, then delete the `raise NotImplementedError` line
+in `triton_inner_loop`.
+
+`triton_inner_loop(q, kv, cache_seqlens, d_v, scale)`:
+
+| argument | shape | meaning |
+|---|---|---|
+| `q` | `[b, h_q, d_k]` | one query token per sequence, h_q heads (absorbed MLA: all heads share the cache) |
+| `kv` | `[b, t_max, d_k]` | cached rows per sequence; rows at and past `cache_seqlens[i]` are **NaN** |
+| `cache_seqlens` | `[b]` int32 | valid rows per sequence (can be 0) |
+| `d_v` | int | V is the **first** d_v dims of each row |
+| `scale` | float | softmax scale |
+
+Return `(out [b, h_q, d_v], lse [b, h_q])`: softmax attention of each sequence's heads
+over its valid rows; an empty sequence gives out 0 and lse -inf. One program handles
+one sequence and all its heads; tiles are `BLOCK_T = {BLOCK_T}` rows, so the last tile
+is usually partial (mask it). The cases use h_q = {H}, d_k = {D_K}, d_v = {D_V}, in float32.
+
+Checked against `mlacourse.attention.attention` per sequence with |got - expected| <=
+{ATOL:g} + {RTOL:g} * |expected| (tf32 on a GPU fits; the CPU interpreter is ~1e-6).
+Needs torch and triton (`pip install torch triton`); without a GPU the judge runs the
+kernel in Triton's interpreter (TRITON_INTERPRET=1). Interpreter traps: an unmasked load
+past the end of a tensor can crash the process; use fp32 everywhere.
+"""
+
+HINTS = [
+    "Keep three running values per head: m (max score so far), l (sum of exp(score - m)) "
+    "and acc (sum of exp(score - m) * v). Start them at -inf, 0 and 0 (given).",
+    "for start in range(0, seqlen, BLOCK_T): rows = start + tl.arange(0, BLOCK_T); "
+    "valid = rows < seqlen. Load k [BLOCK_T, D_K] and v [BLOCK_T, D_V] from the same rows "
+    "with mask=valid[:, None], other=0.0.",
+    "s = tl.dot(q, tl.trans(k)) * scale, then s = tl.where(valid[None, :], s, -inf). "
+    "m_new = max(m, row max of s); alpha = exp(m - m_new); p = exp(s - m_new[:, None]).",
+    "l = l * alpha + sum(p); acc = acc * alpha[:, None] + tl.dot(p, v); m = m_new. After "
+    "the loop: out = acc / l and lse = m + log(l), guarding l == 0 with tl.where.",
+]
+
+PROBLEM = Problem(
+    number=12, slug="triton_inner_loop", title="The decode kernel's inner loop in Triton",
+    chapter="notebooks/06_decode_kernel.ipynb",
+    functions=[FN], statement=STATEMENT, hints=HINTS,
+    make_cases=make_cases, check=check, mistakes=MISTAKES,
+    requires=("torch", "triton"), timeout_s=60.0,
+    reference={FN: _reference},
+)
