@@ -354,7 +354,7 @@ def match_mistake(problem: Problem, case: Case, result) -> str | None:
         except Exception:  # noqa: BLE001 -- a mistake that does not apply to this case
             continue
         try:
-            hit = wrong is not None and (m.match or same_answer)(result, wrong)
+            hit = wrong is not None and bool((m.match or same_answer)(result, wrong))
         except Exception:  # noqa: BLE001 -- a result of another type: not this slip
             hit = False
         if hit:

@@ -335,7 +335,7 @@ def same_answer(a, b, rtol: float = 1e-6, atol: float = 1e-12) -> bool:
         return (isinstance(a, dict) and isinstance(b, dict) and set(a) == set(b)
                 and all(same_answer(a[k], b[k], rtol, atol) for k in a))
     if isinstance(a, str) or isinstance(b, str):
-        return a == b
+        return isinstance(a, str) and isinstance(b, str) and a == b
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
         # element by element, so pairs like (out, lse) of different shapes can match
         return len(a) == len(b) and all(same_answer(x, y, rtol, atol) for x, y in zip(a, b))

@@ -1,0 +1,177 @@
+"""The judge's command line, its JSON output, hints, watch mode and notebook check()."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from grader import cli, notebook, report, runner
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+
+
+def run_judge(*args, entry="practice/judge.py", cwd=None, timeout=120):
+    return subprocess.run([PY, str(ROOT / entry), *args], capture_output=True, text=True,
+                          cwd=cwd or ROOT, timeout=timeout)
+
+
+WRONG_P4 = '''
+def attention_flops(n_new, n_ctx, n_heads=128, d_nope=128, d_rope=64, d_v=128, d_latent=512):
+    pairs = n_new * n_ctx
+    e = n_ctx * 2 * d_latent * n_heads * (d_nope + d_v) + pairs * 2 * n_heads * (d_nope + d_rope + d_v)
+    a = n_new * 2 * n_heads * d_latent * (d_nope + d_v) + pairs * 2 * n_heads * (2 * d_latent + d_rope)
+    return {"expand": e, "absorb": a}
+
+def choose_path(n_new, n_ctx, **shapes):
+    f = attention_flops(n_new, n_ctx, **shapes)
+    return "expand" if f["expand"] < f["absorb"] else "absorb"
+'''
+
+
+def test_solutions_check_passes_and_reports_time():
+    t0 = time.monotonic()
+    r = run_judge("--solutions", "--seed", "3", entry="judge.py")
+    took = time.monotonic() - t0
+    assert r.returncode == 0, r.stdout + r.stderr
+    n = len(runner.discover())
+    assert re.search(rf"OK: {n} problems checked in [\d.]+ s", r.stdout), r.stdout
+    assert r.stdout.count("stub not started") + r.stdout.count("unavailable") >= n
+    print(f"--solutions for {n} problems took {took:.1f} s")
+
+
+def test_file_exit_codes(tmp_path):
+    wrong = tmp_path / "mine.py"
+    wrong.write_text(WRONG_P4)
+    ok = run_judge("4", "--file", str(ROOT / "solutions" / "p04_choose_path.py"), cwd=tmp_path)
+    assert ok.returncode == 0 and "PASSED" in ok.stdout
+    bad = run_judge("choose_path", "--file", str(wrong), cwd=tmp_path)
+    assert bad.returncode == 1
+    assert "non-causal" in bad.stdout and "First failure" in bad.stdout
+    assert run_judge("4", "--file", str(tmp_path / "nope.py")).returncode == 2
+    assert run_judge("--file", str(wrong)).returncode == 2  # cannot tell which problem
+    unknown = run_judge("no_such_problem")
+    assert unknown.returncode == 2 and "known problems" in unknown.stderr
+
+
+def test_json_shape(tmp_path):
+    wrong = tmp_path / "p04_choose_path.py"  # the file name names the problem
+    wrong.write_text(WRONG_P4)
+    r = run_judge("--file", str(wrong), "--json", "--seed", "5", cwd=tmp_path)
+    assert r.returncode == 1
+    data = json.loads(r.stdout)
+    assert data["version"] == 3 and data["status"] == "fail"
+    assert data["score"] == 0 and data["max_score"] == 1 and data["seed"] == 5
+    (t,) = data["tests"]
+    assert t["name"] == "p04 choose_path" and t["status"] == "fail" and t["task_id"] == 4
+    assert "non-causal" in t["message"] and t["score"] == 0 and t["max_score"] == 1
+    assert set(t) >= {"name", "status", "message", "output", "test_code"}
+
+
+def test_json_for_all_stubs_in_process(capsys):
+    rc = cli.main(["--json", "--seed", "1"])
+    data = json.loads(capsys.readouterr().out)
+    assert rc == 1 and data["version"] == 3 and data["status"] in ("fail", "error")
+    assert data["max_score"] == len(data["tests"]) == len(runner.discover())
+    for t in data["tests"]:
+        assert t["status"] in ("fail", "error") and t["score"] == 0
+        if t["status"] == "fail":
+            assert t["message"].startswith("not started")
+
+
+def test_grade_all_lines_and_summary(capsys):
+    rc = cli.main(["--seed", "2"])
+    out = capsys.readouterr().out
+    n = len(runner.discover())
+    assert rc == 1 and "Summary: passed 0" in out and f"(of {n} problems)" in out
+    assert "Next: problem 1 (kv_cache_bytes)" in out
+
+
+def test_entry_works_from_another_directory(tmp_path):
+    r = run_judge("--list", cwd=tmp_path)
+    assert r.returncode == 0 and "choose_path" in r.stdout and "absorb_decode" in r.stdout
+
+
+def test_hints_are_revealed_one_at_a_time(tmp_path, monkeypatch, capsys):
+    state = tmp_path / "state.json"
+    monkeypatch.setattr(cli, "STATE_FILE", state)
+    assert cli.main(["4", "--hint"]) == 0
+    first = capsys.readouterr().out
+    assert "1 of 4" in first and "  2." not in first
+    cli.main(["choose_path", "--hint"])
+    second = capsys.readouterr().out
+    assert "2 of 4" in second and "  1." in second and "  2." in second
+    assert json.loads(state.read_text())["hints_shown"]["choose_path"] == 2
+    for _ in range(5):
+        cli.main(["4", "--hint"])
+    assert "last hint" in capsys.readouterr().out
+
+
+def test_watch_regrades_on_save_and_stops(tmp_path, capsys):
+    f = tmp_path / "p04_choose_path.py"
+    f.write_text(WRONG_P4)
+
+    def save_fixed():
+        time.sleep(1.5)
+        f.write_text((ROOT / "solutions" / "p04_choose_path.py").read_text())
+        os.utime(f, (time.time() + 5, time.time() + 5))
+
+    threading.Thread(target=save_fixed, daemon=True).start()
+    rc = cli.main(["4", "--file", str(f), "--watch", "--watch-minutes", "0.1", "--poll", "0.1"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "FAILED" in out and "PASSED" in out
+    assert out.index("FAILED") < out.index("PASSED") and "Stopped watching" in out
+
+
+def test_watch_ctrl_c_exits_cleanly(monkeypatch, capsys):
+    def interrupt(_):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli.time, "sleep", interrupt)
+    assert cli.main(["4", "--watch", "--seed", "1"]) == 0
+    assert "Stopped watching." in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ notebooks
+
+def _ns():
+    ns = {}
+    exec((ROOT / "solutions" / "p04_choose_path.py").read_text(), ns)
+    return ns
+
+
+def test_notebook_check_by_keyword_and_namespace(capsys):
+    ns = _ns()
+    res = notebook.check(4, attention_flops=ns["attention_flops"], choose_path=ns["choose_path"])
+    assert res.passed and res.in_process
+    assert "PASSED" in capsys.readouterr().out
+    assert notebook.check("choose_path", namespace=ns, display=False).passed
+
+
+def test_notebook_check_reports_mistakes_and_missing_functions():
+    ns = {}
+    exec(WRONG_P4, ns)
+    res = notebook.check(4, namespace=ns, display=False)
+    assert res.status == "failed" and "non-causal" in res.first_failure().mistake
+    part = notebook.check(4, attention_flops=_ns()["attention_flops"], display=False)
+    assert part.status == "failed"
+    assert "no function named 'choose_path'" in part.first_failure().message or any(
+        "choose_path" in o.message for o in part.outcomes if o.status == "fail")
+    with pytest.raises(TypeError, match="asks for"):
+        notebook.check(4, choose=print)
+    html = report.to_html(res)
+    assert "FAILED" in html and "&lt;" not in html.split("<pre")[0]
+
+
+def test_notebook_check_traceback_keeps_cell_frames():
+    def absorb_decode(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale):
+        return q_nope @ c_kv  # wrong shapes
+    res = notebook.check(8, absorb_decode=absorb_decode, display=False, seed=1)
+    msg = res.first_failure().message
+    assert "ValueError" in msg and "in absorb_decode" in msg and "child.py" not in msg

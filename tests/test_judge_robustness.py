@@ -1,0 +1,272 @@
+"""The judge against hostile or broken attempts: each failure mode gets a clear verdict,
+and nothing the attempt does in its own process can turn into a pass.
+
+Uses a toy problem (double an array) with a 1-second case timeout so the suite is fast;
+the runner is the same one every real problem goes through."""
+from __future__ import annotations
+
+import json
+import textwrap
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from grader import child, runner
+from grader.spec import Case, Mistake, Problem, compare_arrays
+
+
+def _make_cases(seed):
+    rng = np.random.default_rng(seed)
+    return [Case("small", "double", {"x": np.arange(6.0).reshape(2, 3)}, describe="x [2, 3]"),
+            Case("random", "double", {"x": rng.standard_normal((4, 5))}, hidden=True, seed=seed,
+                 describe=f"x [4, 5]; seed {seed}")]
+
+
+def _check(case, result):
+    return compare_arrays("double", 2 * case.args["x"], result, rtol=1e-9, dims="[n, d]")
+
+
+TOY = Problem(number=90, slug="double", title="Double an array", chapter="(toy)",
+              functions=["double"], statement="double(x) -> 2 * x", hints=["multiply by 2"],
+              make_cases=_make_cases, check=_check,
+              mistakes=[Mistake("identity", "You returned x unchanged; multiply it by 2.",
+                                lambda x: np.array(x))],
+              timeout_s=1.0, memory_mb=256)
+
+
+def grade_src(tmp_path, src, problem=TOY, **kw):
+    path = tmp_path / "attempt.py"
+    path.write_text(textwrap.dedent(src))
+    return runner.grade(problem, path, seed=7, **kw)
+
+
+def grade_batch(tmp_dir, sources: dict, problem=TOY, workers=3) -> dict:
+    """Grade many attempts concurrently (each is its own child process)."""
+    def one(item):
+        name, src = item
+        path = tmp_dir / f"attempt_{abs(hash(name))}.py"
+        path.write_text(textwrap.dedent(src))
+        return name, runner.grade(problem, path, seed=7)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return dict(pool.map(one, sources.items()))
+
+
+def first(res):
+    f = res.first_failure()
+    assert f is not None, f"expected a failure, got status {res.status}"
+    return f
+
+
+GOOD = "import numpy as np\ndef double(x):\n    return 2 * np.asarray(x)\n"
+FAKE = json.dumps({"event": "done", "i": 0, "status": "ok",
+                   "result": child.encode(np.arange(6.0).reshape(2, 3) * 2)})
+
+ATTEMPTS = {
+    "good": GOOD,
+    "not implemented": "def double(x):\n    raise NotImplementedError('todo')\n",
+    "infinite loop": "def double(x):\n    while True:\n        pass\n",
+    "sys.exit in function": "import sys\ndef double(x):\n    sys.exit(0)\n",
+    "sys.exit at import": "import sys\nsys.exit(3)\n",
+    "os._exit": "import os\ndef double(x):\n    os._exit(0)\n",
+    "segfault": "import os, signal\ndef double(x):\n    os.kill(os.getpid(), signal.SIGSEGV)\n",
+    "syntax error": "def double(x)\n    return 2 * x\n",
+    "missing function": "def triple(x):\n    return 3 * x\n",
+    "exception": "import numpy as np\ndef helper(x):\n    return np.reshape(x, (7, 7))\n"
+                 "def double(x):\n    return helper(x)\n",
+    "nan": "import numpy as np\ndef double(x):\n    return np.full(np.shape(x), np.nan)\n",
+    "str": "def double(x):\n    return 'twelve'\n",
+    "none": "def double(x):\n    return None\n",
+    "object": "def double(x):\n    return object()\n",
+    "shape": "def double(x):\n    return (2 * x)[:1]\n",
+    "flood": """
+        import os, sys
+        def double(x):
+            for _ in range(20000):
+                print("spam " * 20)
+            os.write(1, b"raw " * 500000)
+            sys.stderr.write("err " * 100000)
+            return 3 * x
+        """,
+    "patch numpy and builtins": """
+        import builtins, numpy as np
+        np.allclose = lambda *a, **k: True
+        np.array_equal = lambda *a, **k: True
+        np.testing.assert_allclose = lambda *a, **k: None
+        builtins.abs = lambda v: 0
+        def double(x):
+            return x + 1
+        """,
+    "fake result markers": f"""
+        import os
+        FAKE = {FAKE!r}
+        def double(x):
+            print("deadbeef\\t" + FAKE)                  # a made-up token on stdout
+            for fd in range(3, 40):                      # ...and on every other descriptor
+                try:
+                    os.write(fd, ("0" * 32 + "\\t" + FAKE + "\\n").encode())
+                except OSError:
+                    pass
+            return x
+        """,
+    "mutates input": "def double(x):\n    x *= 2\n    return x\n",
+    "memory hog": "import numpy as np\ndef double(x):\n"
+                  "    big = np.ones((1024, 1024, 512))\n    return 2 * x\n",
+    "identity": "def double(x):\n    return x\n",
+    "triple": "def double(x):\n    return 3 * x\n",
+    "public only": "import numpy as np\ndef double(x):\n    x = np.asarray(x)\n"
+                   "    return 2 * x if x.shape == (2, 3) else x\n",
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    t0 = time.monotonic()
+    res = grade_batch(tmp_path_factory.mktemp("attempts"), ATTEMPTS)
+    res["_elapsed"] = time.monotonic() - t0
+    return res
+
+
+def first(res):
+    f = res.first_failure()
+    assert f is not None, f"expected a failure, got status {res.status}"
+    return f
+
+
+def test_whole_batch_is_bounded(graded):
+    # 1 s per case timeout; nothing may hang the judge
+    assert graded["_elapsed"] < 30
+
+
+def test_correct_attempt_passes(graded):
+    assert graded["good"].status == "passed"
+
+
+def test_not_implemented_is_not_started(graded):
+    res = graded["not implemented"]
+    assert res.status == "not started"
+    assert "not written yet" in res.outcomes[0].message
+
+
+def test_infinite_loop_times_out(graded):
+    res = graded["infinite loop"]
+    f = first(res)
+    assert res.status == "failed" and "still running after 1 s" in f.message
+    assert [o.status for o in res.outcomes] == ["fail", "not_run"]
+
+
+def test_infinite_loop_at_import_times_out(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "STARTUP_S", {"numpy": 1.0, "torch": 1.0})
+    res = grade_src(tmp_path, "while True:\n    pass\n")
+    assert res.status == "failed" and "could not be loaded" in res.message
+    assert "still running" in res.message
+
+
+def test_sys_exit_in_function(graded):
+    assert "tried to stop the program" in first(graded["sys.exit in function"]).message
+
+
+def test_sys_exit_at_import(graded):
+    res = graded["sys.exit at import"]
+    assert res.status == "failed" and "exit" in res.message and not res.outcomes
+
+
+def test_os_exit(graded):
+    f = first(graded["os._exit"])
+    assert "ended (exit code 0)" in f.message and "os._exit" in f.message
+
+
+def test_segfault(graded):
+    assert "crashed (SIGSEGV)" in first(graded["segfault"]).message
+
+
+def test_syntax_error(graded):
+    res = graded["syntax error"]
+    assert res.status == "failed" and "SyntaxError" in res.message and "line 1" in res.message
+
+
+def test_missing_function(graded):
+    assert "no function named 'double'" in first(graded["missing function"]).message
+
+
+def test_exception_traceback_shows_only_learner_lines(graded):
+    f = first(graded["exception"])
+    assert "line 5, in double" in f.message and "line 3, in helper" in f.message
+    assert "ValueError" in f.message and "fromnumeric" not in f.message
+
+
+def test_nan_result(graded):
+    assert "NaN" in first(graded["nan"]).message
+
+
+@pytest.mark.parametrize("name, words", [
+    ("str", "returned a str"),
+    ("none", "returned None"),
+    ("object", "object of type builtins.object"),
+    ("shape", "returned shape (1, 3), expected [n, d] = (2, 3)"),
+])
+def test_wrong_type_or_shape(graded, name, words):
+    assert words in first(graded[name]).message
+
+
+def test_output_flood_is_capped(graded):
+    res = graded["flood"]
+    f = first(res)
+    assert "more characters of output not shown" in f.output
+    assert len(f.output) < 10_000 and len(res.output) < 10_000
+
+
+def test_patching_numpy_and_builtins_cannot_fake_a_pass(graded):
+    res = graded["patch numpy and builtins"]
+    assert res.status == "failed" and "does not match" in first(res).message
+
+
+def test_fake_result_markers_are_ignored(graded):
+    res = graded["fake result markers"]
+    f = first(res)
+    assert res.status == "failed" and "does not match" in f.message
+    assert f.mistake == "You returned x unchanged; multiply it by 2."
+
+
+def test_mutating_inputs_is_reported(graded):
+    f = first(graded["mutates input"])
+    assert "modified its input x in place" in f.message and f.mistake is None
+
+
+def test_memory_hog_gets_memory_error(graded):
+    f = first(graded["memory hog"])
+    assert "ran out of memory" in f.message and "MemoryError" in f.message
+
+
+def test_mistake_named_only_when_it_applies(graded):
+    assert first(graded["identity"]).mistake == "You returned x unchanged; multiply it by 2."
+    f = first(graded["triple"])
+    assert f.mistake is None and "does not match" in f.message
+
+
+def test_hidden_failure_reports_seed(graded):
+    from grader import report
+    res = graded["public only"]
+    f = first(res)
+    assert f.case.hidden and res.seed == 7 and "seed 7" in f.case.describe
+    text = report.details(res)
+    assert "--seed 7" in text and "public 1/1" in text
+    assert "public cases pass, but hidden case" in report.status_line(res)
+
+
+def test_in_process_mode_for_the_browser(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "IN_BROWSER", True)
+    res = grade_src(tmp_path, GOOD)
+    assert res.status == "passed" and res.in_process
+    from grader import report
+    assert "run in this process" in report.details(res)
+
+
+def test_decode_refuses_object_arrays_and_never_unpickles():
+    evil = {"__nd__": "|O", "shape": [1], "b64": "AAAAAAAAAAA="}
+    assert "__unsupported__" in child.decode(evil)
+    assert child.decode({"__dict__": [[{"__list__": [1]}, 2]]}) == {"[1]": 2}
+    round_trip = child.decode(json.loads(json.dumps(child.encode(
+        {"a": np.arange(3, dtype=np.float32), "b": (1, float("nan"), "s")}))))
+    assert round_trip["a"].dtype == np.float32 and np.isnan(round_trip["b"][1])
