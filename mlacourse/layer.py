@@ -79,8 +79,9 @@ def project_kv_latent(cfg: MLAConfig, w: MLAWeights, h, positions):
 
 def expand_kv(c_kv, k_rope, w_uk, w_uv):
     """Up-project cached rows: c_kv [T, d_latent] -> k [H, T, d_nope+d_rope], v [H, T, d_v]."""
-    k_nope = np.einsum("tc,hcd->htd", c_kv, w_uk)  # [H, T, d_nope]
-    v = np.einsum("tc,hcd->htd", c_kv, w_uv)  # [H, T, d_v]
+    # matmul broadcasts c_kv over heads and runs on BLAS (a plain np.einsum would not)
+    k_nope = np.matmul(c_kv, w_uk)  # [T, d_latent] @ [H, d_latent, d_nope] -> [H, T, d_nope]
+    v = np.matmul(c_kv, w_uv)  # [H, T, d_v]
     k_rope_h = np.broadcast_to(k_rope, (w_uk.shape[0],) + k_rope.shape)  # shared by heads
     return np.concatenate([k_nope, k_rope_h], axis=-1), v
 
@@ -96,7 +97,8 @@ def attend_expand(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, mask=None):
 
 def absorb_query(q_nope, w_uk):
     """q_nope [S, H, d_nope] -> q_lat [S, H, d_latent]: W_UK folded into the query."""
-    return np.einsum("shd,hcd->shc", q_nope, w_uk)
+    q_lat = np.matmul(q_nope.transpose(1, 0, 2), w_uk.transpose(0, 2, 1))  # [H, S, d_latent]
+    return q_lat.transpose(1, 0, 2)
 
 
 def attend_absorb(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, mask=None):
@@ -108,7 +110,7 @@ def attend_absorb(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, mask=None):
     kv_rows = np.concatenate([c_kv, k_rope], axis=-1)  # [T, 576]
     scores = np.matmul(q_full, kv_rows.T) * scale  # [H, S, T]
     o_lat, lse = attention_from_scores(scores, c_kv, mask)  # [H, S, d_latent]
-    out = np.einsum("hsc,hcd->shd", o_lat, w_uv)  # W_UV applied last
+    out = np.matmul(o_lat, w_uv).transpose(1, 0, 2)  # W_UV applied last: [S, H, d_v]
     return out, lse
 
 
