@@ -76,26 +76,43 @@ def compile_one(fn, sig, constexprs, num_warps, num_stages):
             "wgmma": "wgmma" in k.asm.get("ptx", "")}
 
 
+def _compile_index(i):
+    label, fn, sig, ce, warps, stages = shipped_configs()[i]
+    t = time.time()
+    r = compile_one(fn, sig, ce, warps, stages)
+    r.update(label=label, seconds=round(time.time() - t, 1), block_n=ce.get("BLOCK_N"))
+    return r
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     as_json = "--json" in argv
     only = argv[argv.index("--only") + 1] if "--only" in argv else None  # e.g. --only splitkv
+    jobs = int(argv[argv.index("--jobs") + 1]) if "--jobs" in argv else (os.cpu_count() or 1)
     if os.environ.get("TRITON_INTERPRET") == "1":
         sys.exit("compile_report: unset TRITON_INTERPRET (the interpreter cannot compile for a GPU)")
-    rows = []
-    for label, fn, sig, ce, warps, stages in shipped_configs():
-        if only and not (label.startswith(only) or label == "combine"):
-            continue
-        t = time.time()
-        r = compile_one(fn, sig, ce, warps, stages)
-        r.update(label=label, seconds=round(time.time() - t, 1), block_n=ce.get("BLOCK_N"))
-        rows.append(r)
-        if not as_json:
-            print(f"{label:26s} BLOCK_N {r['block_n']}  warps {warps}  stages {stages}  shared {r['shared']:6d} B  "
-                  f"regs {r['regs']}  spill st/ld {r['spill_stores']}/{r['spill_loads']} B  wgmma {r['wgmma']}  ({r['seconds']} s)", flush=True)
+    picked = [i for i, c in enumerate(shipped_configs())
+              if not only or c[0].startswith(only) or c[0] == "combine"]
+    if jobs > 1:
+        import multiprocessing as mp
+        with mp.get_context("spawn").Pool(min(jobs, len(picked))) as pool:
+            rows = pool.map(_compile_index, picked)
+    else:
+        rows = [_compile_index(i) for i in picked]
     if as_json:
         print(json.dumps(rows))
+    else:
+        print(format_table(rows))
     return rows
+
+
+def format_table(rows):
+    lines = ["| kernel | BLOCK_N | warps | stages | shared memory (B) | registers/thread | spill stores/loads (B) | wgmma |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['label']} | {r['block_n'] or '-'} | {r['num_warps']} | {r['num_stages']} | {r['shared']} "
+                     f"| {r['regs']} | {r['spill_stores']}/{r['spill_loads']} | {'yes' if r['wgmma'] else 'no'} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

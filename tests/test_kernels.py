@@ -1,0 +1,175 @@
+"""Triton MLA decode vs the float64 reference, every version (CPU: Triton's interpreter).
+
+Cases in FlashMLA's test style: NaN-poisoned unused cache slots and spare pages,
+out-of-range unused block-table entries, scattered pages, zero-length sequences,
+lengths around the tile size, causal s_q > 1 with rows that see no key, several page
+sizes, 128 heads, FP8 rows. Failures report max abs/rel error, where, how many
+elements are within tolerance and the cosine difference."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from kernels import fp8 as kfp8
+from kernels.mla_decode import VERSIONS, default_num_splits, mla_decode_with_kvcache
+from kernels.reference import compare, reference_decode
+from mlacourse.paged import make_paged_cache
+
+OUT_TOL = dict(atol=5e-3, rtol=1e-2)  # bf16 output (the interpreter truncates fp32 -> bf16)
+LSE_TOL = dict(atol=1e-3, rtol=1e-3)
+MAX_COS_DIFF = 1e-4
+
+
+def make_case(lens, page=64, s_q=1, h_q=4, dtype=torch.bfloat16, fp8=False, seed=0):
+    """q [b, s_q, h_q, 576]; a paged cache whose unused slots are NaN and whose unused
+    table entries are 2**31 - 1 (mlacourse.paged.make_paged_cache)."""
+    rng = np.random.default_rng(seed)
+    seqs = [rng.standard_normal((n, 1, 576)) for n in lens]
+    kv, bt, sl = make_paged_cache(seqs, page, rng)  # kv [num_blocks, page, 1, 576] float64
+    kv = torch.from_numpy(kv)
+    cache = kfp8.pack_fp8_kvcache(kv) if fp8 else kv.to(dtype)
+    q = torch.from_numpy(rng.standard_normal((len(lens), s_q, h_q, 576))).to(dtype)
+    return q, cache, torch.from_numpy(bt).to(torch.int32), torch.from_numpy(sl)
+
+
+def check(q, cache, bt, sl, fp8=False, causal=False, softmax_scale=None, **options):
+    out, lse = mla_decode_with_kvcache(q, cache, bt, sl, 512, softmax_scale=softmax_scale, causal=causal,
+                                       is_fp8_kvcache=fp8, **options)
+    ref_out, ref_lse = reference_decode(q, cache, bt, sl, 512, softmax_scale, causal, fp8)
+    assert out.dtype == q.dtype and out.shape == ref_out.shape
+    assert lse.dtype == torch.float32 and lse.shape == ref_lse.shape
+    tag = f"[{options.get('version', 'splitkv')}, lens={sl.tolist()}, s_q={q.shape[1]}, h_q={q.shape[2]}, " \
+          f"page={cache.shape[1]}, causal={causal}, fp8={fp8}]"
+    ok, msg = compare("out " + tag, out, ref_out, **OUT_TOL)
+    assert ok, msg
+    cos = float(msg.rsplit("cosine difference ", 1)[1])
+    assert cos < MAX_COS_DIFF, msg
+    ok, msg = compare("lse " + tag, lse, ref_lse, **LSE_TOL)
+    assert ok, msg
+    return out, lse
+
+
+# lengths 0, 1, 63, 64, 65 and a non-multiple of the page, all in one batch
+EDGE_LENS = [0, 1, 63, 64, 65, 150]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_edge_lengths(version):
+    q, cache, bt, sl = make_case(EDGE_LENS, page=64, h_q=2 if version == "naive" else 16)
+    out, lse = check(q, cache, bt, sl, version=version)
+    assert torch.all(out[0] == 0) and torch.all(lse[0] == -math.inf), "zero-length sequence: out 0, lse -inf"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("s_q", [2, 4])
+def test_causal_rows_without_keys(version, s_q):
+    # length 1 with s_q rows: only the last row sees a key; the others must be 0 / -inf
+    q, cache, bt, sl = make_case([1, 3, 70], page=16, s_q=s_q, h_q=2 if version == "naive" else 8, seed=s_q)
+    out, lse = check(q, cache, bt, sl, causal=True, version=version)
+    assert torch.all(lse[0, :, :s_q - 1] == -math.inf) and torch.all(out[0, :s_q - 1] == 0)
+    assert torch.all(torch.isfinite(lse[0, :, s_q - 1]))
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_fp8_cache(version):
+    q, cache, bt, sl = make_case([5, 64, 97], page=32, h_q=2 if version == "naive" else 16, fp8=True, seed=3)
+    assert cache.dtype == torch.uint8 and cache.shape[-1] == 656
+    check(q, cache, bt, sl, fp8=True, version=version)
+
+
+@pytest.mark.parametrize("page", [16, 32, 128, 256])
+def test_page_sizes(page):
+    q, cache, bt, sl = make_case([page - 1, 2 * page + 7, 33], page=page, h_q=8, seed=page)
+    check(q, cache, bt, sl, version="splitkv", num_splits=3)
+
+
+@pytest.mark.parametrize("version", ["tiled", "splitkv"])
+def test_128_heads_mla_scale(version):
+    # DeepSeek's real call: 128 heads, softmax_scale = 192**-0.5 (peakier than 576**-0.5)
+    q, cache, bt, sl = make_case([77, 130], page=64, h_q=128, seed=11)
+    check(q, cache, bt, sl, softmax_scale=192 ** -0.5, version=version)
+
+
+def test_splitkv_empty_splits_and_causal_fp16():
+    # 16 splits over at most 3 tiles of 64: most splits are empty and must contribute nothing
+    q, cache, bt, sl = make_case([0, 9, 130], page=16, s_q=2, h_q=8, dtype=torch.float16, seed=5)
+    check(q, cache, bt, sl, causal=True, version="splitkv", num_splits=16)
+    check(q, cache, bt, sl, causal=True, version="splitkv", num_splits=1, block_n=16)
+
+
+def test_fp8_causal_splitkv_scattered():
+    q, cache, bt, sl = make_case([2, 200], page=16, s_q=2, h_q=16, fp8=True, seed=8)
+    assert len(set(bt[1, :13].tolist())) == 13  # 13 distinct, shuffled pages
+    check(q, cache, bt, sl, fp8=True, causal=True, version="splitkv", num_splits=4)
+
+
+def test_reference_matches_mlacourse():
+    """The reference itself, against mlacourse.attention (numpy) on one sequence."""
+    from mlacourse.attention import attention, causal_mask
+    q, cache, bt, sl = make_case([0, 41], page=16, s_q=3, h_q=2, seed=2)
+    out, lse = reference_decode(q, cache, bt, sl, causal=True)
+    from kernels.reference import gather_sequence
+    kv = gather_sequence(cache, bt, sl, 1).numpy()  # [41, 576]
+    qi = q[1].double().numpy().transpose(1, 0, 2)  # [h_q, s_q, 576]
+    o_np, l_np = attention(qi, kv[None], kv[None, :, :512], 576 ** -0.5, causal_mask(3, 41))
+    np.testing.assert_allclose(out[1].numpy().transpose(1, 0, 2), o_np, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(lse[1].numpy(), l_np, rtol=1e-12)
+    assert torch.all(out[0] == 0) and torch.all(lse[0] == -math.inf)
+
+
+def test_reference_padded_matches_reference():
+    from kernels.reference import reference_decode_padded
+    q, cache, bt, sl = make_case([3, 40, 64], page=16, s_q=2, h_q=4, seed=4)
+    bt = torch.where(bt == 2**31 - 1, torch.zeros_like(bt), bt)  # the padded gather needs in-range ids
+    cache = torch.nan_to_num(cache)  # ...and finite padding (it masks the scores, then multiplies p=0 by V)
+    for causal in (False, True):
+        o1, l1 = reference_decode(q, cache, bt, sl, causal=causal)
+        o2, l2 = reference_decode_padded(q, cache, bt, sl, causal=causal, dtype=torch.float64)
+        ok, msg = compare("padded out", o2, o1, atol=1e-2, rtol=1e-2)  # out in q.dtype
+        assert ok, msg
+        ok, msg = compare("padded lse", l2, l1, atol=1e-5, rtol=1e-5)  # float32 lse
+        assert ok, msg
+
+
+def test_default_num_splits():
+    # one long sequence on 132 SMs: split until ~2 programs per SM
+    assert default_num_splits(1, 1, 128, 32768, 132) == 64  # capped at 64 (2 row blocks * 132)
+    assert default_num_splits(1, 1, 16, 32768, 132) == 64
+    # a full batch already fills the GPU: no split
+    assert default_num_splits(128, 1, 128, 8192, 132) == 2
+    assert default_num_splits(264, 1, 16, 8192, 132) == 1
+    # short sequences are not cut below 4 tiles of 64 tokens
+    assert default_num_splits(1, 1, 16, 300, 132) == 2
+
+
+def test_compare_reports_mismatch():
+    ref = torch.zeros(4, 3, dtype=torch.float64)
+    got = ref.clone()
+    got[2, 1] = 0.5
+    ok, msg = compare("out", got, ref, atol=1e-3, rtol=1e-3)
+    assert not ok and "(2, 1)" in msg and "11 of 12 elements within tolerance" in msg
+    got[0, 0] = float("nan")
+    assert not compare("out", got, ref, atol=1e3, rtol=1e3)[0], "NaN must never pass"
+
+
+@pytest.mark.parametrize("bad, match", [
+    (lambda a: dict(a, kv_cache=a["kv_cache"].expand(-1, -1, 2, -1).contiguous()), "h_kv=2"),
+    (lambda a: dict(a, q=a["q"].float()), "bfloat16 or float16"),
+    (lambda a: dict(a, q=a["q"][..., :512].contiguous()), "576"),
+    (lambda a: dict(a, q=torch.cat([a["q"], a["q"]], dim=-1)[..., :576]), "contiguous"),
+    (lambda a: dict(a, kv_cache=a["kv_cache"].half()), "kv_cache must hold"),
+    (lambda a: dict(a, kv_cache=torch.zeros(4, 48, 1, 576, dtype=torch.bfloat16)), "power of two"),
+    (lambda a: dict(a, block_table=a["block_table"].long()), "int32"),
+    (lambda a: dict(a, cache_seqlens=a["cache_seqlens"][:1]), r"\[b=2\]"),
+    (lambda a: dict(a, head_dim_v=128), "head_dim_v"),
+    (lambda a: dict(a, version="fast"), "version"),
+    (lambda a: dict(a, num_stagez=2), "unknown option"),
+    (lambda a: dict(a, q=torch.zeros(2, 1, 129, 576, dtype=torch.bfloat16)), "h_q"),
+    (lambda a: dict(a, is_fp8_kvcache=True), "FP8 rows"),
+])
+def test_errors(bad, match):
+    q, cache, bt, sl = make_case([5, 9], page=16, h_q=2)
+    args = dict(q=q, kv_cache=cache, block_table=bt, cache_seqlens=sl, head_dim_v=512)
+    with pytest.raises((ValueError, TypeError), match=match):
+        mla_decode_with_kvcache(**bad(args))
