@@ -18,5 +18,5 @@ def rope_scores(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta=10000.0):
       / sqrt(d_nope + d_rope)
     where rot rotates interleaved pairs (x[2i], x[2i+1]) by p * theta**(-2i/d_rope).
     """
-    # TODO(2): rotate the rope parts, add the two dot products, scale.
+    # TODO(problem 2): rotate the rope parts, add the two dot products, scale.
     raise NotImplementedError("problem 2 (rope_scores) is not written yet")

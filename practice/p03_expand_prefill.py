@@ -16,5 +16,5 @@ def expand_prefill(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale):
 
     Returns out [T, n_heads, d_v]; token s attends to tokens 0..s.
     """
-    # TODO(3): expand k_nope and v, score (nope + rope) * scale, causal softmax, weight v.
+    # TODO(problem 3): expand k_nope and v, score (nope + rope) * scale, causal softmax, weight v.
     raise NotImplementedError("problem 3 (expand_prefill) is not written yet")

@@ -16,5 +16,5 @@ def lse_merge(outs, lses):
       lse = log(sum_i exp(lses[i])),  out = sum_i exp(lses[i] - lse) * outs[i]
     A row no part saw gives out 0 and lse -inf. lses may be near +-800: stay finite.
     """
-    # TODO(5): weights exp(lse_i - m) with m the largest lse, guarded for all -inf rows.
+    # TODO(problem 5): weights exp(lse_i - m) with m the largest lse, guarded for all -inf rows.
     raise NotImplementedError("problem 5 (lse_merge) is not written yet")

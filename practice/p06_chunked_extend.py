@@ -18,5 +18,5 @@ def chunked_extend(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, chunk):
     Returns (out [n_new, n_heads, d_v], lse [n_heads, n_new]); new token i sees rows
     0 .. T - n_new + i. Merge the parts by log-sum-exp.
     """
-    # TODO(6): prefix chunks (no mask) + new block (causal) -> merge by lse.
+    # TODO(problem 6): prefix chunks (no mask) + new block (causal) -> merge by lse.
     raise NotImplementedError("problem 6 (chunked_extend) is not written yet")

@@ -16,5 +16,5 @@ def decode_roofline(h_q, s_q, s_k, kv_dtype, gpu):
     Returns {"flops": ..., "bytes": ..., "intensity": ..., "bound": "memory" | "compute",
              "attainable_tflops": ...}
     """
-    # TODO(7): count FLOPs (2 per multiply-add) and bytes (q + cache + out), then the roofline.
+    # TODO(problem 7): count FLOPs (2 per multiply-add) and bytes (q + cache + out), then the roofline.
     raise NotImplementedError("problem 7 (decode_roofline) is not written yet")

@@ -19,5 +19,5 @@ def paged_gather(kv_cache, block_table, cache_seqlens, seq):
     Returns [cache_seqlens[seq], h_kv, d]. Token t is at
     kv_cache[block_table[seq, t // page_block_size], t % page_block_size].
     """
-    # TODO(9): read ceil(n / page_block_size) pages through the block table, keep n rows.
+    # TODO(problem 9): read ceil(n / page_block_size) pages through the block table, keep n rows.
     raise NotImplementedError("problem 9 (paged_gather) is not written yet")

@@ -18,5 +18,5 @@ def split_kv_decode(q, kv, d_v, scale, n_splits):
 
     Returns (out [h_q, d_v], lse [h_q]) equal to one attention over all T rows.
     """
-    # TODO(10): attend to each split (empty ones give out 0, lse -inf), then merge by lse.
+    # TODO(problem 10): attend to each split (empty ones give out 0, lse -inf), then merge by lse.
     raise NotImplementedError("problem 10 (split_kv_decode) is not written yet")

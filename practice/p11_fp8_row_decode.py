@@ -14,5 +14,5 @@ def fp8_row_decode(rows):
     bytes 512..527  four little-endian float32 scales; scale k multiplies latents 128k..128k+127
     bytes 528..655  64 little-endian bfloat16 rope values
     """
-    # TODO(11): slice the three parts, decode e4m3 and bf16, multiply by the tile scales.
+    # TODO(problem 11): slice the three parts, decode e4m3 and bf16, multiply by the tile scales.
     raise NotImplementedError("problem 11 (fp8_row_decode) is not written yet")

@@ -38,18 +38,18 @@ def decode_kernel(q_ptr, kv_ptr, seqlens_ptr, out_ptr, lse_ptr, t_max, scale,
     l = tl.zeros([H], tl.float32)                          # running sum of exp(score - m)
     acc = tl.zeros([H, D_V], tl.float32)                   # running sum of exp(score - m) * v
 
-    # TODO(12): for start in range(0, seqlen, BLOCK_T): load a tile of k and v (masked),
+    # TODO(problem 12): for start in range(0, seqlen, BLOCK_T): load a tile of k and v (masked),
     #           score it, update m, l and acc with the online-softmax rescaling.
 
-    out = acc  # TODO(12): normalise by l (an empty sequence must give 0, not NaN)
-    lse = m    # TODO(12): the log-sum-exp of each head's scores (-inf for an empty sequence)
+    out = acc  # TODO(problem 12): normalise by l (an empty sequence must give 0, not NaN)
+    lse = m    # TODO(problem 12): the log-sum-exp of each head's scores (-inf for an empty sequence)
     tl.store(out_ptr + b * H * D_V + offs_h[:, None] * D_V + offs_v[None, :], out)
     tl.store(lse_ptr + b * H + offs_h, lse)
 
 
 def triton_inner_loop(q, kv, cache_seqlens, d_v, scale):
     """q [b, h_q, d_k], kv [b, t_max, d_k], cache_seqlens [b] -> (out [b, h_q, d_v], lse [b, h_q])."""
-    # TODO(12): delete the next line once decode_kernel is written.
+    # TODO(problem 12): delete the next line once decode_kernel is written.
     raise NotImplementedError("problem 12 (triton_inner_loop): write the loop in decode_kernel")
     q_t = torch.as_tensor(q, dtype=torch.float32).to(DEVICE).contiguous()       # [b, H, D_K]
     kv_t = torch.as_tensor(kv, dtype=torch.float32).to(DEVICE).contiguous()     # [b, t_max, D_K]
