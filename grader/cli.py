@@ -63,7 +63,10 @@ def grade_many(problems, path_of, seed, workers=None, on_result=None):
     """Grade problems in parallel; call on_result in problem order as results arrive."""
     workers = workers or max(1, min(len(problems), os.cpu_count() or 1))
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(runner.grade, p, path_of(p), seed) for p in problems]
+        futures = {}
+        for p in sorted(problems, key=_heavy_first):  # slow starters first, report in order
+            futures[p.number] = pool.submit(runner.grade, p, path_of(p), seed)
+        futures = [futures[p.number] for p in problems]
         results = []
         for f in futures:
             r = f.result()
@@ -71,6 +74,11 @@ def grade_many(problems, path_of, seed, workers=None, on_result=None):
             if on_result:
                 on_result(r)
     return results
+
+
+def _heavy_first(problem) -> int:
+    """Problems whose child imports torch/triton take seconds to start: submit them first."""
+    return 0 if any(m in ("torch", "triton") for m in problem.requires) else 1
 
 
 def _print(*a):
@@ -89,7 +97,10 @@ def cmd_solutions(problems, seed, prog) -> int:
     workers = max(1, min(len(jobs), os.cpu_count() or 1))
     bad = 0
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futs = [pool.submit(runner.grade, p, path, seed) for p, path, _ in jobs]
+        order = sorted(range(len(jobs)), key=lambda k: _heavy_first(jobs[k][0]))
+        futs = [None] * len(jobs)
+        for k in order:
+            futs[k] = pool.submit(runner.grade, jobs[k][0], jobs[k][1], seed)
         for k in range(0, len(jobs), 2):
             p = jobs[k][0]
             sol, stub = futs[k].result(), futs[k + 1].result()

@@ -47,18 +47,21 @@ def test_solutions_check_passes_and_reports_time():
     print(f"--solutions for {n} problems took {took:.1f} s")
 
 
-def test_file_exit_codes(tmp_path):
+def test_file_exit_codes(tmp_path, capsys):
     wrong = tmp_path / "mine.py"
     wrong.write_text(WRONG_P4)
+    # the real entry point, run from another directory
     ok = run_judge("4", "--file", str(ROOT / "solutions" / "p04_choose_path.py"), cwd=tmp_path)
     assert ok.returncode == 0 and "PASSED" in ok.stdout
     bad = run_judge("choose_path", "--file", str(wrong), cwd=tmp_path)
     assert bad.returncode == 1
     assert "non-causal" in bad.stdout and "First failure" in bad.stdout
-    assert run_judge("4", "--file", str(tmp_path / "nope.py")).returncode == 2
-    assert run_judge("--file", str(wrong)).returncode == 2  # cannot tell which problem
-    unknown = run_judge("no_such_problem")
-    assert unknown.returncode == 2 and "known problems" in unknown.stderr
+    # usage errors: exit code 2 and a sentence saying what to do
+    assert cli.main(["4", "--file", str(tmp_path / "nope.py")]) == 2
+    assert cli.main(["--file", str(wrong)]) == 2  # the file name does not say which problem
+    assert cli.main(["no_such_problem"]) == 2
+    err = capsys.readouterr().err
+    assert "no such file" in err and "name it" in err and "known problems" in err
 
 
 def test_json_shape(tmp_path):
@@ -75,15 +78,12 @@ def test_json_shape(tmp_path):
     assert set(t) >= {"name", "status", "message", "output", "test_code"}
 
 
-def test_json_for_all_stubs_in_process(capsys):
-    rc = cli.main(["--json", "--seed", "1"])
+def test_json_for_a_stub(capsys):
+    rc = cli.main(["1", "--json", "--seed", "1"])
     data = json.loads(capsys.readouterr().out)
-    assert rc == 1 and data["version"] == 3 and data["status"] in ("fail", "error")
-    assert data["max_score"] == len(data["tests"]) == len(runner.discover())
-    for t in data["tests"]:
-        assert t["status"] in ("fail", "error") and t["score"] == 0
-        if t["status"] == "fail":
-            assert t["message"].startswith("not started")
+    assert rc == 1 and data["version"] == 3 and data["status"] == "fail"
+    assert data["score"] == 0 and data["max_score"] == 1
+    assert data["tests"][0]["message"].startswith("not started")
 
 
 def test_grade_all_lines_and_summary(capsys):
@@ -92,11 +92,6 @@ def test_grade_all_lines_and_summary(capsys):
     n = len(runner.discover())
     assert rc == 1 and "Summary: passed 0" in out and f"(of {n} problems)" in out
     assert "Next: problem 1 (kv_cache_bytes)" in out
-
-
-def test_entry_works_from_another_directory(tmp_path):
-    r = run_judge("--list", cwd=tmp_path)
-    assert r.returncode == 0 and "choose_path" in r.stdout and "absorb_decode" in r.stdout
 
 
 def test_hints_are_revealed_one_at_a_time(tmp_path, monkeypatch, capsys):
@@ -119,12 +114,12 @@ def test_watch_regrades_on_save_and_stops(tmp_path, capsys):
     f.write_text(WRONG_P4)
 
     def save_fixed():
-        time.sleep(1.5)
+        time.sleep(0.8)
         f.write_text((ROOT / "solutions" / "p04_choose_path.py").read_text())
         os.utime(f, (time.time() + 5, time.time() + 5))
 
     threading.Thread(target=save_fixed, daemon=True).start()
-    rc = cli.main(["4", "--file", str(f), "--watch", "--watch-minutes", "0.1", "--poll", "0.1"])
+    rc = cli.main(["4", "--file", str(f), "--watch", "--watch-minutes", "0.05", "--poll", "0.1"])
     out = capsys.readouterr().out
     assert rc == 0 and "FAILED" in out and "PASSED" in out
     assert out.index("FAILED") < out.index("PASSED") and "Stopped watching" in out

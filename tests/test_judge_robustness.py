@@ -270,3 +270,13 @@ def test_decode_refuses_object_arrays_and_never_unpickles():
     round_trip = child.decode(json.loads(json.dumps(child.encode(
         {"a": np.arange(3, dtype=np.float32), "b": (1, float("nan"), "s")}))))
     assert round_trip["a"].dtype == np.float32 and np.isnan(round_trip["b"][1])
+
+
+def test_missing_requirement_says_so_instead_of_grading(tmp_path):
+    import dataclasses
+    from grader import report
+    needy = dataclasses.replace(TOY, requires=("numpy", "no_such_module_for_the_judge"))
+    res = grade_src(tmp_path, GOOD, problem=needy)
+    assert res.status == "unavailable" and "no_such_module_for_the_judge" in res.message
+    assert "unavailable" in report.status_line(res)
+    assert report.to_json([res])["tests"][0]["status"] == "error"
