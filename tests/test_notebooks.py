@@ -30,8 +30,13 @@ def test_notebook_is_committed_clean(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_executes(path):
+def test_notebook_executes(path, monkeypatch):
     from nbclient import NotebookClient
+
+    # One BLAS thread per kernel: on a 2-core machine that is also running other tests,
+    # multi-threaded OpenBLAS oversubscribes the cores and a chapter can take 5x longer.
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
 
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=600, kernel_name="python3",
