@@ -1,0 +1,264 @@
+"""Benchmark the MLA decode versions on one CUDA GPU, in FlashMLA's test matrix.
+
+  python kernels/bench.py            full matrix (about 5 minutes on an H200)
+  python kernels/bench.py --quick    b=128, s_k~8K, s_q=1, h_q in {16, 128}: a minute or less
+
+Matrix: b = 128 sequences with lengths drawn around a mean s_k in {4K, 8K, 16K, 32K}
+(normal, sd = mean/2, clipped to [s_q, 2*mean]), s_q in {1, 2}, causal, h_q in
+{16, 64, 128}, bf16 cache and FP8 cache (656-byte rows), page_block_size 64.
+Every version plus a torch reference, each checked against the reference on a few
+sequences before it is timed with triton.testing.do_bench (median, after warm-up).
+
+Accounting (FlashMLA's; causal masking among the s_q rows is not subtracted):
+  FLOP  = sum_i 2 * h_q * s_q * s_k[i] * (576 + 512)           = mlacourse.flops.decode_flops
+  bytes = sum_i (2*h_q*s_q*576 + s_k[i]*row + 2*h_q*s_q*512)    = mlacourse.flops.decode_bytes
+          with row = 1152 bytes (bf16) or 656 bytes (FP8: codes + scales + bf16 rope)
+Writes kernels/BENCHMARKS.md (or --out) and a roofline PNG next to it."""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import subprocess
+import sys
+
+if __package__ in (None, ""):  # run as a script: make the repository root importable first
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from mlacourse.flops import decode_bytes, decode_flops  # noqa: E402
+from mlacourse.hardware import GPUS  # noqa: E402
+
+D_K, D_V, PAGE = 576, 512, 64
+ROW_BYTES = {"bf16": 2 * D_K, "fp8": 656}
+VERSIONS = ("naive", "tiled", "splitkv")
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description="Benchmark the Triton MLA decode kernel (needs a CUDA GPU).")
+    p.add_argument("--quick", action="store_true", help="a small subset: s_k~8K, s_q=1, h_q 16 and 128")
+    p.add_argument("--versions", default=",".join(VERSIONS + ("torch",)),
+                   help="comma list from naive,tiled,splitkv,torch (default: all)")
+    p.add_argument("--all", action="store_true",
+                   help="also time naive and torch at s_k >= 16K (slow: naive reads the cache h_q*s_q times)")
+    p.add_argument("--b", type=int, default=128)
+    p.add_argument("--rep-ms", type=int, default=100, help="do_bench repetition time per measurement")
+    p.add_argument("--out", default=os.path.join(HERE, "BENCHMARKS.md"))
+    p.add_argument("--png", default=None, help="roofline plot path (default: next to --out)")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    args.versions = [v.strip() for v in args.versions.split(",") if v.strip()]
+    bad = [v for v in args.versions if v not in VERSIONS + ("torch",)]
+    if bad:
+        p.error(f"unknown version(s) {bad}; choose from {VERSIONS + ('torch',)}")
+    if args.png is None:
+        args.png = os.path.splitext(args.out)[0] + "_roofline.png"
+    return args
+
+
+def bench_cases(quick: bool):
+    """(cache dtype, mean s_k, s_q, h_q) in the order they run; cases sharing a cache are adjacent."""
+    if quick:
+        return [(c, 8192, 1, h) for c in ("bf16", "fp8") for h in (16, 128)]
+    return [(c, sk, sq, h) for sk in (4096, 8192, 16384, 32768) for sq in (1, 2)
+            for c in ("bf16", "fp8") for h in (16, 64, 128)]
+
+
+def draw_lengths(rng, b: int, mean_sk: int, s_q: int):
+    """Varlen batch: normal around mean_sk (sd mean_sk/2), clipped to [s_q, 2*mean_sk]. numpy Generator in."""
+    import numpy as np
+    lens = rng.normal(mean_sk, mean_sk / 2, size=b).round()
+    return np.clip(lens, s_q, 2 * mean_sk).astype(np.int64)
+
+
+def work(lens, s_q: int, h_q: int, cache: str):
+    """FLOP and bytes of one decode call over sequences of lengths `lens` (FlashMLA's accounting)."""
+    flop = sum(decode_flops(h_q, s_q, int(n), D_K, D_V) for n in lens)
+    nbytes = sum(decode_bytes(h_q, s_q, int(n), D_K, D_V, kv_row_bytes=ROW_BYTES[cache]) for n in lens)
+    return flop, nbytes
+
+
+def render_markdown(meta: dict, rows: list, compile_table: str | None = None) -> str:
+    """BENCHMARKS.md text. meta: date, gpu, driver, torch, triton, command, peak/roofline notes.
+    rows: dicts with cache, s_k_mean, s_q, h_q, version, ms (None = not run), tflops, tbs, check."""
+    lines = ["# MLA decode benchmark", "",
+             f"- date (UTC): {meta['date']}", f"- GPU: {meta['gpu']}", f"- driver: {meta['driver']}",
+             f"- torch {meta['torch']}, triton {meta['triton']}, python {meta['python']}",
+             f"- command: `{meta['command']}`", "",
+             "b = 128 sequences, lengths normal around the mean s_k (sd s_k/2, clipped to [s_q, 2 s_k]), causal, "
+             "page_block_size 64. Time: triton.testing.do_bench median after warm-up. "
+             "TFLOPS = sum 2*h_q*s_q*s_k*(576+512) / time; TB/s = bytes / time, with bytes = q + cache rows "
+             "(1152 B bf16, 656 B FP8) + out, each once (FlashMLA's accounting; causal masking not subtracted). "
+             "`check` is the max abs error of out against the float32 torch reference on the first sequences.", "",
+             "| cache | mean s_k | s_q | h_q | version | time (ms) | TFLOPS | TB/s | check |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if r.get("ms") is None:
+            lines.append(f"| {r['cache']} | {r['s_k_mean']:.0f} | {r['s_q']} | {r['h_q']} | {r['version']} "
+                         f"| not run | | | {r.get('note', '')} |")
+        else:
+            lines.append(f"| {r['cache']} | {r['s_k_mean']:.0f} | {r['s_q']} | {r['h_q']} | {r['version']} "
+                         f"| {r['ms']:.3f} | {r['tflops']:.1f} | {r['tbs']:.2f} | {r.get('check', '')} |")
+    lines += ["", TARGETS_MD]
+    if compile_table:
+        lines += ["", "## sm_90 compile report", "", compile_table.strip()]
+    return "\n".join(lines) + "\n"
+
+
+TARGETS_MD = """## Targets (not results)
+For b=128, s_q=1, mean s_k=8K on an H200: >= 450 TFLOPS at h_q=128 (compute-bound side) and
+>= 3.6 TB/s at h_q=16 (memory-bound side). FlashMLA reports about 660 TFLOPS and 3000 GB/s on an H800."""
+
+
+def carried_compile_report(path: str):
+    """The sm_90 compile report section of an existing BENCHMARKS.md (kept across runs), or None."""
+    try:
+        text = open(path).read()
+    except OSError:
+        return None
+    marker = "## sm_90 compile report"
+    return text.split(marker, 1)[1].strip() if marker in text else None
+
+
+def plot_roofline(rows, gpu_key: str, path: str):
+    """TFLOPS against FLOP/byte for each measured row, under the GPU's bf16 roof."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    gpu = GPUS.get(gpu_key)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    xs = np.logspace(0, 3.5, 200)
+    if gpu is not None:
+        ax.plot(xs, [gpu.attainable_tflops(x) for x in xs], "k-", lw=1, label=f"{gpu.name} bf16 roof (datasheet)")
+    markers = {"naive": "x", "tiled": "s", "splitkv": "o", "torch": "^"}
+    for v in markers:
+        pts = [(r["flop"] / r["bytes"], r["tflops"]) for r in rows if r["version"] == v and r.get("ms")]
+        if pts:
+            ax.scatter(*zip(*pts), marker=markers[v], label=v)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP / byte, FlashMLA accounting)")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title(f"MLA decode on {gpu_key or 'unknown GPU'}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def gpu_key(name: str):
+    """'NVIDIA H200' -> 'H200' (mlacourse.hardware.GPUS key), else None."""
+    for k in sorted(GPUS, key=len, reverse=True):
+        if k in name:
+            return k
+    return None
+
+
+def _driver():
+    try:
+        return subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=20).stdout.strip().splitlines()[0]
+    except Exception as e:  # noqa: BLE001
+        return f"unknown ({e.__class__.__name__})"
+
+
+def build_cache(torch, rng, lens, dtype, device):
+    """A paged bf16 cache holding sequences of `lens` on shuffled pages; returns
+    kv_cache [num_blocks, 64, 1, 576], block_table [b, max_blocks] int32, cache_seqlens [b] int32."""
+    need = [-(-int(n) // PAGE) for n in lens]
+    num_blocks = sum(need)
+    perm = torch.from_numpy(rng.permutation(num_blocks)).to(device=device, dtype=torch.int32)
+    block_table = torch.zeros(len(lens), max(need), dtype=torch.int32, device=device)
+    start = 0
+    for i, k in enumerate(need):
+        block_table[i, :k] = perm[start:start + k]
+        start += k
+    kv = torch.randn(num_blocks, PAGE, 1, D_K, dtype=dtype, device=device)
+    seqlens = torch.tensor([int(n) for n in lens], dtype=torch.int32, device=device)
+    return kv, block_table, seqlens
+
+
+def pack_fp8_chunked(torch, kv, chunk=4096):
+    from kernels.fp8 import pack_fp8_kvcache
+    return torch.cat([pack_fp8_kvcache(kv[i:i + chunk]) for i in range(0, kv.shape[0], chunk)])
+
+
+def run(args):
+    import numpy as np
+    import torch
+    import triton
+    from triton.testing import do_bench
+
+    from kernels.mla_decode import mla_decode_with_kvcache
+    from kernels.reference import reference_decode_padded
+
+    if not torch.cuda.is_available():
+        sys.exit("bench.py needs a CUDA GPU (torch.cuda.is_available() is False); nothing was written.")
+    dev = torch.device("cuda")
+    name = torch.cuda.get_device_name(dev)
+    rng = np.random.default_rng(args.seed)
+    scale = 192 ** -0.5  # what DeepSeek's MLA passes
+    rows, cache_key, cache = [], None, None
+    for cache_kind, mean_sk, s_q, h_q in bench_cases(args.quick):
+        if cache_key != (mean_sk, s_q):
+            cache = None
+            torch.cuda.empty_cache()
+            lens = draw_lengths(rng, args.b, mean_sk, s_q)
+            kv, bt, sl = build_cache(torch, rng, lens, torch.bfloat16, dev)
+            kv8 = None
+            cache_key = (mean_sk, s_q)
+        if cache_kind == "fp8" and kv8 is None:
+            kv8 = pack_fp8_chunked(torch, kv)
+        kvc = kv8 if cache_kind == "fp8" else kv
+        fp8 = cache_kind == "fp8"
+        q = torch.randn(args.b, s_q, h_q, D_K, dtype=torch.bfloat16, device=dev)
+        flop, nbytes = work(lens, s_q, h_q, cache_kind)
+        n_chk = 2
+        ref_o, _ = reference_decode_padded(q[:n_chk], kvc, bt[:n_chk], sl[:n_chk], softmax_scale=scale,
+                                           causal=True, is_fp8_kvcache=fp8)
+        for v in args.versions:
+            row = dict(cache=cache_kind, s_k_mean=float(np.mean(lens)), s_q=s_q, h_q=h_q, version=v,
+                       flop=flop, bytes=nbytes)
+            slow = v in ("naive", "torch") and mean_sk >= 16384 and not args.all
+            if slow:
+                rows.append(dict(row, ms=None, note="skipped (use --all)"))
+                continue
+            if v == "torch":
+                chunk = max(1, min(args.b, int(2**31 // (h_q * s_q * 2 * mean_sk * 4 * 4))))
+
+                def fn():
+                    for i in range(0, args.b, chunk):
+                        reference_decode_padded(q[i:i + chunk], kvc, bt[i:i + chunk], sl[i:i + chunk],
+                                                softmax_scale=scale, causal=True, is_fp8_kvcache=fp8)
+                check = "reference"
+            else:
+                def fn(v=v):
+                    return mla_decode_with_kvcache(q, kvc, bt, sl, D_V, softmax_scale=scale, causal=True,
+                                                   is_fp8_kvcache=fp8, version=v)
+                out, _ = fn()
+                torch.cuda.synchronize()
+                err = (out[:n_chk].float() - ref_o.float()).abs().max().item()
+                check = f"{err:.2e}"
+                if not err < 5e-2:
+                    check += " FAIL"
+            ms = do_bench(fn, warmup=25, rep=args.rep_ms, return_mode="median")
+            row.update(ms=ms, tflops=flop / ms / 1e9, tbs=nbytes / ms / 1e9, check=check)
+            rows.append(row)
+            print(f"{cache_kind:4s} s_k~{mean_sk:6d} s_q={s_q} h_q={h_q:3d} {v:8s} {ms:9.3f} ms "
+                  f"{row['tflops']:7.1f} TFLOPS {row['tbs']:6.2f} TB/s  check {check}", flush=True)
+    meta = dict(date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), gpu=name,
+                driver=_driver(), torch=torch.__version__, triton=triton.__version__,
+                python=platform.python_version(), command="python kernels/bench.py" + (" --quick" if args.quick else ""))
+    compile_table = carried_compile_report(args.out)
+    with open(args.out, "w") as f:
+        f.write(render_markdown(meta, rows, compile_table))
+    plot_roofline(rows, gpu_key(name), args.png)
+    print(f"wrote {args.out} and {args.png}")
+    return rows
+
+
+if __name__ == "__main__":
+    run(parse_args())

@@ -1,0 +1,67 @@
+"""The parts of kernels/bench.py that need no GPU: arguments, the case matrix, the
+FLOP/byte accounting, the markdown writer and the roofline plot (fake timings, tmp dir)."""
+import numpy as np
+import pytest
+
+from kernels import bench
+
+
+def test_args_and_cases():
+    a = bench.parse_args(["--quick", "--versions", "tiled,splitkv", "--out", "/tmp/x/B.md"])
+    assert a.quick and a.versions == ["tiled", "splitkv"] and a.png == "/tmp/x/B_roofline.png"
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--versions", "fastest"])
+    full = bench.bench_cases(False)
+    assert len(full) == 2 * 4 * 2 * 3  # cache x s_k x s_q x h_q
+    assert {c[1] for c in full} == {4096, 8192, 16384, 32768} and {c[3] for c in full} == {16, 64, 128}
+    assert all(c[1] == 8192 and c[2] == 1 for c in bench.bench_cases(True))
+
+
+def test_work_matches_flashmla_formula():
+    lens = np.array([4000, 8192, 12000])
+    b, s_q, h_q = len(lens), 2, 128
+    flop, nbytes = bench.work(lens, s_q, h_q, "bf16")
+    # FlashMLA: FLOP = b*h_q*s_q*2*mean_sk*(576+512); bytes = b*2*(s_q*h_q*576 + mean_sk*576 + s_q*h_q*512)
+    mean = lens.mean()
+    assert flop == pytest.approx(b * h_q * s_q * 2 * mean * (576 + 512), rel=1e-12)
+    assert nbytes == pytest.approx(b * 2 * (s_q * h_q * 576 + mean * 576 + s_q * h_q * 512), rel=1e-12)
+    _, nbytes8 = bench.work(lens, s_q, h_q, "fp8")
+    assert nbytes - nbytes8 == (1152 - 656) * lens.sum()
+
+
+def test_lengths_are_clipped_varlen():
+    lens = bench.draw_lengths(np.random.default_rng(0), 128, 8192, 2)
+    assert lens.min() >= 2 and lens.max() <= 2 * 8192 and len(set(lens.tolist())) > 100
+    assert abs(lens.mean() - 8192) < 1200
+
+
+def test_markdown_and_roofline_with_fake_timings(tmp_path):
+    rows = []
+    for v, ms in (("tiled", 2.0), ("splitkv", 1.0), ("naive", None)):
+        flop, nbytes = bench.work([8192] * 128, 1, 128, "bf16")
+        r = dict(cache="bf16", s_k_mean=8192.0, s_q=1, h_q=128, version=v, flop=flop, bytes=nbytes, ms=ms)
+        if ms is not None:
+            r.update(tflops=flop / ms / 1e9, tbs=nbytes / ms / 1e9, check="1.0e-03")
+        else:
+            r["note"] = "skipped (use --all)"
+        rows.append(r)
+    meta = dict(date="2000-01-01 00:00", gpu="FAKE GPU", driver="0", torch="t", triton="t", python="3",
+                command="python kernels/bench.py --quick")
+    md = bench.render_markdown(meta, rows)
+    # 2*128*8192*128*1088 FLOP = 292.06e9 FLOP, in 1 ms: 292.1 TFLOPS
+    assert "| bf16 | 8192 | 1 | 128 | splitkv | 1.000 | 292.1 |" in md, md
+    assert "| naive | not run |" in md and "FAKE GPU" in md and "Targets (not results)" in md
+    png = tmp_path / "roof.png"
+    bench.plot_roofline(rows, bench.gpu_key("NVIDIA H200"), str(png))
+    assert png.stat().st_size > 1000
+    assert bench.gpu_key("NVIDIA H100 80GB HBM3") == "H100" and bench.gpu_key("Tesla T4") is None
+
+
+def test_bench_refuses_without_gpu(tmp_path):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    out = tmp_path / "B.md"
+    with pytest.raises(SystemExit, match="needs a CUDA GPU"):
+        bench.run(bench.parse_args(["--quick", "--out", str(out)]))
+    assert not out.exists()
