@@ -312,3 +312,7 @@ def main():
 
 if __name__ == "__main__":
     main()
+    sys.stdout.flush()
+    # leave now: threads or atexit hooks the learner's code started must not keep the
+    # process alive (the judge would wait for them)
+    os._exit(0)

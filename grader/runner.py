@@ -246,6 +246,7 @@ def run_subprocess(problem: Problem, path: str, cases: list) -> tuple[dict, str]
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 pass
+            _kill(proc)  # and anything it started in its process group
             proc.stdout.close()
             os.close(r_fd)
     rc = proc.returncode

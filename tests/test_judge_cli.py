@@ -170,3 +170,20 @@ def test_notebook_check_traceback_keeps_cell_frames():
     res = notebook.check(8, absorb_decode=absorb_decode, display=False, seed=1)
     msg = res.first_failure().message
     assert "ValueError" in msg and "in absorb_decode" in msg and "child.py" not in msg
+
+
+def test_notebook_check_catches_expansion_in_process():
+    import numpy as np
+
+    def absorb_decode(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale):  # expands every head
+        k = np.einsum("tc,hcd->htd", c_kv, w_uk)
+        v = np.einsum("tc,hcd->htd", c_kv, w_uv)
+        s = scale * (np.einsum("hd,htd->ht", q_nope, k) + q_rope @ k_rope.T)
+        p = np.exp(s - s.max(-1, keepdims=True))
+        return np.einsum("ht,htd->hd", p / p.sum(-1, keepdims=True), v)
+
+    res = notebook.check(8, absorb_decode=absorb_decode, display=False, seed=2)
+    assert res.status == "failed" and "materializes per-head keys" in res.first_failure().message
+    ns = {}
+    exec((ROOT / "solutions" / "p08_absorb_decode.py").read_text(), ns)
+    assert notebook.check(8, namespace=ns, display=False, seed=2).passed

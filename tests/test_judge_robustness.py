@@ -113,6 +113,14 @@ ATTEMPTS = {
     "mutates input": "def double(x):\n    x *= 2\n    return x\n",
     "memory hog": "import numpy as np\ndef double(x):\n"
                   "    big = np.ones((1024, 1024, 512))\n    return 2 * x\n",
+    "lingering thread and process": """
+        import subprocess, sys, threading, time
+        import numpy as np
+        threading.Thread(target=time.sleep, args=(60,)).start()
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        def double(x):
+            return 2 * np.asarray(x)
+        """,
     "identity": "def double(x):\n    return x\n",
     "triple": "def double(x):\n    return 3 * x\n",
     "public only": "import numpy as np\ndef double(x):\n    x = np.asarray(x)\n"
@@ -161,6 +169,11 @@ def test_infinite_loop_at_import_times_out(tmp_path, monkeypatch):
     res = grade_src(tmp_path, "while True:\n    pass\n")
     assert res.status == "failed" and "could not be loaded" in res.message
     assert "still running" in res.message
+
+
+def test_threads_and_processes_left_behind_do_not_stall_the_judge(graded):
+    res = graded["lingering thread and process"]
+    assert res.status == "passed" and res.elapsed < 10
 
 
 def test_sys_exit_in_function(graded):
