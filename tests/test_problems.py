@@ -46,6 +46,8 @@ def test_solution_and_reference_pass_every_case(problem):
         cases = problem.make_cases(seed)
         assert any(c.hidden and c.seed == seed for c in cases), "hidden cases must record the seed"
         for c in cases:
+            if seed != seeds[0] and not c.hidden:
+                continue  # public cases do not change with the seed
             for name, fn in (("solution", getattr(sol, c.function)),
                              ("reference", problem.reference[c.function])):
                 got = _plain(fn(**copy.deepcopy(c.args)))
@@ -181,7 +183,7 @@ def test_p06_whole_prefix_expansion_hits_the_memory_cap(tmp_path):
         "    return attend_expand(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, causal_mask(s, t))\n")
     res = runner.grade(PROBLEMS[6], path, seed=5)
     fails = [o for o in res.outcomes if o.status != "pass"]
-    assert [o.case.name for o in fails] == ["an 80,000-row prefix under a 64 MB memory cap"]
+    assert [o.case.name for o in fails] == ["a 40,000-row prefix under a 32 MB memory cap"]
     assert "expanding the whole prefix at once" in fails[0].message
 
 
