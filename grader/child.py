@@ -179,6 +179,22 @@ def restore_memory(old):
         resource.setrlimit(resource.RLIMIT_DATA, old)
 
 
+def _start_tracing() -> bool:
+    """Count allocations (numpy reports its array buffers to tracemalloc)."""
+    import tracemalloc
+    if tracemalloc.is_tracing():
+        return False
+    tracemalloc.start()
+    return True
+
+
+def _stop_tracing() -> int:
+    import tracemalloc
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak
+
+
 def _is_memory_error(e: BaseException) -> bool:
     text = str(e).lower()
     return isinstance(e, MemoryError) or (isinstance(e, RuntimeError) and (
@@ -203,12 +219,23 @@ def run_case(fn, args: dict, path: str, memory_mb=None, check_inputs=True) -> di
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = out, err
     old = set_memory_headroom(memory_mb) if memory_mb else None
+    tracing = _start_tracing() if memory_mb else False
     rec = {}
     try:
         try:
             result = fn(**args)
-            rec = {"status": "ok", "result": encode(result)}
+            peak = _stop_tracing() if tracing else 0
+            tracing = False
+            if peak > memory_mb * 2**20 if memory_mb else False:
+                # where RLIMIT_DATA is not enforced (macOS), numpy's own accounting decides
+                rec = {"status": "memory_error", "type": "MemoryError",
+                       "message": f"it allocated {peak / 2**20:.0f} MB at peak (numpy arrays), "
+                                  f"over this case's {memory_mb} MB"}
+            else:
+                rec = {"status": "ok", "result": encode(result)}
         finally:
+            if tracing:
+                _stop_tracing()
             restore_memory(old)
     except NotImplementedError as e:
         rec = {"status": "not_implemented", "message": str(e)}

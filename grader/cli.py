@@ -7,6 +7,7 @@
   judge.py 4 --seed N      rerun with the seed a failing hidden case printed
   judge.py --watch [4]     re-grade whenever a practice file is saved (Ctrl-C to stop)
   judge.py --json          Exercism results.json v3 + Gradescope score/max_score
+                           (--output practice/results.json also writes it to a file)
   judge.py --solutions     course check: every solution passes, every stub is "not started"
 """
 from __future__ import annotations
@@ -168,11 +169,18 @@ def cmd_watch(problems, single, args, prog) -> int:
     return 0
 
 
+def _emit_json(data, args):
+    text = json.dumps(data, indent=2)
+    _print(text)
+    if args.output:
+        Path(args.output).write_text(text + "\n")
+
+
 def grade_one(problem, args, prog) -> int:
     path = args.file or runner.PRACTICE / problem.filename
     r = runner.grade(problem, path, args.seed)
     if args.json:
-        _print(json.dumps(report.to_json([r], prog, r.seed), indent=2))
+        _emit_json(report.to_json([r], prog, r.seed), args)
     else:
         _print(report.details(r, prog, hints_shown(problem)))
     return 0 if r.passed else 1
@@ -183,7 +191,7 @@ def grade_all(problems, args, prog) -> int:
     cb = None if args.json else (lambda r: _print(report.status_line(r)))
     results = grade_many(problems, lambda p: runner.PRACTICE / p.filename, seed, on_result=cb)
     if args.json:
-        _print(json.dumps(report.to_json(results, prog, seed), indent=2))
+        _emit_json(report.to_json(results, prog, seed), args)
     else:
         _print()
         _print(report.summary(results, prog))
@@ -199,6 +207,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     ap.add_argument("--hint", action="store_true", help="reveal the next hint for the problem")
     ap.add_argument("--seed", type=int, help="seed for the hidden cases (a failure prints the one to reuse)")
     ap.add_argument("--json", action="store_true", help="print results.json (Exercism v3 + Gradescope score)")
+    ap.add_argument("--output", metavar="PATH",
+                    help="with --json: also write the JSON to PATH (e.g. practice/results.json)")
     ap.add_argument("--watch", action="store_true", help="re-grade whenever the file(s) change")
     ap.add_argument("--watch-minutes", type=float, default=120.0, help=argparse.SUPPRESS)
     ap.add_argument("--poll", type=float, default=0.5, help=argparse.SUPPRESS)

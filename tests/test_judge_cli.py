@@ -67,9 +67,11 @@ def test_file_exit_codes(tmp_path, capsys):
 def test_json_shape(tmp_path):
     wrong = tmp_path / "p04_choose_path.py"  # the file name names the problem
     wrong.write_text(WRONG_P4)
-    r = run_judge("--file", str(wrong), "--json", "--seed", "5", cwd=tmp_path)
+    out = tmp_path / "results.json"
+    r = run_judge("--file", str(wrong), "--json", "--seed", "5", "--output", str(out), cwd=tmp_path)
     assert r.returncode == 1
     data = json.loads(r.stdout)
+    assert json.loads(out.read_text()) == data
     assert data["version"] == 3 and data["status"] == "fail"
     assert data["score"] == 0 and data["max_score"] == 1 and data["seed"] == 5
     (t,) = data["tests"]

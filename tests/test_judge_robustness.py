@@ -293,3 +293,16 @@ def test_missing_requirement_says_so_instead_of_grading(tmp_path):
     assert res.status == "unavailable" and "no_such_module_for_the_judge" in res.message
     assert "unavailable" in report.status_line(res)
     assert report.to_json([res])["tests"][0]["status"] == "error"
+
+
+def test_memory_cap_without_rlimit_falls_back_to_allocation_accounting(monkeypatch):
+    """Where RLIMIT_DATA is not enforced (macOS), a case's memory_mb is still checked."""
+    monkeypatch.setattr(child, "set_memory_headroom", lambda mb, hard_too=False: None)
+
+    def hog(x):
+        big = np.ones((64, 1024, 1024 // 8))  # 64 MB
+        return 2 * x + big[0, 0, 0] * 0
+    rec = child.run_case(hog, {"x": np.ones(3)}, "<test>", memory_mb=16)
+    assert rec["status"] == "memory_error" and "64 MB at peak" in rec["message"]
+    rec = child.run_case(lambda x: 2 * x, {"x": np.ones(3)}, "<test>", memory_mb=16)
+    assert rec["status"] == "ok"
