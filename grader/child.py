@@ -169,7 +169,10 @@ def set_memory_headroom(mb, hard_too=False):
     hard = old[1]
     if hard != resource.RLIM_INFINITY and hard < cap:
         cap = hard
-    resource.setrlimit(resource.RLIMIT_DATA, (cap, cap if hard_too else hard))
+    try:
+        resource.setrlimit(resource.RLIMIT_DATA, (cap, cap if hard_too else hard))
+    except (ValueError, OSError):
+        return None
     return old
 
 

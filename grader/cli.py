@@ -3,6 +3,7 @@
   judge.py                 grade every problem: a line each as it goes, then a summary
   judge.py 4 | choose_path grade one problem with full feedback
   judge.py 4 --hint        reveal the next hint for problem 4
+  judge.py 4 --statement   print what problem 4 asks for
   judge.py 4 --file F.py   grade F.py as problem 4 (exit code 0 iff it passes)
   judge.py 4 --seed N      rerun with the seed a failing hidden case printed
   judge.py --watch [4]     re-grade whenever a practice file is saved (Ctrl-C to stop)
@@ -215,6 +216,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     ap.add_argument("--solutions", action="store_true",
                     help="course check: solutions/ pass and practice/ stubs are 'not started'")
     ap.add_argument("--list", action="store_true", help="list the problems")
+    ap.add_argument("--statement", action="store_true", help="print the problem's statement")
     return ap
 
 
@@ -248,6 +250,11 @@ def main(argv=None, prog: str | None = None) -> int:
     if args.list:
         for p in problems:
             print(f"{p.number:>2} {p.slug:<20} {p.title}   [{p.chapter}]")
+        return 0
+    if args.statement:
+        for p in [single] if single else problems:
+            print(f"{p.statement.strip()}\n\n(file: practice/{p.filename}; chapter: {p.chapter}; "
+                  f"check: {prog} {p.number})\n")
         return 0
     if args.solutions:
         seed = args.seed if args.seed is not None else secrets.randbelow(2**31)

@@ -42,6 +42,20 @@ def check(problem, namespace: dict | None = None, seed: int | None = None, displ
     return result
 
 
+def statement(problem):
+    """Show a problem's statement (Markdown in a notebook, text elsewhere)."""
+    prob = runner.find(problem)
+    text = prob.statement.strip() + f"\n\n*Check it with* `check({prob.number}, namespace=globals())`."
+    try:
+        from IPython.display import Markdown, display
+        if _in_notebook():
+            display(Markdown(text))
+            return
+    except ImportError:
+        pass
+    print(text)
+
+
 def _show(result, missing):
     note = (f"(not given: {', '.join(missing)} -- cases for it fail until you pass it)\n"
             if missing else "")

@@ -72,8 +72,8 @@ def details(r: ProblemResult, prog: str = "python practice/judge.py", hints_show
         return "\n".join(lines)
     if r.status == "not started":
         lines += ["  · NOT STARTED -- the functions still raise NotImplementedError.",
-                  f"  Read the statement at the top of {rel(r.path)} (or `{prog} {p.number} --hint`),",
-                  "  write the functions, then run this again."]
+                  f"  Read the task (`{prog} {p.number} --statement`, or the top of {rel(r.path)}),",
+                  f"  write the functions, then run this again. Stuck? `{prog} {p.number} --hint`."]
         return "\n".join(lines)
     first = r.first_failure()
     kind = "hidden" if first.case.hidden else "public"

@@ -16,7 +16,6 @@ import json
 import os
 import pickle
 import secrets
-import select
 import signal
 import subprocess
 import sys
@@ -35,6 +34,8 @@ PROBLEMS_DIR = Path(__file__).resolve().parent / "problems"
 CHILD = Path(_child.__file__).resolve()
 
 IN_BROWSER = sys.platform == "emscripten"
+# no fork/select on pipes there: attempts run in-process (and the result says so)
+NO_SUBPROCESS = IN_BROWSER or os.name == "nt"
 OUTPUT_CAP = 8000  # characters of fd-level output kept per run
 RECORD_CAP = 256 * 2**20  # bytes: a result larger than this is refused
 START_GAP_S = 5.0  # seconds allowed between one case's end and the next one's start
@@ -155,6 +156,8 @@ def run_subprocess(problem: Problem, path: str, cases: list) -> tuple[dict, str]
 
     A record is the child's dict for that case, or one made here for a timeout, a
     crash or an early exit. After a timeout or crash the remaining cases are not run."""
+    import select  # not on every platform; only needed here
+
     heavy = any(m in ("torch", "triton") for m in problem.requires)
     startup = STARTUP_S["torch" if heavy else "numpy"] + problem.timeout_s
     jobs = [(i, c.function, c.args, c.memory_mb) for i, c in enumerate(cases)]
@@ -384,7 +387,8 @@ def grade(problem: Problem, path=None, seed: int | None = None, in_process: bool
         return res
     cases = problem.make_cases(seed)
     cases = [c for c in cases if not c.hidden] + [c for c in cases if c.hidden]
-    in_process = IN_BROWSER or module is not None if in_process is None else in_process
+    if in_process is None:
+        in_process = NO_SUBPROCESS or IN_BROWSER or module is not None
     res.in_process = in_process
     if in_process:
         records = run_in_process(path, cases, module=module)
