@@ -16,7 +16,7 @@ from mlacourse.attention import attention
 FN = "triton_inner_loop"
 BLOCK_T = 16  # the launcher's tile height
 H, D_K, D_V = 16, 64, 32  # tl.dot needs every dimension >= 16 on a GPU
-RTOL = ATOL = 2e-3  # covers tf32 matmuls on a GPU; the CPU interpreter is ~1e-6
+RTOL = ATOL = 1e-2  # tf32 matmuls (a GPU default) err up to ~3e-3 here; the interpreter ~1e-6
 
 
 def _reference(q, kv, cache_seqlens, d_v, scale):
