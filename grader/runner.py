@@ -116,7 +116,7 @@ class ProblemResult:
         for o in self.outcomes:
             if o.status not in ("pass", "not_run"):
                 return o
-        return None
+        return next((o for o in self.outcomes if o.status == "not_run"), None)
 
     def counts(self, hidden: bool) -> tuple[int, int]:
         """(passed, total) among public (hidden=False) or hidden cases."""
@@ -254,7 +254,12 @@ def run_subprocess(problem: Problem, path: str, cases: list) -> tuple[dict, str]
             os.close(r_fd)
     rc = proc.returncode
     if not finished:
-        where = current if current is not None else ("import" if not ready else None)
+        if current is not None:
+            where = current
+        elif not ready:
+            where = "import"
+        else:  # died between two cases (e.g. a thread it left behind): blame the next one
+            where = next((i for i in timeouts if i not in records), None)
         if killed_for == "timeout":
             rec = {"status": "timeout", "timeout_s": timeouts.get(current, startup) if where != "import" else startup}
         elif killed_for == "too_large":
@@ -385,7 +390,12 @@ def grade(problem: Problem, path=None, seed: int | None = None, in_process: bool
         res.status = "missing"
         res.message = f"there is no file {path}."
         return res
-    cases = problem.make_cases(seed)
+    try:
+        cases = problem.make_cases(seed)
+    except Exception as e:  # noqa: BLE001 -- a bug in the course, not in the attempt
+        res.message = (f"the judge could not build the cases for problem {problem.number} "
+                       f"({type(e).__name__}: {e}); please report this.")
+        return res
     cases = [c for c in cases if not c.hidden] + [c for c in cases if c.hidden]
     if in_process is None:
         in_process = NO_SUBPROCESS or IN_BROWSER or module is not None

@@ -121,6 +121,17 @@ ATTEMPTS = {
         def double(x):
             return 2 * np.asarray(x)
         """,
+    "dies between cases": """
+        import os, threading, time
+        import numpy as np
+        def _later():
+            time.sleep(0.3)
+            os._exit(5)
+        def double(x):
+            threading.Thread(target=_later, daemon=True).start()
+            time.sleep(0.6) if np.shape(x) == (4, 5) else None
+            return 2 * np.asarray(x)
+        """,
     "identity": "def double(x):\n    return x\n",
     "triple": "def double(x):\n    return 3 * x\n",
     "public only": "import numpy as np\ndef double(x):\n    x = np.asarray(x)\n"
@@ -174,6 +185,12 @@ def test_infinite_loop_at_import_times_out(tmp_path, monkeypatch):
 def test_threads_and_processes_left_behind_do_not_stall_the_judge(graded):
     res = graded["lingering thread and process"]
     assert res.status == "passed" and res.elapsed < 10
+
+
+def test_death_between_cases_is_pinned_on_a_case(graded):
+    res = graded["dies between cases"]
+    f = first(res)
+    assert res.status == "failed" and "exit code 5" in f.message
 
 
 def test_sys_exit_in_function(graded):
