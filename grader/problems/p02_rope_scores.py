@@ -38,7 +38,7 @@ def _case(name, rng, n_heads, d_nope, d_rope, n_keys, q_pos, k_pos, theta, hidde
 def make_cases(seed):
     fixed = np.random.default_rng(2)
     cases = [
-        _case("decode step: one query after 5 cached tokens", fixed, 2, 4, 4, 6, 5, np.arange(6),
+        _case("decode step: the query at position 5, keys at 0..5", fixed, 2, 4, 4, 6, 5, np.arange(6),
               10000.0, False, None),
         _case("keys at scattered positions", fixed, 3, 8, 8, 4, 100, [3, 40, 99, 100],
               10000.0, False, None),

@@ -68,7 +68,7 @@ def make_cases(seed):
             args["lses"][:, 0, 0] = -np.inf
             args["outs"][:, 0, 0] = 0.0
         cases.append(_case(f"random {i}", args, True, seed,
-                           f"{n_parts} parts, scores shifted by {shift:g}"
+                           f"{n_parts} part{'s' if n_parts > 1 else ''}, scores shifted by {shift:g}"
                            + (", one row seen by no part" if i == 4 else "")))
     return cases
 
