@@ -173,3 +173,21 @@ def test_errors(bad, match):
     args = dict(q=q, kv_cache=cache, block_table=bt, cache_seqlens=sl, head_dim_v=512)
     with pytest.raises((ValueError, TypeError), match=match):
         mla_decode_with_kvcache(**bad(args))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fp8", [False, True])
+@pytest.mark.parametrize("version", VERSIONS)
+def test_gpu_bf16_operands(version, fp8):
+    """On a GPU the dots take bf16 operands (p is rounded to bf16 too): looser tolerance,
+    bigger shapes. Skipped without CUDA."""
+    lens = [0, 1, 700, 2049, 4096]
+    q, cache, bt, sl = make_case(lens, page=64, s_q=2, h_q=128 if version != "naive" else 16, fp8=fp8, seed=21)
+    q, cache, bt, sl = (t.cuda() for t in (q, cache, bt, sl))
+    out, lse = mla_decode_with_kvcache(q, cache, bt, sl, 512, softmax_scale=192 ** -0.5, causal=True,
+                                       is_fp8_kvcache=fp8, version=version)
+    ref_out, ref_lse = reference_decode(q, cache, bt, sl, 512, 192 ** -0.5, True, fp8)
+    ok, msg = compare(f"gpu out [{version}, fp8={fp8}]", out, ref_out, atol=1e-2, rtol=2e-2)
+    assert ok and float(msg.rsplit("cosine difference ", 1)[1]) < 1e-5, msg
+    ok, msg = compare(f"gpu lse [{version}, fp8={fp8}]", lse, ref_lse, atol=1e-3, rtol=1e-3)
+    assert ok, msg
