@@ -62,7 +62,7 @@ def details(r: ProblemResult, prog: str = "python practice/judge.py", hints_show
     lines = [f"Problem {p.number} · {p.slug} -- {p.title}",
              f"  file: {rel(r.path)}    chapter: {p.chapter}"]
     if r.in_process:
-        lines.append("  (run in this process: no time or memory limits, no crash protection)")
+        lines.append("  (run in this process: no time limit and no crash protection)")
     if r.status in ("missing", "unavailable") or (r.message and not r.outcomes):
         lines += [f"  {MARK.get(r.status, '?')} {r.status.upper()}", _indent(r.message)]
         return "\n".join(lines)
@@ -96,7 +96,10 @@ def details(r: ProblemResult, prog: str = "python practice/judge.py", hints_show
     if rest:
         lines.append(f"  ({' and '.join(rest)} not shown; fix this one first.)")
     if first.case.hidden and r.seed is not None:
-        lines.append(f"  Reproduce: {prog} {p.number} --seed {r.seed}")
+        if r.path.startswith("<notebook"):
+            lines.append(f"  Reproduce: check({p.number}, ..., seed={r.seed})")
+        else:
+            lines.append(f"  Reproduce: {prog} {p.number} --seed {r.seed}")
     n_hints = len(p.hints)
     if n_hints and hints_shown < n_hints:
         lines.append(f"  Stuck? `{prog} {p.number} --hint` ({hints_shown} of {n_hints} hints shown so far)")
@@ -162,9 +165,9 @@ def to_json(results, prog: str = "python practice/judge.py", seed=None) -> dict:
             "max_score": len(tests), "seed": seed, "tests": tests}
 
 
-def to_html(r: ProblemResult, hints_shown: int = 0) -> str:
+def to_html(r: ProblemResult, hints_shown: int = 0, prog: str = "python practice/judge.py") -> str:
     color = {"passed": "#1a7f37", "failed": "#cf222e", "not started": "#6e7781"}.get(r.status, "#9a6700")
-    text = details(r, prog="judge", hints_shown=hints_shown)
+    text = details(r, prog=prog, hints_shown=hints_shown)
     return (f'<div style="border-left:4px solid {color};padding:4px 10px;margin:4px 0">'
             f'<b style="color:{color}">{html.escape(MARK.get(r.status, "?") + " " + r.status.upper())}</b>'
             f'<pre style="white-space:pre-wrap;margin:4px 0">{html.escape(text)}</pre></div>')
