@@ -196,7 +196,9 @@ def grade_all(problems, args, prog) -> int:
     else:
         _print()
         _print(report.summary(results, prog))
-    return 0 if results and all(r.passed for r in results) else 1
+    # problems this machine cannot run (missing torch/triton) are reported, not failed
+    graded = [r for r in results if r.status != "unavailable"]
+    return 0 if graded and all(r.passed for r in graded) else 1
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
