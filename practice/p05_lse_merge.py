@@ -1,6 +1,6 @@
 """Problem 5 - lse_merge: merge partial attention results by log-sum-exp.
 
-Chapter: notebooks/03_two_paths.ipynb
+Chapter: notebooks/04_flops_and_path_choice.ipynb
 Check your answer: python practice/judge.py 5      (hints: python practice/judge.py 5 --hint)
 """
 import numpy as np

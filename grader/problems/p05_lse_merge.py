@@ -1,4 +1,4 @@
-"""Problem 5: merge partial attention results by log-sum-exp (chapter 3)."""
+"""Problem 5: merge partial attention results by log-sum-exp (chapter 4)."""
 from __future__ import annotations
 
 import numpy as np
@@ -180,7 +180,7 @@ HINTS = [
 
 PROBLEM = Problem(
     number=5, slug="lse_merge", title="Merge partial attention by log-sum-exp",
-    chapter="notebooks/03_two_paths.ipynb",
+    chapter="notebooks/04_flops_and_path_choice.ipynb",
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
     reference={FN: _reference},
