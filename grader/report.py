@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import os
 
-from .runner import ROOT, ProblemResult
+from .runner import ProblemResult
 
 MARK = {"passed": "✓", "failed": "✗", "not started": "·", "missing": "?", "unavailable": "-"}
 
@@ -173,4 +173,4 @@ def to_html(r: ProblemResult, hints_shown: int = 0, prog: str = "python practice
             f'<pre style="white-space:pre-wrap;margin:4px 0">{html.escape(text)}</pre></div>')
 
 
-__all__ = ["details", "headline", "status_line", "summary", "to_json", "to_html", "ROOT"]
+__all__ = ["details", "headline", "status_line", "summary", "to_json", "to_html"]

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import child as _child
-from .spec import Case, Problem, Verdict, fail, same_answer
+from .spec import Case, Problem, fail, same_answer
 
 ROOT = Path(__file__).resolve().parent.parent
 PRACTICE = ROOT / "practice"
@@ -302,14 +302,10 @@ def run_in_process(path: str, cases: list, module=None) -> dict:
 
 # --------------------------------------------------------------------------- grading
 
-def _fn_label(case: Case) -> str:
-    return f"{case.function}"
-
-
 def grade_record(problem: Problem, case: Case, rec: dict) -> CaseOutcome:
     st = rec.get("status")
     out = rec.get("output", "")
-    fn = _fn_label(case)
+    fn = case.function
     if st == "ok":
         result = _child.decode(rec.get("result"))
         try:

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from grader import child, runner
-from grader.problems import p01_kv_cache_bytes, p04_choose_path, p08_absorb_decode  # noqa: F401
+from grader.problems import p01_kv_cache_bytes, p08_absorb_decode
 
 PROBLEMS = runner.discover()
 SEED = 11
@@ -65,12 +65,6 @@ def test_reference_passes_and_every_mistake_is_caught(problem):
                     caught = True
                     break
         assert caught, f"{problem.slug}: mistake {m.name!r} never fails a case with its own message"
-
-
-def grade_src(tmp_path, number, src, seed=SEED):
-    path = tmp_path / f"attempt_{number}.py"
-    path.write_text(textwrap.dedent(src))
-    return runner.grade(runner.find(number, PROBLEMS), path, seed=seed)
 
 
 def failure(res):
