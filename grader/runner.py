@@ -39,7 +39,7 @@ NO_SUBPROCESS = IN_BROWSER or os.name == "nt"
 OUTPUT_CAP = 8000  # characters of fd-level output kept per run
 RECORD_CAP = 256 * 2**20  # bytes: a result larger than this is refused
 START_GAP_S = 5.0  # seconds allowed between one case's end and the next one's start
-STARTUP_S = {"numpy": 30.0, "torch": 60.0}  # interpreter + imports, before the file runs
+STARTUP_S = {"numpy": 20.0, "torch": 60.0}  # interpreter + imports, before the file runs
 
 
 # --------------------------------------------------------------------------- discovery

@@ -235,6 +235,20 @@ if HAS_TORCH:
                        "    return torch.einsum('hc,hcd->hd', p @ t(c_kv), t(w_uv)).float()\n")
 
 
+    P8_TORCH_EXPANDER = attempt(8, "torch expander", P8_HEAD.replace("import numpy as np", "import numpy as np, torch")
+                                + "    t = lambda a: torch.from_numpy(a).float()\n"
+                                "    k = torch.einsum('tc,hcd->htd', t(c_kv), t(w_uk))\n"
+                                "    v = torch.einsum('tc,hcd->htd', t(c_kv), t(w_uv))\n"
+                                "    s = scale * (torch.einsum('hd,htd->ht', t(q_nope), k) + t(q_rope) @ t(k_rope).T)\n"
+                                "    return torch.einsum('ht,htd->hd', torch.softmax(s, -1), v)\n")
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
+def test_p08_torch_expansion_is_rejected_too(graded):
+    f = failure(graded[P8_TORCH_EXPANDER])
+    assert f.case.name.startswith("memory trap") and "materializes per-head keys" in f.message
+
+
 @pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
 def test_p08_legit_torch_attempt_passes(graded):
     res = graded[P8_TORCH]
