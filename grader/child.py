@@ -310,7 +310,8 @@ def main():
             __import__(m)
         except Exception:
             pass
-    set_memory_headroom(job["memory_mb"], hard_too=True)
+    if job["memory_mb"]:
+        set_memory_headroom(job["memory_mb"], hard_too=True)
     path = job["path"]
     try:
         module = load_module(path)

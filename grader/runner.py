@@ -126,17 +126,26 @@ class ProblemResult:
 
 # --------------------------------------------------------------------------- the child
 
+_GPU = None
+
+
+def has_gpu() -> bool:
+    """Is there an NVIDIA GPU (nvidia-smi lists one)? Asked once per process."""
+    global _GPU
+    if _GPU is None:
+        try:
+            _GPU = subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=10).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            _GPU = False
+    return _GPU
+
+
 def _child_env(problem: Problem) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env[k] = "1"  # fast start, and memory use that does not depend on the core count
-    if "triton" in problem.requires and "TRITON_INTERPRET" not in env:
-        try:
-            has_gpu = subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=10).returncode == 0
-        except (OSError, subprocess.SubprocessError):
-            has_gpu = False
-        if not has_gpu:
-            env["TRITON_INTERPRET"] = "1"
+    if "triton" in problem.requires and "TRITON_INTERPRET" not in env and not has_gpu():
+        env["TRITON_INTERPRET"] = "1"
     return env
 
 
@@ -166,8 +175,10 @@ def run_subprocess(problem: Problem, path: str, cases: list) -> tuple[dict, str]
     records: dict = {}
     out_parts, out_total = [], 0
     with tempfile.TemporaryDirectory(prefix="mla-judge-") as tmp:
+        # CUDA's driver maps large private regions of host memory: no cap for GPU runs
+        memory_mb = None if heavy and has_gpu() else problem.memory_mb
         job = {"token": token, "path": str(Path(path).resolve()), "cases": jobs,
-               "memory_mb": problem.memory_mb, "sys_path": [str(ROOT)],
+               "memory_mb": memory_mb, "sys_path": [str(ROOT)],
                "preimport": ["numpy"] + (["torch", "triton"] if heavy else [])}
         job_file = Path(tmp) / "job.pkl"
         job_file.write_bytes(pickle.dumps(job))
