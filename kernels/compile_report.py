@@ -37,7 +37,8 @@ def shipped_configs():
         for rows in (16, 32, 64):  # s_q*h_q; 64 stands for every larger count (BLOCK_M caps at 64)
             bm = md.default_block_m(1, rows)
             bn, warps, stages = md.default_launch(bm, is_fp8)
-            ce = dict(BLOCK_M=bm, BLOCK_N=bn, PAGE=64, CAUSAL=False, IS_FP8=is_fp8, DTYPE=tl.bfloat16)
+            ce = dict(BLOCK_M=bm, BLOCK_N=bn, PAGE=64, CAUSAL=False, IS_FP8=is_fp8, DTYPE=tl.bfloat16,
+                      KV_STAGES=stages)
             cfgs.append((f"tiled {tag} BLOCK_M={bm}", md._tiled_kernel, sig, ce, warps, stages))
             sig_s = dict(base, o_part_ptr="*fp32", lse_part_ptr="*fp32", num_splits="i32")
             cfgs.append((f"splitkv {tag} BLOCK_M={bm}", md._splitkv_kernel, sig_s, dict(ce, CAUSAL=True),
@@ -58,7 +59,12 @@ def compile_one(fn, sig, constexprs, num_warps, num_stages):
         full_sig[k] = "constexpr"
     order = {n: i for i, n in enumerate(fn.arg_names)}
     full_sig = dict(sorted(full_sig.items(), key=lambda kv: order[kv[0]]))
-    src = ASTSource(fn=fn, signature=full_sig, constexprs=constexprs)
+    # What triton's launcher specializes at run time: 16-byte aligned pointers (torch
+    # allocations) and integer arguments divisible by 16 (row stride 576 or 656 elements/bytes,
+    # h_q of 16, 64, 128). Without these the compiler must assume unaligned rows.
+    aligned = [n for n, t in full_sig.items() if t.startswith("*") or n in ("stride_row", "h_q")]
+    attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in aligned}
+    src = ASTSource(fn=fn, signature=full_sig, constexprs=constexprs, attrs=attrs)
     triton.knobs.nvidia.dump_ptxas_log = True  # ptxas -v's resource report, printed by triton
     triton.knobs.compilation.always_compile = True  # a cached kernel would skip ptxas and its report
     log = io.StringIO()

@@ -49,15 +49,19 @@ def _interpreting() -> bool:
 # ---------------------------------------------------------------------------------------
 
 @triton.jit
-def _load_kv_tile(kv_ptr, bt_row_ptr, tok, tok_ok, stride_row,
-                  PAGE: tl.constexpr, IS_FP8: tl.constexpr, DTYPE: tl.constexpr):
-    """Gather the cache rows of tokens `tok` [BLOCK_N] of one sequence.
+def _tile_rows(bt_row_ptr, tok, tok_ok, stride_row, PAGE: tl.constexpr):
+    """Offsets of the cache rows of tokens `tok` [BLOCK_N] of one sequence.
 
-    Token t lives at page bt_row[t // PAGE], slot t % PAGE. Only tokens with tok_ok are
-    read: the block-table entry and the row of any other token are never touched.
-    Returns k_lat [BLOCK_N, 512] and k_rope [BLOCK_N, 64] in DTYPE; masked rows are 0."""
+    Token t lives at page bt_row[t // PAGE], slot t % PAGE. The block-table entry of a
+    token without tok_ok is never read (its offset is 0 and its row load is masked)."""
     blk = tl.load(bt_row_ptr + tok // PAGE, mask=tok_ok, other=0).to(tl.int64)  # [N] page ids
-    row = (blk * PAGE + tok % PAGE) * stride_row  # [N] int64 offset of each row (elements or bytes)
+    return (blk * PAGE + tok % PAGE) * stride_row  # [N] int64: elements (bf16/fp16) or bytes (FP8)
+
+
+@triton.jit
+def _load_kv_tile(kv_ptr, row, tok_ok, IS_FP8: tl.constexpr, DTYPE: tl.constexpr):
+    """Load the cache rows at offsets `row` [BLOCK_N]; rows without tok_ok are not read (0).
+    Returns k_lat [BLOCK_N, 512] and k_rope [BLOCK_N, 64] in DTYPE."""
     d_lat = tl.arange(0, 512)
     d_rope = tl.arange(0, 64)
     if IS_FP8:
@@ -79,7 +83,7 @@ def _load_kv_tile(kv_ptr, bt_row_ptr, tok, tok_ok, stride_row,
 @triton.jit
 def _attend_range(q_lat, q_rope, kv_ptr, bt_row_ptr, stride_row, lo, hi, n_visible, qk_scale_log2,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PAGE: tl.constexpr,
-                  IS_FP8: tl.constexpr, DTYPE: tl.constexpr):
+                  IS_FP8: tl.constexpr, DTYPE: tl.constexpr, KV_STAGES: tl.constexpr):
     """Online softmax of BLOCK_M query rows over keys [lo, hi) of one sequence.
 
     q_lat [BLOCK_M, 512], q_rope [BLOCK_M, 64] in DTYPE; n_visible [BLOCK_M]: row r
@@ -89,10 +93,14 @@ def _attend_range(q_lat, q_rope, kv_ptr, bt_row_ptr, stride_row, lo, hi, n_visib
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, 512], tl.float32)
-    for start in range(lo, hi, BLOCK_N):
-        tok = start + tl.arange(0, BLOCK_N)  # [N]
+    tok = lo + tl.arange(0, BLOCK_N)  # [N]
+    kv_rows = _tile_rows(bt_row_ptr, tok, tok < hi, stride_row, PAGE)  # [N] offsets of the first tile's rows
+    for start in tl.range(lo, hi, BLOCK_N, num_stages=KV_STAGES):  # up to KV_STAGES tiles in flight
+        tok = start + tl.arange(0, BLOCK_N)
         tok_ok = tok < hi
-        k_lat, k_rope = _load_kv_tile(kv_ptr, bt_row_ptr, tok, tok_ok, stride_row, PAGE, IS_FP8, DTYPE)
+        k_lat, k_rope = _load_kv_tile(kv_ptr, kv_rows, tok_ok, IS_FP8, DTYPE)
+        # the next tile's page ids, one iteration ahead: the KV loads never wait on a table read
+        kv_rows = _tile_rows(bt_row_ptr, tok + BLOCK_N, tok + BLOCK_N < hi, stride_row, PAGE)
         s = tl.dot(q_lat, tl.trans(k_lat)) + tl.dot(q_rope, tl.trans(k_rope))  # [M, N] fp32
         s = s * qk_scale_log2
         visible = tok_ok[None, :] & (tok[None, :] < n_visible[:, None])  # [M, N]
@@ -142,7 +150,8 @@ def _naive_kernel(q_ptr, kv_ptr, bt_ptr, seqlens_ptr, out_ptr, lse_ptr,
     for start in range(0, hi, BLOCK_N):
         tok = start + tl.arange(0, BLOCK_N)
         tok_ok = tok < hi
-        k_lat, k_rope = _load_kv_tile(kv_ptr, bt_row_ptr, tok, tok_ok, stride_row, PAGE, IS_FP8, tl.float32)
+        kv_rows = _tile_rows(bt_row_ptr, tok, tok_ok, stride_row, PAGE)  # [N] offsets of this tile's rows
+        k_lat, k_rope = _load_kv_tile(kv_ptr, kv_rows, tok_ok, IS_FP8, tl.float32)
         s = tl.sum(k_lat * q_lat[None, :], axis=1) + tl.sum(k_rope * q_rope[None, :], axis=1)  # [N]
         s = tl.where(tok_ok, s * qk_scale_log2, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, axis=0))  # at least one key is valid in every tile
@@ -168,7 +177,7 @@ def _naive_kernel(q_ptr, kv_ptr, bt_ptr, seqlens_ptr, out_ptr, lse_ptr,
 def _tiled_kernel(q_ptr, kv_ptr, bt_ptr, seqlens_ptr, out_ptr, lse_ptr,
                   h_q, s_q, stride_bt, stride_row, qk_scale_log2,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PAGE: tl.constexpr,
-                  CAUSAL: tl.constexpr, IS_FP8: tl.constexpr, DTYPE: tl.constexpr):
+                  CAUSAL: tl.constexpr, IS_FP8: tl.constexpr, DTYPE: tl.constexpr, KV_STAGES: tl.constexpr):
     i_b = tl.program_id(0)
     rows = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)  # [M] flattened (i_s, i_h) rows
     n_rows = s_q * h_q
@@ -179,7 +188,8 @@ def _tiled_kernel(q_ptr, kv_ptr, bt_ptr, seqlens_ptr, out_ptr, lse_ptr,
     q_lat = tl.load(q_rows[:, None] + tl.arange(0, 512)[None, :], mask=row_ok[:, None], other=0.0).to(DTYPE)
     q_rope = tl.load(q_rows[:, None] + 512 + tl.arange(0, 64)[None, :], mask=row_ok[:, None], other=0.0).to(DTYPE)
     acc, m_i, l_i = _attend_range(q_lat, q_rope, kv_ptr, bt_ptr + i_b.to(tl.int64) * stride_bt, stride_row,
-                                  0, seqlen, n_visible, qk_scale_log2, BLOCK_M, BLOCK_N, PAGE, IS_FP8, DTYPE)
+                                  0, seqlen, n_visible, qk_scale_log2, BLOCK_M, BLOCK_N, PAGE, IS_FP8, DTYPE,
+                                  KV_STAGES)
     seen = l_i > 0
     l_safe = tl.where(seen, l_i, 1.0)
     out = tl.where(seen[:, None], acc / l_safe[:, None], 0.0)
@@ -198,7 +208,7 @@ def _tiled_kernel(q_ptr, kv_ptr, bt_ptr, seqlens_ptr, out_ptr, lse_ptr,
 def _splitkv_kernel(q_ptr, kv_ptr, bt_ptr, seqlens_ptr, o_part_ptr, lse_part_ptr,
                     h_q, s_q, stride_bt, stride_row, qk_scale_log2, num_splits,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PAGE: tl.constexpr,
-                    CAUSAL: tl.constexpr, IS_FP8: tl.constexpr, DTYPE: tl.constexpr):
+                    CAUSAL: tl.constexpr, IS_FP8: tl.constexpr, DTYPE: tl.constexpr, KV_STAGES: tl.constexpr):
     """Partial results: o_part [b, num_splits, s_q*h_q, 512] fp32 (normalized within the
     split), lse_part [b, num_splits, s_q*h_q] fp32 in base 2 (-inf: the split saw no key)."""
     i_b = tl.program_id(0)
@@ -216,7 +226,8 @@ def _splitkv_kernel(q_ptr, kv_ptr, bt_ptr, seqlens_ptr, o_part_ptr, lse_part_ptr
     q_lat = tl.load(q_rows[:, None] + tl.arange(0, 512)[None, :], mask=row_ok[:, None], other=0.0).to(DTYPE)
     q_rope = tl.load(q_rows[:, None] + 512 + tl.arange(0, 64)[None, :], mask=row_ok[:, None], other=0.0).to(DTYPE)
     acc, m_i, l_i = _attend_range(q_lat, q_rope, kv_ptr, bt_ptr + i_b.to(tl.int64) * stride_bt, stride_row,
-                                  lo, hi, n_visible, qk_scale_log2, BLOCK_M, BLOCK_N, PAGE, IS_FP8, DTYPE)
+                                  lo, hi, n_visible, qk_scale_log2, BLOCK_M, BLOCK_N, PAGE, IS_FP8, DTYPE,
+                                  KV_STAGES)
     seen = l_i > 0
     l_safe = tl.where(seen, l_i, 1.0)
     part = (i_b * num_splits + i_split).to(tl.int64) * n_rows + rows  # [M]
@@ -278,13 +289,16 @@ def default_launch(block_m: int, is_fp8: bool = False):
     """(BLOCK_N, num_warps, num_stages) shipped for a BLOCK_M on a GPU.
 
     Chosen from sm_90 compiles (python -m kernels.compile_report), not from timings --
-    no GPU run has tuned them yet. The limit is registers: the fp32 accumulator
-    [BLOCK_M, 512] alone is 128 registers per thread at BLOCK_M=64 with 8 warps, so the
-    KV tile stays narrow (BLOCK_N=16) there; BLOCK_M=64 is the first size whose dots
-    compile to Hopper's wgmma (the smaller ones use mma.sync)."""
-    if block_m <= 16:
-        return (16 if is_fp8 else 32), 4, 2
-    return 16, 8, 2
+    no GPU run has tuned them yet. Registers are the limit: the fp32 accumulator
+    [BLOCK_M, 512] alone is 128 registers per thread at BLOCK_M=64 over 8 warps. A wider
+    KV tile (BLOCK_N=32) halves how often that accumulator is rescaled per key, and costs
+    about 100 bytes of spills at BLOCK_M=64; FP8 tiles, dequantized in registers, stay at
+    16 rows below BLOCK_M=64. BLOCK_M=64 is the first size whose dots compile to Hopper's
+    wgmma (smaller ones use mma.sync). num_stages=2: the next KV tile's cp.async copy
+    overlaps this tile's math."""
+    if block_m <= 32:
+        return (16 if is_fp8 else 32), (4 if block_m <= 16 else 8), 2
+    return 32, 8, 2
 
 
 def default_num_splits(b: int, s_q: int, h_q: int, max_seqlen_bound: int, num_sms: int,
@@ -386,7 +400,8 @@ def mla_decode_with_kvcache(q, kv_cache, block_table, cache_seqlens, head_dim_v=
         _no_more_options(options, version)
         _tiled_kernel[(b, grid_m)](q, kv_cache, block_table, cache_seqlens, out, lse,
                                    h_q, s_q, block_table.stride(0), stride_row, qk_scale_log2,
-                                   BLOCK_M=block_m, BLOCK_N=block_n, DTYPE=dtype, **common, **launch)
+                                   BLOCK_M=block_m, BLOCK_N=block_n, DTYPE=dtype,
+                                   KV_STAGES=launch["num_stages"], **common, **launch)
         return out, lse
     num_splits = options.pop("num_splits", None)
     _no_more_options(options, version)
@@ -400,7 +415,7 @@ def mla_decode_with_kvcache(q, kv_cache, block_table, cache_seqlens, head_dim_v=
     _splitkv_kernel[(b, grid_m, num_splits)](q, kv_cache, block_table, cache_seqlens, o_part, lse_part,
                                              h_q, s_q, block_table.stride(0), stride_row, qk_scale_log2,
                                              num_splits, BLOCK_M=block_m, BLOCK_N=block_n, DTYPE=dtype,
-                                             **common, **launch)
+                                             KV_STAGES=launch["num_stages"], **common, **launch)
     _combine_kernel[(b, n_rows)](o_part, lse_part, out, lse, h_q, s_q, num_splits,
                                  SPLITS_P2=triton.next_power_of_2(num_splits), num_warps=4)
     return out, lse
