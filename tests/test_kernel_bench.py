@@ -65,3 +65,20 @@ def test_bench_refuses_without_gpu(tmp_path):
     with pytest.raises(SystemExit, match="needs a CUDA GPU"):
         bench.run(bench.parse_args(["--quick", "--out", str(out)]))
     assert not out.exists()
+
+
+def test_build_cache_and_fp8_packing_on_cpu():
+    """bench.build_cache lays sequences on shuffled pages; the kernel's reference reads them back."""
+    import torch
+    from kernels.reference import gather_sequence
+    rng = np.random.default_rng(1)
+    lens = np.array([1, 64, 130])
+    kv, bt, sl = bench.build_cache(torch, rng, lens, torch.bfloat16, "cpu")
+    assert kv.shape == (1 + 1 + 3, 64, 1, 576) and bt.dtype == torch.int32 and sl.tolist() == [1, 64, 130]
+    used = torch.cat([bt[0, :1], bt[1, :1], bt[2, :3]])
+    assert sorted(used.tolist()) == list(range(5)), "every page used exactly once"
+    assert gather_sequence(kv, bt, sl, 2).shape == (130, 576)
+    kv8 = bench.pack_fp8_chunked(torch, kv, chunk=2)
+    assert kv8.shape == (5, 64, 1, 656) and kv8.dtype == torch.uint8
+    from kernels.fp8 import pack_fp8_kvcache
+    assert torch.equal(kv8, pack_fp8_kvcache(kv)), "chunked packing must equal one-shot packing"

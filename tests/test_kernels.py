@@ -104,6 +104,27 @@ def test_fp8_causal_splitkv_scattered():
     check(q, cache, bt, sl, fp8=True, causal=True, version="splitkv", num_splits=4)
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("h_q", [1, 3])
+def test_few_and_odd_heads(version, h_q):
+    # s_q*h_q rows below tl.dot's minimum of 16 and not a power of two: masked rows in the tile
+    q, cache, bt, sl = make_case([2, 50], page=32, s_q=2, h_q=h_q, seed=30 + h_q)
+    check(q, cache, bt, sl, causal=True, version=version)
+
+
+@pytest.mark.parametrize("fp8", [False, True])
+@pytest.mark.parametrize("rows", [16, 32, 64])
+def test_gpu_tile_shapes_in_interpreter(rows, fp8):
+    """The interpreter defaults to 64-key tiles; run the BLOCK_N that a GPU launch ships
+    (default_launch) so that its tile boundaries are exercised here too."""
+    from kernels.mla_decode import default_block_m, default_launch
+    block_m = default_block_m(1, rows)
+    block_n, _, stages = default_launch(block_m, fp8)
+    q, cache, bt, sl = make_case([block_n - 1, 3 * block_n + 5], page=16, s_q=1, h_q=rows, fp8=fp8, seed=rows)
+    check(q, cache, bt, sl, fp8=fp8, version="splitkv", block_m=block_m, block_n=block_n, num_stages=stages,
+          num_splits=2)
+
+
 def test_reference_matches_mlacourse():
     """The reference itself, against mlacourse.attention (numpy) on one sequence."""
     from mlacourse.attention import attention, causal_mask
