@@ -1,7 +1,7 @@
 """Benchmark the MLA decode versions on one CUDA GPU, in FlashMLA's test matrix.
 
-  python kernels/bench.py            full matrix (about 5 minutes on an H200)
-  python kernels/bench.py --quick    b=128, s_k~8K, s_q=1, h_q in {16, 128}: a minute or less
+  python kernels/bench.py            full matrix (sized to finish within 5 minutes on an H200; not yet run)
+  python kernels/bench.py --quick    b=128, s_k~8K, s_q=1, h_q in {16, 128}
 
 Matrix: b = 128 sequences with lengths drawn around a mean s_k in {4K, 8K, 16K, 32K}
 (normal, sd = mean/2, clipped to [s_q, 2*mean]), s_q in {1, 2}, causal, h_q in
@@ -32,6 +32,7 @@ from mlacourse.hardware import GPUS  # noqa: E402
 D_K, D_V, PAGE = 576, 512, 64
 ROW_BYTES = {"bf16": 2 * D_K, "fp8": 656}
 VERSIONS = ("naive", "tiled", "splitkv")
+SLOW_FROM_SK = 16384  # naive and torch are skipped from this mean s_k on unless --all
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -186,47 +187,56 @@ def pack_fp8_chunked(torch, kv, chunk=4096):
     return torch.cat([pack_fp8_kvcache(kv[i:i + chunk]) for i in range(0, kv.shape[0], chunk)])
 
 
-def run(args):
+def run(args, device=None, timer=None, cases=None):
+    """Build, check and time every case; write the markdown and the plot.
+    device/timer/cases are for the CPU smoke test only: a real run uses the GPU,
+    triton.testing.do_bench (median) and bench_cases(args.quick)."""
     import numpy as np
     import torch
     import triton
-    from triton.testing import do_bench
 
     from kernels.mla_decode import mla_decode_with_kvcache
     from kernels.reference import reference_decode_padded
 
-    if not torch.cuda.is_available():
-        sys.exit("bench.py needs a CUDA GPU (torch.cuda.is_available() is False); nothing was written.")
-    dev = torch.device("cuda")
-    name = torch.cuda.get_device_name(dev)
+    if device is None:
+        if not torch.cuda.is_available():
+            sys.exit("bench.py needs a CUDA GPU (torch.cuda.is_available() is False); nothing was written.")
+        device = "cuda"
+    if timer is None:
+        from triton.testing import do_bench
+
+        def timer(fn):
+            return do_bench(fn, warmup=25, rep=args.rep_ms, return_mode="median")
+    dev = torch.device(device)
+    name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU (smoke test, not a benchmark)"
     rng = np.random.default_rng(args.seed)
     scale = 192 ** -0.5  # what DeepSeek's MLA passes
-    rows, cache_key, cache = [], None, None
-    for cache_kind, mean_sk, s_q, h_q in bench_cases(args.quick):
-        if cache_key != (mean_sk, s_q):
-            cache = None
-            torch.cuda.empty_cache()
+    rows, cache_key = [], None
+    for cache_kind, mean_sk, s_q, h_q in (cases or bench_cases(args.quick)):
+        if cache_key != (mean_sk, s_q):  # one set of lengths and pages per (s_k, s_q), shared by bf16 and FP8
+            kv = kv8 = None
+            if dev.type == "cuda":
+                torch.cuda.empty_cache()
             lens = draw_lengths(rng, args.b, mean_sk, s_q)
             kv, bt, sl = build_cache(torch, rng, lens, torch.bfloat16, dev)
-            kv8 = None
             cache_key = (mean_sk, s_q)
         if cache_kind == "fp8" and kv8 is None:
             kv8 = pack_fp8_chunked(torch, kv)
-        kvc = kv8 if cache_kind == "fp8" else kv
         fp8 = cache_kind == "fp8"
+        kvc = kv8 if fp8 else kv
         q = torch.randn(args.b, s_q, h_q, D_K, dtype=torch.bfloat16, device=dev)
         flop, nbytes = work(lens, s_q, h_q, cache_kind)
-        n_chk = 2
+        n_chk = min(2, args.b)
         ref_o, _ = reference_decode_padded(q[:n_chk], kvc, bt[:n_chk], sl[:n_chk], softmax_scale=scale,
                                            causal=True, is_fp8_kvcache=fp8)
         for v in args.versions:
             row = dict(cache=cache_kind, s_k_mean=float(np.mean(lens)), s_q=s_q, h_q=h_q, version=v,
                        flop=flop, bytes=nbytes)
-            slow = v in ("naive", "torch") and mean_sk >= 16384 and not args.all
-            if slow:
+            if v in ("naive", "torch") and mean_sk >= SLOW_FROM_SK and not args.all:
                 rows.append(dict(row, ms=None, note="skipped (use --all)"))
                 continue
             if v == "torch":
+                # sequences per chunk so that the float32 scores of one chunk stay near 2 GB
                 chunk = max(1, min(args.b, int(2**31 // (h_q * s_q * 2 * mean_sk * 4 * 4))))
 
                 def fn():
@@ -239,22 +249,21 @@ def run(args):
                     return mla_decode_with_kvcache(q, kvc, bt, sl, D_V, softmax_scale=scale, causal=True,
                                                    is_fp8_kvcache=fp8, version=v)
                 out, _ = fn()
-                torch.cuda.synchronize()
+                if dev.type == "cuda":
+                    torch.cuda.synchronize()
                 err = (out[:n_chk].float() - ref_o.float()).abs().max().item()
-                check = f"{err:.2e}"
-                if not err < 5e-2:
-                    check += " FAIL"
-            ms = do_bench(fn, warmup=25, rep=args.rep_ms, return_mode="median")
+                check = f"{err:.2e}" + ("" if err < 5e-2 else " FAIL")
+            ms = timer(fn)
             row.update(ms=ms, tflops=flop / ms / 1e9, tbs=nbytes / ms / 1e9, check=check)
             rows.append(row)
             print(f"{cache_kind:4s} s_k~{mean_sk:6d} s_q={s_q} h_q={h_q:3d} {v:8s} {ms:9.3f} ms "
                   f"{row['tflops']:7.1f} TFLOPS {row['tbs']:6.2f} TB/s  check {check}", flush=True)
     meta = dict(date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), gpu=name,
-                driver=_driver(), torch=torch.__version__, triton=triton.__version__,
-                python=platform.python_version(), command="python kernels/bench.py" + (" --quick" if args.quick else ""))
-    compile_table = carried_compile_report(args.out)
+                driver=_driver() if dev.type == "cuda" else "-", torch=torch.__version__,
+                triton=triton.__version__, python=platform.python_version(),
+                command="python kernels/bench.py" + (" --quick" if args.quick else ""))
     with open(args.out, "w") as f:
-        f.write(render_markdown(meta, rows, compile_table))
+        f.write(render_markdown(meta, rows, carried_compile_report(args.out)))
     plot_roofline(rows, gpu_key(name), args.png)
     print(f"wrote {args.out} and {args.png}")
     return rows

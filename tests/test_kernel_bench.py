@@ -82,3 +82,25 @@ def test_build_cache_and_fp8_packing_on_cpu():
     assert kv8.shape == (5, 64, 1, 656) and kv8.dtype == torch.uint8
     from kernels.fp8 import pack_fp8_kvcache
     assert torch.equal(kv8, pack_fp8_kvcache(kv)), "chunked packing must equal one-shot packing"
+
+
+def test_run_smoke_on_cpu(tmp_path, monkeypatch):
+    """The whole run() pipeline on CPU in Triton's interpreter: tiny cases, a fake timer
+    (1 ms), output into tmp_path. Checks plumbing, not speed."""
+    args = bench.parse_args(["--b", "2", "--out", str(tmp_path / "B.md")])
+    calls = []
+
+    def fake_timer(fn):
+        fn()
+        calls.append(1)
+        return 1.0
+
+    monkeypatch.setattr(bench, "SLOW_FROM_SK", 100)  # stands in for 16K: skip naive/torch from mean s_k 100
+    rows = bench.run(args, device="cpu", timer=fake_timer, cases=[("bf16", 40, 1, 16), ("fp8", 40, 1, 16),
+                                                                    ("bf16", 120, 2, 16)])
+    assert len(calls) == 4 * 2 + 2  # 4 versions on two cases, then only tiled and splitkv
+    timed = [r for r in rows if r["ms"] is not None and r["version"] != "torch"]
+    assert all("FAIL" not in r["check"] for r in timed), [r["check"] for r in timed]
+    text = (tmp_path / "B.md").read_text()
+    assert "CPU (smoke test, not a benchmark)" in text and "skipped (use --all)" in text
+    assert (tmp_path / "B_roofline.png").exists()
