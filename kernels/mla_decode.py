@@ -366,6 +366,7 @@ def mla_decode_with_kvcache(q, kv_cache, block_table, cache_seqlens, head_dim_v=
       version      "naive" | "tiled" | "splitkv" (default)
       num_splits   split-KV pieces per sequence (splitkv; default: default_num_splits)
       block_m, block_n, num_warps, num_stages   tile shape and launch overrides
+    Not checked (it would need a device sync): cache_seqlens[i] <= max_blocks * page_block_size.
     """
     version = options.pop("version", "splitkv")
     if version not in VERSIONS:
@@ -385,6 +386,7 @@ def mla_decode_with_kvcache(q, kv_cache, block_table, cache_seqlens, head_dim_v=
         return out, lse
     if version == "naive":
         block_n = options.pop("block_n", 16)
+        _check_tile("block_n", block_n)
         launch = dict(num_warps=options.pop("num_warps", 4))
         _no_more_options(options, version)
         _naive_kernel[(b, n_rows)](q, kv_cache, block_table, cache_seqlens, out, lse,
@@ -394,6 +396,8 @@ def mla_decode_with_kvcache(q, kv_cache, block_table, cache_seqlens, head_dim_v=
     block_m = options.pop("block_m", default_block_m(s_q, h_q))
     d_bn, d_warps, d_stages = default_launch(block_m, is_fp8_kvcache)
     block_n = options.pop("block_n", 64 if interp else d_bn)  # wide tiles: fewer interpreted steps
+    _check_tile("block_m", block_m)
+    _check_tile("block_n", block_n)
     launch = dict(num_warps=options.pop("num_warps", d_warps), num_stages=options.pop("num_stages", d_stages))
     grid_m = triton.cdiv(n_rows, block_m)
     if version == "tiled":
@@ -419,6 +423,11 @@ def mla_decode_with_kvcache(q, kv_cache, block_table, cache_seqlens, head_dim_v=
     _combine_kernel[(b, n_rows)](o_part, lse_part, out, lse, h_q, s_q, num_splits,
                                  SPLITS_P2=triton.next_power_of_2(num_splits), num_warps=4)
     return out, lse
+
+
+def _check_tile(name, value):
+    if value < 16 or value & (value - 1):
+        raise ValueError(f"{name} must be a power of two >= 16 (tl.dot's smallest tile), got {value}")
 
 
 def _no_more_options(options, version):

@@ -186,6 +186,9 @@ def test_compare_reports_mismatch():
     (lambda a: dict(a, head_dim_v=128), "head_dim_v"),
     (lambda a: dict(a, version="fast"), "version"),
     (lambda a: dict(a, num_stagez=2), "unknown option"),
+    (lambda a: dict(a, block_m=8), "block_m must be a power of two"),
+    (lambda a: dict(a, version="naive", block_n=24), "block_n must be a power of two"),
+    (lambda a: dict(a, num_splits=0), "num_splits"),
     (lambda a: dict(a, q=torch.zeros(2, 1, 129, 576, dtype=torch.bfloat16)), "h_q"),
     (lambda a: dict(a, is_fp8_kvcache=True), "FP8 rows"),
 ])
