@@ -101,7 +101,7 @@ def render_markdown(meta: dict, rows: list, compile_table: str | None = None) ->
         else:
             lines.append(f"| {r['cache']} | {r['s_k_mean']:.0f} | {r['s_q']} | {r['h_q']} | {r['version']} "
                          f"| {r['ms']:.3f} | {r['tflops']:.1f} | {r['tbs']:.2f} | {r.get('check', '')} |")
-    lines += ["", TARGETS_MD]
+    lines += ["", TARGETS_MD, "", floors_md()]
     if compile_table:
         lines += ["", "## sm_90 compile report", "", compile_table.strip()]
     return "\n".join(lines) + "\n"
@@ -110,6 +110,31 @@ def render_markdown(meta: dict, rows: list, compile_table: str | None = None) ->
 TARGETS_MD = """## Targets (not results)
 For b=128, s_q=1, mean s_k=8K on an H200: >= 450 TFLOPS at h_q=128 (compute-bound side) and
 >= 3.6 TB/s at h_q=16 (memory-bound side). FlashMLA reports about 660 TFLOPS and 3000 GB/s on an H800."""
+
+
+def floors(gpu_name: str = "H200", b: int = 128, s_k: int = 8192, s_q: int = 1, cache: str = "bf16"):
+    """Roofline floor of one decode call per h_q, from datasheet peaks (a prediction, not a
+    measurement): time >= max(FLOP / peak, bytes / bandwidth). Returns rows of
+    (h_q, flop, bytes, compute ms, memory ms, floor ms, bound)."""
+    gpu = GPUS[gpu_name]
+    out = []
+    for h_q in (16, 64, 128):
+        flop, nbytes = work([s_k] * b, s_q, h_q, cache)
+        t_c = flop / (gpu.bf16_tflops * 1e12) * 1e3
+        t_m = nbytes / (gpu.hbm_gbps * 1e9) * 1e3
+        out.append((h_q, flop, nbytes, t_c, t_m, max(t_c, t_m), "compute" if t_c > t_m else "memory"))
+    return out
+
+
+def floors_md(gpu_name: str = "H200") -> str:
+    g = GPUS[gpu_name]
+    lines = [f"## Floors (computed from {gpu_name} datasheet peaks: {g.bf16_tflops:g} dense bf16 TFLOPS, "
+             f"{g.hbm_gbps / 1000:g} TB/s; predictions, not measurements)",
+             "b=128, every sequence s_k=8192, s_q=1, bf16 cache.", "",
+             "| h_q | GFLOP | GB moved | compute ms | memory ms | floor ms | bound |", "|---|---|---|---|---|---|---|"]
+    for h_q, flop, nbytes, t_c, t_m, t, bound in floors(gpu_name):
+        lines.append(f"| {h_q} | {flop / 1e9:.1f} | {nbytes / 1e9:.3f} | {t_c:.3f} | {t_m:.3f} | {t:.3f} | {bound} |")
+    return "\n".join(lines)
 
 
 def carried_compile_report(path: str):

@@ -104,3 +104,13 @@ def test_run_smoke_on_cpu(tmp_path, monkeypatch):
     text = (tmp_path / "B.md").read_text()
     assert "CPU (smoke test, not a benchmark)" in text and "skipped (use --all)" in text
     assert (tmp_path / "B_roofline.png").exists()
+
+
+def test_floors_from_datasheet():
+    rows = {r[0]: r for r in bench.floors("H200")}
+    # h_q=128: 128*128*2*8192*1088 FLOP at 989.4e12 FLOP/s
+    assert rows[128][3] == pytest.approx(128 * 128 * 2 * 8192 * 1088 / 989.4e12 * 1e3, rel=1e-12)
+    # h_q=16: 128*2*(16*576 + 8192*576 + 16*512) bytes at 4.8e12 B/s
+    assert rows[16][4] == pytest.approx(128 * 2 * (16 * 576 + 8192 * 576 + 16 * 512) / 4.8e12 * 1e3, rel=1e-12)
+    assert rows[128][6] == "compute" and rows[16][6] == "memory"
+    assert "| 128 |" in bench.floors_md() and "predictions, not measurements" in bench.floors_md()
