@@ -221,3 +221,18 @@ def test_gpu_bf16_operands(version, fp8):
     assert ok and float(msg.rsplit("cosine difference ", 1)[1]) < 1e-5, msg
     ok, msg = compare(f"gpu lse [{version}, fp8={fp8}]", lse, ref_lse, atol=1e-3, rtol=1e-3)
     assert ok, msg
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(lens=st.lists(st.integers(0, 150), min_size=1, max_size=3), page=st.sampled_from([16, 32, 64]),
+       s_q=st.integers(1, 3), h_q=st.integers(1, 20), causal=st.booleans(), fp8=st.booleans(),
+       num_splits=st.integers(1, 5), fp16=st.booleans(), seed=st.integers(0, 2**16))
+def test_splitkv_random_shapes(lens, page, s_q, h_q, causal, fp8, num_splits, fp16, seed):
+    """Random batches (fixed example sequence: derandomized, so a failure reproduces)."""
+    q, cache, bt, sl = make_case(lens, page=page, s_q=s_q, h_q=h_q, fp8=fp8, seed=seed,
+                                 dtype=torch.float16 if fp16 else torch.bfloat16)
+    check(q, cache, bt, sl, fp8=fp8, causal=causal, version="splitkv", num_splits=num_splits)
