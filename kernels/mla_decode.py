@@ -26,7 +26,6 @@ Softmax runs in base 2: scores are multiplied by softmax_scale*log2(e) once, exp
 replaces exp, and lse is converted back to natural log when it is stored."""
 from __future__ import annotations
 
-import math
 import os
 
 import torch
