@@ -310,6 +310,20 @@ def compare_choice(name: str, expected: str, got, choices: Sequence[str]) -> Ver
     return PASS
 
 
+def compare_out_lse(name: str, expected, got, *, rtol: float, atol: float,
+                    out_dims: str, lse_dims: str) -> Verdict:
+    """An attention result returned as the pair (out, lse): checks the pair's form, then
+    out, then lse, each with compare_arrays. `expected` is the reference's (out, lse)."""
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        size = f" of length {len(got)}" if isinstance(got, (tuple, list)) else ""
+        return fail(f"{name} should return a pair (out, lse); got a {type_name(got)}{size}.",
+                    "wrong_type")
+    v = compare_arrays(f"{name} out", expected[0], got[0], rtol=rtol, atol=atol, dims=out_dims)
+    if not v.passed:
+        return v
+    return compare_arrays(f"{name} lse", expected[1], got[1], rtol=rtol, atol=atol, dims=lse_dims)
+
+
 def compare_dict(name: str, expected: dict, got, compare_value: Callable[[str, Any, Any], Verdict]) -> Verdict:
     """A dict with exactly the expected keys; each value compared by compare_value(label, exp, got)."""
     if not isinstance(got, dict) or "__unsupported__" in got:

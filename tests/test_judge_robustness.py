@@ -147,12 +147,6 @@ def graded(tmp_path_factory):
     return res
 
 
-def first(res):
-    f = res.first_failure()
-    assert f is not None, f"expected a failure, got status {res.status}"
-    return f
-
-
 def test_whole_batch_is_bounded(graded):
     # 1 s per case timeout; nothing may hang the judge
     assert graded["_elapsed"] < 30

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import Case, Mistake, Problem, compare_arrays, fail, shape_text, type_name
+from grader.spec import Case, Mistake, Problem, shape_text, compare_out_lse
 from mlacourse.attention import attention_from_scores, merge_attention
 
 FN = "lse_merge"
@@ -74,17 +74,8 @@ def make_cases(seed):
 
 
 def check(case, result):
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        size = f" of length {len(result)}" if isinstance(result, (tuple, list)) else ""
-        return fail(f"{FN} should return a pair (out, lse); got a {type_name(result)}{size}.",
-                    "wrong_type")
-    exp_out, exp_lse = _reference(**case.args)
-    v = compare_arrays(f"{FN} out", exp_out, result[0], rtol=RTOL, atol=ATOL,
-                       dims="[n_heads, s_q, d_v]")
-    if not v.passed:
-        return v
-    return compare_arrays(f"{FN} lse", exp_lse, result[1], rtol=RTOL, atol=ATOL,
-                          dims="[n_heads, s_q]")
+    return compare_out_lse(FN, _reference(**case.args), result, rtol=RTOL, atol=ATOL,
+                           out_dims="[n_heads, s_q, d_v]", lse_dims="[n_heads, s_q]")
 
 
 # ---- plausible wrong attempts --------------------------------------------------------

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import Case, Mistake, Problem, compare_arrays, fail, shape_text, type_name
+from grader.spec import Case, Mistake, Problem, shape_text, compare_out_lse
 from mlacourse.attention import causal_mask, merge_attention
 from mlacourse.layer import attend_chunked_prefix, attend_expand
 
@@ -82,17 +82,8 @@ def make_cases(seed):
 
 
 def check(case, result):
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        size = f" of length {len(result)}" if isinstance(result, (tuple, list)) else ""
-        return fail(f"{FN} should return a pair (out, lse); got a {type_name(result)}{size}.",
-                    "wrong_type")
-    exp_out, exp_lse = _reference(**case.args)
-    v = compare_arrays(f"{FN} out", exp_out, result[0], rtol=RTOL, atol=ATOL,
-                       dims="[n_new, n_heads, d_v]")
-    if not v.passed:
-        return v
-    return compare_arrays(f"{FN} lse", exp_lse, result[1], rtol=RTOL, atol=ATOL,
-                          dims="[n_heads, n_new]")
+    return compare_out_lse(FN, _reference(**case.args), result, rtol=RTOL, atol=ATOL,
+                           out_dims="[n_new, n_heads, d_v]", lse_dims="[n_heads, n_new]")
 
 
 # ---- plausible wrong attempts --------------------------------------------------------

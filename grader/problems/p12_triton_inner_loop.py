@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import Case, Mistake, Problem, Verdict, compare_arrays, fail, same_answer, type_name
+from grader.spec import Case, Mistake, Problem, Verdict, compare_out_lse, same_answer
 from mlacourse.attention import attention
 
 FN = "triton_inner_loop"
@@ -54,16 +54,8 @@ def make_cases(seed):
 
 
 def _pair_verdict(case, result):
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        size = f" of length {len(result)}" if isinstance(result, (tuple, list)) else ""
-        return fail(f"{FN} should return a pair (out, lse); got a {type_name(result)}{size}.",
-                    "wrong_type")
-    exp_out, exp_lse = _reference(**case.args)
-    v = compare_arrays(f"{FN} out", exp_out, result[0], rtol=RTOL, atol=ATOL,
-                       dims="[b, h_q, d_v]")
-    if not v.passed:
-        return v
-    return compare_arrays(f"{FN} lse", exp_lse, result[1], rtol=RTOL, atol=ATOL, dims="[b, h_q]")
+    return compare_out_lse(FN, _reference(**case.args), result, rtol=RTOL, atol=ATOL,
+                           out_dims="[b, h_q, d_v]", lse_dims="[b, h_q]")
 
 
 def _close(a, b):
