@@ -1,0 +1,53 @@
+"""A classroom release leaves solutions/ out: the judge must still grade.
+
+The test copies the learner-facing part of the repo (no solutions/) into a temporary
+folder, puts one model answer in place of its stub -- as a learner who solved the
+problem would have it -- and runs that copy's judge as a learner would."""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RELEASE = ["judge.py", "grader", "mlacourse", "practice"]
+
+
+def make_release(dest: Path) -> Path:
+    for name in RELEASE:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__", ".judge_state.json"))
+        else:
+            shutil.copy2(src, dest / name)
+    assert not (dest / "solutions").exists()
+    return dest
+
+
+def judge(release: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "practice/judge.py", *args], cwd=release,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_release_grades_a_solved_problem_and_a_stub(tmp_path):
+    release = make_release(tmp_path)
+    shutil.copy2(ROOT / "solutions" / "p04_choose_path.py", release / "practice" / "p04_choose_path.py")
+
+    solved = judge(release, "4")
+    assert solved.returncode == 0, solved.stdout + solved.stderr
+    # PASSED also shows that the copy's own judge ran: the repo's judge would have graded
+    # the repo's practice/p04 stub and said "not started"
+    assert "PASSED" in solved.stdout
+    not_started = judge(release, "8")
+    assert not_started.returncode != 0
+    assert "not started" in not_started.stdout.lower()
+
+
+def test_release_json_report_scores(tmp_path):
+    import json
+
+    release = make_release(tmp_path)
+    shutil.copy2(ROOT / "solutions" / "p01_kv_cache_bytes.py", release / "practice" / "p01_kv_cache_bytes.py")
+    out = judge(release, "1", "--json")
+    report = json.loads(out.stdout)
+    assert report["status"] == "pass", report
+    assert report["score"] == report["max_score"] > 0
