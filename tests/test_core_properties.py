@@ -178,3 +178,22 @@ def test_fp8_row_round_trip(seed, mag):
     err = np.abs(back[:, :512] - latent).reshape(3, 4, 128)
     assert np.all(err <= tile_max * 2.0**-4 + 1e-300)
     np.testing.assert_allclose(back[:, 512:], rope_part, rtol=2.0**-8)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), prefix=st.integers(0, 12), n_new=st.integers(1, 5),
+       heads=st.integers(1, 3), half_rope=st.integers(1, 3))
+def test_layer_paths_agree_at_random_positions(seed, prefix, n_new, heads, half_rope):
+    """Whole layer with RoPE at real positions: a random prefix in the cache, then n_new
+    new tokens at positions prefix .. prefix+n_new-1, through both paths."""
+    cfg = MLAConfig("rand", n_heads=heads, n_layers=1, d_model=24, q_lora_rank=12,
+                    d_latent=10, d_nope=6, d_rope=2 * half_rope, d_v=5)
+    rng = np.random.default_rng(seed)
+    w = layer.init_weights(cfg, rng)
+    h = rng.standard_normal((prefix + n_new, cfg.d_model))
+    _, cache = layer.mla_forward(cfg, w, h[:prefix], path="absorb")
+    y_e, cache_e = layer.mla_forward(cfg, w, h[prefix:], cache, path="expand")
+    y_a, cache_a = layer.mla_forward(cfg, w, h[prefix:], cache, path="absorb")
+    np.testing.assert_allclose(y_e, y_a, rtol=1e-9, atol=1e-11)
+    np.testing.assert_array_equal(cache_e.k_rope, cache_a.k_rope)  # both cache the same rows
+    assert len(cache_a) == prefix + n_new
