@@ -169,4 +169,4 @@ def mla_forward(cfg: MLAConfig, w: MLAWeights, h_new, cache: LatentCache | None 
     mask = causal_mask(s, len(cache))
     out, _ = ATTEND[path](q_nope, q_rope, cache.c_kv, cache.k_rope, w.w_uk, w.w_uv,
                           cfg.softmax_scale, mask)  # [S, H, d_v]
-    return out.reshape(s, -1) @ w.w_o, cache
+    return out.reshape(s, cfg.n_heads * cfg.d_v) @ w.w_o, cache
