@@ -204,6 +204,57 @@ def _is_memory_error(e: BaseException) -> bool:
         "can't allocate memory" in text or "out of memory" in text))
 
 
+# ----------------------------------------------------------------------- the guard
+
+# Audit events that change the file system (their path arguments are checked) and
+# events that start another program (refused outright: a child process would not be
+# under this guard).
+_PATH_EVENTS = {"os.remove", "os.rmdir", "os.mkdir", "os.rename", "os.replace", "os.symlink",
+                "os.link", "os.truncate", "os.chmod", "os.chown", "os.utime", "shutil.rmtree",
+                "shutil.copyfile", "shutil.move"}
+_SPAWN_EVENTS = {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
+                 "os.fork", "os.forkpty", "pty.spawn"}
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+
+
+def install_guard(scratch: str):
+    """From now on, refuse (PermissionError) writes outside `scratch` and the start of
+    other programs. Installed after the judge's own imports and before the learner's
+    file is imported; an audit hook cannot be removed from Python code, so graded code
+    cannot edit the judge, the problem specs or other learners' files to fake a later
+    pass. (Native code, e.g. through ctypes, is not covered: this is a guard against
+    tampering from Python, not an operating-system sandbox.)"""
+    scratch = os.path.realpath(scratch)
+    allowed = (scratch + os.sep, os.devnull)
+
+    def inside(path) -> bool:
+        if isinstance(path, int):  # an already-open descriptor (stdout, the result pipe)
+            return True
+        try:
+            real = os.path.realpath(os.fsdecode(path))
+        except (TypeError, ValueError):
+            return False
+        return real == os.devnull or (real + os.sep).startswith(allowed[0])
+
+    def hook(event, args):
+        if event == "open":
+            path, mode, flags = args
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or \
+                      (isinstance(flags, int) and flags & _WRITE_FLAGS)
+            if writing and not inside(path):
+                raise PermissionError(f"graded code may not write to {os.fsdecode(path)!s}: the judge only "
+                                      f"allows writes inside its scratch folder")
+        elif event in _PATH_EVENTS:
+            for a in args:
+                if isinstance(a, (str, bytes, os.PathLike)) and not inside(a):
+                    raise PermissionError(f"graded code may not change {os.fsdecode(a)!s} ({event}): "
+                                          f"the judge only allows changes inside its scratch folder")
+        elif event in _SPAWN_EVENTS:
+            raise PermissionError(f"graded code may not start other programs ({event})")
+
+    sys.addaudithook(hook)
+
+
 def load_module(path: str, name: str = "learner_solution"):
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
@@ -312,6 +363,7 @@ def main():
             pass
     if job["memory_mb"]:
         set_memory_headroom(job["memory_mb"], hard_too=True)
+    install_guard(os.getcwd())  # the judge starts this process in its own scratch folder
     path = job["path"]
     try:
         module = load_module(path)

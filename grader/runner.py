@@ -140,8 +140,12 @@ def has_gpu() -> bool:
     return _GPU
 
 
-def _child_env(problem: Problem) -> dict:
+def _child_env(problem: Problem, scratch: str) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    # the child may write only inside its scratch folder (child.install_guard): point
+    # temp files and the caches libraries like to write there too
+    for k in ("TMPDIR", "TRITON_CACHE_DIR", "MPLCONFIGDIR", "XDG_CACHE_HOME"):
+        env[k] = scratch
     for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env[k] = "1"  # fast start, and memory use that does not depend on the core count
     if "triton" in problem.requires and "TRITON_INTERPRET" not in env and not has_gpu():
@@ -187,7 +191,7 @@ def run_subprocess(problem: Problem, path: str, cases: list) -> tuple[dict, str]
             proc = subprocess.Popen(
                 [sys.executable, "-I", "-u", str(CHILD), "--fd", str(w_fd), "--job", str(job_file)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                pass_fds=(w_fd,), cwd=tmp, env=_child_env(problem), start_new_session=True)
+                pass_fds=(w_fd,), cwd=tmp, env=_child_env(problem, tmp), start_new_session=True)
         finally:
             os.close(w_fd)
         out_fd = proc.stdout.fileno()

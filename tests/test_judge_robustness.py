@@ -113,11 +113,10 @@ ATTEMPTS = {
     "mutates input": "def double(x):\n    x *= 2\n    return x\n",
     "memory hog": "import numpy as np\ndef double(x):\n"
                   "    big = np.ones((1024, 1024, 512))\n    return 2 * x\n",
-    "lingering thread and process": """
-        import subprocess, sys, threading, time
+    "lingering thread": """
+        import threading, time
         import numpy as np
         threading.Thread(target=time.sleep, args=(60,)).start()
-        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         def double(x):
             return 2 * np.asarray(x)
         """,
@@ -177,7 +176,7 @@ def test_infinite_loop_at_import_times_out(tmp_path, monkeypatch):
 
 
 def test_threads_and_processes_left_behind_do_not_stall_the_judge(graded):
-    res = graded["lingering thread and process"]
+    res = graded["lingering thread"]
     assert res.status == "passed" and res.elapsed < 10
 
 
@@ -317,3 +316,76 @@ def test_memory_cap_without_rlimit_falls_back_to_allocation_accounting(monkeypat
     assert rec["status"] == "memory_error" and "64 MB at peak" in rec["message"]
     rec = child.run_case(lambda x: 2 * x, {"x": np.ones(3)}, "<test>", memory_mb=16)
     assert rec["status"] == "ok"
+
+
+# ---- tampering with files, or escaping the guard through another program ----------
+
+def test_writing_outside_the_scratch_folder_is_refused(tmp_path):
+    """An attempt that rewrites a file of the judge (here a stand-in) to fake a later
+    pass: the write is refused, the file is unchanged, and the verdict says why."""
+    victim = tmp_path / "p04_choose_path.py"
+    victim.write_text("PROBLEM = 'original'\n")
+    res = grade_src(tmp_path, f"""
+        import numpy as np
+        def double(x):
+            with open({str(victim)!r}, "w") as f:
+                f.write("PROBLEM = 'tampered'")
+            return 2 * np.asarray(x)
+        """)
+    assert victim.read_text() == "PROBLEM = 'original'\n"
+    assert res.status == "failed"
+    assert "may not write to" in first(res).message and "PermissionError" in first(res).message
+
+
+@pytest.mark.parametrize("action", [
+    "os.remove(VICTIM)",
+    "os.rename(VICTIM, VICTIM + '.bak')",
+    "pathlib.Path(VICTIM).write_text('x')",
+    "shutil.copyfile(os.__file__, VICTIM)",
+    "os.close(os.open(VICTIM, os.O_WRONLY | os.O_TRUNC))",
+])
+def test_other_ways_of_changing_files_are_refused(tmp_path, action):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    res = grade_src(tmp_path, f"""
+        import os, pathlib, shutil
+        import numpy as np
+        VICTIM = {str(victim)!r}
+        def double(x):
+            {action}
+            return 2 * np.asarray(x)
+        """)
+    assert victim.read_text() == "keep me"
+    assert res.status == "failed" and "PermissionError" in first(res).message
+
+
+@pytest.mark.parametrize("spawn", [
+    "subprocess.run(['true'])",
+    "os.system('true')",
+    "os.posix_spawn('/bin/true', ['true'], {})",
+])
+def test_starting_other_programs_is_refused(tmp_path, spawn):
+    res = grade_src(tmp_path, f"""
+        import os, subprocess
+        import numpy as np
+        def double(x):
+            {spawn}
+            return 2 * np.asarray(x)
+        """)
+    assert res.status == "failed"
+    assert "may not start other programs" in first(res).message
+
+
+def test_scratch_folder_stays_writable(tmp_path):
+    """Temporary files (tempfile, the working directory) are still allowed."""
+    res = grade_src(tmp_path, """
+        import tempfile
+        import numpy as np
+        def double(x):
+            with tempfile.NamedTemporaryFile("w", delete=True) as f:
+                f.write("scratch")
+            with open("notes.txt", "w") as f:
+                f.write("cwd is the scratch folder")
+            return 2 * np.asarray(x)
+        """)
+    assert res.status == "passed", res.first_failure() and res.first_failure().message
