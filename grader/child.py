@@ -1,23 +1,25 @@
-"""Runs a learner's file on a list of cases, in a separate process (or in-process where
-there are no subprocesses, e.g. the browser).
+"""The part of the judge that runs the learner's code, and nothing else.
 
-This file is executed by path with ``python -I -u`` and imports nothing from the
-grader: it must work in a bare interpreter. The judge writes a job (a pickle made by
-the judge -- trusted) to a temp file and reads plain-data records back from a dedicated pipe
-(``--fd``), one line each: ``<token>\\t<json>``. Lines without the job's random token
-are ignored, so text the learner prints cannot pose as a record; and records are only
-data (JSON, arrays as base64 bytes with a numeric dtype), so nothing the learner's code
-does here can run code in the judge. The judge decides every verdict itself.
+Three ways in, one way of running a case (``run_case``):
+  * a fresh process: ``python -I -u grader/child.py --fd N --job FILE`` (the command line
+    judge; ``main`` below). The course's own packages are never imported here, so graded
+    code cannot reach the reference answers: imports of them are refused by a finder,
+    reads of their source files by an audit hook.
+  * a forked copy of a notebook's kernel (``serve_forked``), for ``check()`` in Jupyter:
+    the functions live in that process, and so does the course's code, so a profiler
+    notices any call into it instead.
+  * in-process (the browser, Windows): the same profiler, without limits.
 
-Records: {"event": "ready"} after the import; {"event": "start", "i": i} before case i;
-{"event": "done", "i": i, "status": ..., ...} after it; {"event": "import_error", ...}.
-Case statuses: ok (with "result"), not_implemented, error, memory_error, system_exit,
-missing_function.
+Only plain data goes back (``encode``): numbers, strings, containers and numeric numpy
+arrays. Each record has a ``status`` from ``RunStatus``. On the wire every line is
+``<token>\\t<json>``; the judge ignores lines without the token it chose.
 """
 from __future__ import annotations
 
 import base64
 import copy
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import io
 import json
@@ -25,8 +27,39 @@ import os
 import pickle
 import sys
 import traceback
+import types
+from enum import Enum
 
 OUTPUT_KEEP = 4000  # characters of printed output kept per case
+_REAL_EXIT = os._exit  # the harness's own way out (graded code gets a tripwire instead)
+
+
+class RunStatus(str, Enum):
+    """What happened to one call of a learner's function (or to the process running it)."""
+    OK = "ok"                              # returned a value
+    NOT_IMPLEMENTED = "not_implemented"    # raised NotImplementedError: not started
+    ERROR = "error"                        # raised another exception
+    MEMORY_ERROR = "memory_error"          # raised MemoryError under the cap
+    SYSTEM_EXIT = "system_exit"            # called sys.exit / exit / os._exit
+    MISSING_FUNCTION = "missing_function"  # the file does not define it
+    USES_REFERENCE = "uses_reference"      # reached for the course's reference code
+    TIMEOUT = "timeout"                    # still running at its deadline (killed)
+    CRASHED = "crashed"                    # killed by a signal (segfault, ...)
+    OUT_OF_MEMORY = "out_of_memory"        # native code gave up allocating and ended the process
+    EXITED = "exited"                      # the process ended without a Python exception
+    TOO_LARGE = "too_large"                # the result was too large to send back
+    NOT_RUN = "not_run"                    # an earlier case took the process down
+
+    def __str__(self):
+        return self.value
+
+
+class ReferenceUseError(PermissionError):
+    """Graded code reached for the course's own implementation (import or source read)."""
+
+
+class _ExitCalled(BaseException):
+    """os._exit inside graded code: turned into an exception so the verdict can say so."""
 
 
 class _CappedText(io.TextIOBase):
@@ -61,10 +94,11 @@ def encode(x, depth=0):
     if depth > 20:
         return {"__unsupported__": "a structure nested too deeply"}
     if x is None or isinstance(x, (bool, str)):
-        return x
+        return str(x) if isinstance(x, str) and type(x) is not str else x
     if isinstance(x, int):
-        return x
+        return int(x)
     if isinstance(x, float):
+        x = float(x)
         return {"__float__": repr(x)} if x != x or x in (float("inf"), float("-inf")) else x
     if isinstance(x, dict):
         return {"__dict__": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in x.items()]}
@@ -125,11 +159,50 @@ def decode(x):
     return {str(k): decode(v) for k, v in x.items()}
 
 
+# ----------------------------------------------------------------------- data the attempt may import
+
+class DataRecord:
+    """A read-only record of named fields: what a spec lets graded code import from the
+    course (e.g. the GPU table) -- the numbers, without the methods that compute answers."""
+
+    def __init__(self, type_name: str, fields: dict):
+        object.__setattr__(self, "_type", type_name)
+        object.__setattr__(self, "_fields", dict(fields))
+
+    def __getattr__(self, name):
+        fields = object.__getattribute__(self, "_fields")
+        if name in fields:
+            return fields[name]
+        raise AttributeError(
+            f"{object.__getattribute__(self, '_type')} has no attribute {name!r} in graded code: "
+            f"only its data is available ({', '.join(fields)}); compute the rest yourself")
+
+    def __setattr__(self, name, value):
+        raise AttributeError("the course's data is read-only")
+
+    def __repr__(self):
+        fields = object.__getattribute__(self, "_fields")
+        inner = ", ".join(f"{k}={v!r}" for k, v in fields.items())
+        return f"{object.__getattribute__(self, '_type')}({inner})"
+
+
+def rebuild_data(x):
+    """Plain data from the judge (see runner.data_view) -> values with DataRecords."""
+    if isinstance(x, dict) and "__record__" in x:
+        return DataRecord(x["__record__"], {k: rebuild_data(v) for k, v in x["fields"].items()})
+    if isinstance(x, dict):
+        return {k: rebuild_data(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [rebuild_data(v) for v in x]
+    return x
+
+
 # ----------------------------------------------------------------------- running
 
 def learner_traceback(exc: BaseException, path: str) -> str:
     """The exception with only the frames of the learner's own file."""
-    frames = traceback.extract_tb(exc.__traceback__)
+    # lookup_lines=False: read source lines only for the frames shown (the learner's)
+    frames = traceback.StackSummary.extract(traceback.walk_tb(exc.__traceback__), lookup_lines=False)
     if path.startswith("<"):  # functions handed over in-process (a notebook): drop our frames
         here = os.path.abspath(__file__)
         frames = [f for f in frames if os.path.abspath(f.filename) != here]
@@ -204,7 +277,28 @@ def _is_memory_error(e: BaseException) -> bool:
         "can't allocate memory" in text or "out of memory" in text))
 
 
-# ----------------------------------------------------------------------- the guard
+# ----------------------------------------------------------------------- the guards
+
+class Watch:
+    """What the guards saw while graded code ran: reference use, kernel launches.
+    One per process; ``take`` hands out and clears what was seen during one case."""
+
+    def __init__(self):
+        self.reference_uses: list[str] = []
+        self.launches = 0
+
+    def saw_reference(self, what: str):
+        if what not in self.reference_uses:
+            self.reference_uses.append(what)
+
+    def take(self):
+        seen = (list(self.reference_uses), self.launches)
+        self.reference_uses.clear()
+        self.launches = 0
+        return seen
+
+
+WATCH = Watch()
 
 # Audit events that change the file system (their path arguments are checked) and
 # events that start another program (refused outright: a child process would not be
@@ -217,36 +311,63 @@ _SPAWN_EVENTS = {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
 
-def install_guard(scratch: str):
-    """From now on, refuse (PermissionError) writes outside `scratch` and the start of
-    other programs. Installed after the judge's own imports and before the learner's
-    file is imported; an audit hook cannot be removed from Python code, so graded code
-    cannot edit the judge, the problem specs or other learners' files to fake a later
-    pass. (Native code, e.g. through ctypes, is not covered: this is a guard against
-    tampering from Python, not an operating-system sandbox.)"""
-    scratch = os.path.realpath(scratch)
-    allowed = (scratch + os.sep, os.devnull)
+def _under(path: str, folders) -> bool:
+    return any(path == f or path.startswith(f + os.sep) for f in folders)
 
-    def inside(path) -> bool:
+
+def install_guard(scratch: str, protected=(), readable=()):
+    """From now on, in this process: refuse writes outside `scratch`, the start of other
+    programs, reads inside the `protected` folders (the course's reference code, except
+    the files in `readable`: the attempt itself), and reads of other processes' /proc
+    entries. An audit hook cannot be removed from Python code, so graded code cannot edit
+    the judge or the specs to fake a later pass, nor read the reference to copy it.
+    (Native code, e.g. through ctypes, is not covered: this guards against Python, it is
+    not an operating-system sandbox.)"""
+    scratch = os.path.realpath(scratch)
+    protected = tuple(os.path.realpath(p) for p in protected)
+    readable = {os.path.realpath(p) for p in readable}
+    own_proc = (f"/proc/{os.getpid()}", "/proc/self", "/proc/thread-self")
+
+    def real(path):
+        try:
+            return os.path.realpath(os.fsdecode(path))
+        except (TypeError, ValueError):
+            return None
+
+    def inside_scratch(path) -> bool:
         if isinstance(path, int):  # an already-open descriptor (stdout, the result pipe)
             return True
-        try:
-            real = os.path.realpath(os.fsdecode(path))
-        except (TypeError, ValueError):
-            return False
-        return real == os.devnull or (real + os.sep).startswith(allowed[0])
+        r = real(path)
+        return r is not None and (r == os.devnull or _under(r, (scratch,)))
+
+    def refuse_read(path) -> str | None:
+        if isinstance(path, int):
+            return None
+        r = real(path)
+        if r is None:
+            return None
+        if protected and _under(r, protected) and r not in readable:
+            return r
+        if r.startswith("/proc/") and r.split("/")[2].isdigit() and not _under(r, own_proc):
+            return r
+        return None
 
     def hook(event, args):
         if event == "open":
             path, mode, flags = args
             writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or \
                       (isinstance(flags, int) and flags & _WRITE_FLAGS)
-            if writing and not inside(path):
+            if writing and not inside_scratch(path):
                 raise PermissionError(f"graded code may not write to {os.fsdecode(path)!s}: the judge only "
                                       f"allows writes inside its scratch folder")
+            bad = refuse_read(path)
+            if bad is not None:
+                WATCH.saw_reference(f"reading {bad}")
+                raise ReferenceUseError(f"graded code may not read {bad}: it belongs to the course's "
+                                        "reference implementation or to the judge")
         elif event in _PATH_EVENTS:
             for a in args:
-                if isinstance(a, (str, bytes, os.PathLike)) and not inside(a):
+                if isinstance(a, (str, bytes, os.PathLike)) and not inside_scratch(a):
                     raise PermissionError(f"graded code may not change {os.fsdecode(a)!s} ({event}): "
                                           f"the judge only allows changes inside its scratch folder")
         elif event in _SPAWN_EVENTS:
@@ -255,14 +376,136 @@ def install_guard(scratch: str):
     sys.addaudithook(hook)
 
 
-def load_module(path: str, name: str = "learner_solution"):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+# the course's packages: graded code may not import them (except what a spec provides)
+COURSE_PACKAGES = ("mlacourse", "grader", "solutions", "kernels")
+
+
+class _CourseBlocker(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """First on sys.meta_path: imports of the course's packages either get the data a
+    spec provides (a made-up module holding only that data) or are refused."""
+
+    def __init__(self, provided: dict):
+        self.provided = provided  # {"mlacourse.hardware": {"GPUS": ...}}
+        self.parents = {n.rsplit(".", i)[0] for n in provided for i in range(n.count(".") + 1)}
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname.split(".")[0] not in COURSE_PACKAGES:
+            return None
+        if fullname in self.provided or fullname in self.parents:
+            return importlib.machinery.ModuleSpec(fullname, self, is_package=fullname not in self.provided)
+        WATCH.saw_reference(f"import {fullname}")
+        allowed = ", ".join(sorted(self.provided)) or "nothing"
+        raise ReferenceUseError(f"import {fullname}: graded code may not import the course's reference "
+                                f"implementation (from the course it may import: {allowed})")
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        # parents are made as empty packages (is_package above), so only data to fill in
+        for name, value in self.provided.get(module.__name__, {}).items():
+            setattr(module, name, value)
+
+
+def block_course_imports(provided: dict):
+    """Refuse imports of the course's packages from now on; `provided` maps module names
+    to the {name: plain data} graded code may import instead."""
+    for name in list(sys.modules):
+        if name.split(".")[0] in COURSE_PACKAGES:
+            del sys.modules[name]
+    sys.meta_path.insert(0, _CourseBlocker({m: {k: rebuild_data(v) for k, v in names.items()}
+                                            for m, names in provided.items()}))
+
+
+def trip_os_exit():
+    """os._exit in graded code raises instead of ending the process silently, so the
+    verdict can say what happened (the harness keeps the real one)."""
+    def _exit(code=0):
+        raise _ExitCalled(code)
+    os._exit = _exit
+    try:
+        import posix
+        posix._exit = _exit
+    except ImportError:
+        pass
+
+
+def count_kernel_launches():
+    """If triton is loaded, count `kernel[grid](...)` launches (a problem whose point is
+    writing a Triton kernel checks that one ran)."""
+    jit = sys.modules.get("triton.runtime.jit")
+    base = getattr(jit, "KernelInterface", None)
+    if base is None or getattr(base, "_judge_counted", False):
+        return
+    original = base.__getitem__
+
+    def __getitem__(self, grid):
+        launch = original(self, grid)
+
+        def counted(*args, **kwargs):
+            WATCH.launches += 1
+            return launch(*args, **kwargs)
+        return counted
+    base.__getitem__ = __getitem__
+    base._judge_counted = True
+
+
+class ReferenceProfiler:
+    """For code that shares a process with the course (a notebook, the browser): while
+    active, notes any call into a function defined under the reference folders."""
+
+    def __init__(self, folders, allowed_files=()):
+        self.folders = tuple(os.path.realpath(f) for f in folders)
+        self.allowed = {os.path.realpath(f) for f in allowed_files}
+        self._seen_files: dict = {}
+
+    def _is_reference(self, filename: str) -> bool:
+        hit = self._seen_files.get(filename)
+        if hit is None:
+            r = os.path.realpath(filename) if not filename.startswith("<") else filename
+            hit = _under(r, self.folders) and r not in self.allowed
+            self._seen_files[filename] = hit
+        return hit
+
+    def _profile(self, frame, event, arg):
+        if event == "call" and self._is_reference(frame.f_code.co_filename):
+            mod = frame.f_globals.get("__name__", "?")
+            WATCH.saw_reference(f"{mod}.{frame.f_code.co_name}")
+
+    def __enter__(self):
+        import threading
+        self._old = sys.getprofile()
+        sys.setprofile(self._profile)
+        threading.setprofile(self._profile)
+        return self
+
+    def __exit__(self, *exc):
+        import threading
+        sys.setprofile(self._old)
+        threading.setprofile(None)
+        return False
+
+
+def load_module(path: str, name: str = "learner_solution", source: bytes | None = None):
+    """Import the file at `path` as module `name`; from `source` (its bytes, read before
+    the guards went up) when given, so that no cached bytecode beside it is needed."""
+    if source is None:
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+    mod = types.ModuleType(name)
+    mod.__file__ = path
+    sys.modules[name] = mod
+    exec(compile(source, path, "exec", dont_inherit=True), mod.__dict__)
     return mod
 
 
-def run_case(fn, args: dict, path: str, memory_mb=None, check_inputs=True) -> dict:
+def _reference_record(uses):
+    return {"status": RunStatus.USES_REFERENCE, "uses": uses}
+
+
+def run_case(fn, args: dict, path: str, memory_mb=None, check_inputs=True, profiler=None) -> dict:
     """Call fn(**args) and describe what happened as a plain dict."""
     kept = {}
     if check_inputs:
@@ -274,34 +517,45 @@ def run_case(fn, args: dict, path: str, memory_mb=None, check_inputs=True) -> di
     sys.stdout, sys.stderr = out, err
     old = set_memory_headroom(memory_mb) if memory_mb else None
     tracing = _start_tracing() if memory_mb else False
+    WATCH.take()
     rec = {}
     try:
         try:
-            result = fn(**args)
+            if profiler is not None:
+                with profiler:
+                    result = fn(**args)
+            else:
+                result = fn(**args)
             peak = _stop_tracing() if tracing else 0
             tracing = False
             if peak > memory_mb * 2**20 if memory_mb else False:
                 # where RLIMIT_DATA is not enforced (macOS), numpy's own accounting decides
-                rec = {"status": "memory_error", "type": "MemoryError",
+                rec = {"status": RunStatus.MEMORY_ERROR, "type": "MemoryError",
                        "message": f"it allocated {peak / 2**20:.0f} MB at peak (numpy arrays), "
                                   f"over this case's {memory_mb} MB"}
             else:
-                rec = {"status": "ok", "result": encode(result)}
+                rec = {"status": RunStatus.OK, "result": encode(result)}
         finally:
             if tracing:
                 _stop_tracing()
             restore_memory(old)
     except NotImplementedError as e:
-        rec = {"status": "not_implemented", "message": str(e)}
+        rec = {"status": RunStatus.NOT_IMPLEMENTED, "message": str(e)}
     except SystemExit as e:
-        rec = {"status": "system_exit", "message": f"SystemExit({e.code!r})"}
+        rec = {"status": RunStatus.SYSTEM_EXIT, "message": f"SystemExit({e.code!r})"}
+    except _ExitCalled as e:
+        rec = {"status": RunStatus.SYSTEM_EXIT, "message": f"os._exit({e.args[0]!r})"}
     except KeyboardInterrupt:
         raise
     except BaseException as e:  # noqa: BLE001 -- everything the learner raises is data
-        rec = {"status": "memory_error" if _is_memory_error(e) else "error",
+        rec = {"status": RunStatus.MEMORY_ERROR if _is_memory_error(e) else RunStatus.ERROR,
                "message": learner_traceback(e, path), "type": type(e).__name__}
     finally:
         sys.stdout, sys.stderr = saved
+    uses, launches = WATCH.take()
+    if uses:  # even if the attempt caught the refusal and carried on
+        rec = _reference_record(uses)
+    rec["launches"] = launches
     printed = out.text() + err.text()
     if printed:
         rec["output"] = printed
@@ -320,24 +574,87 @@ def run_case(fn, args: dict, path: str, memory_mb=None, check_inputs=True) -> di
     return rec
 
 
-def run_in_process(path, cases, functions=None, module=None):
-    """Yield (index, record) for each case, in this process (browser / notebook).
+def import_failure(exc: BaseException, path: str) -> dict:
+    """The record for a file that could not be imported."""
+    uses, _ = WATCH.take()
+    if uses:
+        return dict(_reference_record(uses), event="import_error")
+    if isinstance(exc, SystemExit):
+        return {"event": "import_error", "type": "SystemExit",
+                "message": f"the file called exit ({exc.code!r}) while being imported"}
+    if isinstance(exc, _ExitCalled):
+        return {"event": "import_error", "type": "SystemExit",
+                "message": f"the file called os._exit({exc.args[0]!r}) while being imported"}
+    return {"event": "import_error", "message": learner_traceback(exc, path), "type": type(exc).__name__}
+
+
+def run_cases(module, path, cases, send, profiler=None):
+    """Run each case and send its record; cases: (index, function name, args, memory_mb)."""
+    for i, fname, args, memory_mb in cases:
+        send({"event": "start", "i": i})
+        fn = getattr(module, fname, None)
+        if not callable(fn):
+            rec = {"status": RunStatus.MISSING_FUNCTION, "function": fname}
+        else:
+            rec = run_case(fn, args, path, memory_mb, profiler=profiler)
+        try:
+            line = dict(rec, event="done", i=i)
+            json.dumps(line)
+        except (TypeError, ValueError) as e:
+            line = {"event": "done", "i": i, "status": RunStatus.ERROR,
+                    "message": f"the result could not be sent back ({e})"}
+        send(line)
+    send({"event": "finished"})
+
+
+def run_in_process(path, cases, module=None, reference_folders=(), allowed_files=()):
+    """Yield (index, record) for each case, in this process (browser / Windows).
     cases: list of (index, function name, args, memory_mb). ``module`` may be any
     object holding the functions (then ``path`` is only used to trim tracebacks)."""
+    profiler = (ReferenceProfiler(reference_folders, [*allowed_files, __file__])
+                if reference_folders else None)
     if module is None:
         try:
-            module = load_module(path)
+            if profiler is not None:
+                with profiler:
+                    module = load_module(path)
+            else:
+                module = load_module(path)
         except BaseException as e:  # noqa: BLE001
-            yield None, {"event": "import_error", "message": learner_traceback(e, path),
-                         "type": type(e).__name__}
+            yield None, import_failure(e, path)
+            return
+        uses, _ = WATCH.take()
+        if uses:
+            yield None, dict(_reference_record(uses), event="import_error")
             return
     for i, fname, args, memory_mb in cases:
         fn = getattr(module, fname, None)
         if not callable(fn):
-            yield i, {"status": "missing_function", "function": fname}
+            yield i, {"status": RunStatus.MISSING_FUNCTION, "function": fname}
             continue
-        args = copy.deepcopy(args)
-        yield i, run_case(fn, args, path, memory_mb)
+        yield i, run_case(fn, copy.deepcopy(args), path, memory_mb, profiler=profiler)
+
+
+def _channel(fd: int, token: str):
+    stream = os.fdopen(fd, "w", buffering=1)
+
+    def send(obj):
+        stream.write(token + "\t" + json.dumps(obj) + "\n")
+        stream.flush()
+    return send
+
+
+def serve_forked(job: dict, module, fd: int):
+    """In a forked copy of a notebook's kernel: limits, guards, then the cases."""
+    send = _channel(fd, job["token"])
+    if job["memory_mb"]:
+        set_memory_headroom(job["memory_mb"], hard_too=True)
+    install_guard(job["scratch"], protected=job["protected"], readable=[__file__])
+    trip_os_exit()
+    count_kernel_launches()
+    send({"event": "ready"})
+    profiler = ReferenceProfiler(job["protected"], allowed_files=[__file__])
+    run_cases(module, job["path"], job["cases"], send, profiler=profiler)
 
 
 def main():
@@ -346,16 +663,7 @@ def main():
     with open(job_path, "rb") as f:
         job = pickle.load(f)
     os.unlink(job_path)
-    token = job["token"]
-    channel = os.fdopen(fd, "w", buffering=1)
-
-    def send(obj):
-        channel.write(token + "\t" + json.dumps(obj) + "\n")
-        channel.flush()
-
-    for p in job.get("sys_path", []):
-        if p not in sys.path:
-            sys.path.append(p)
+    send = _channel(fd, job["token"])
     for m in job.get("preimport", []):
         try:
             __import__(m)
@@ -363,34 +671,31 @@ def main():
             pass
     if job["memory_mb"]:
         set_memory_headroom(job["memory_mb"], hard_too=True)
-    install_guard(os.getcwd())  # the judge starts this process in its own scratch folder
     path = job["path"]
+    sys.dont_write_bytecode = True
     try:
-        module = load_module(path)
-    except SystemExit as e:
-        send({"event": "import_error", "message": f"the file called exit ({e.code!r}) while being imported",
-              "type": "SystemExit"})
+        with open(path, "rb") as f:
+            source = f.read()
+    except OSError as e:
+        send({"event": "import_error", "message": f"cannot read {path}: {e}", "type": type(e).__name__})
         return
+    # the judge starts this process in its own scratch folder
+    install_guard(os.getcwd(), protected=job["protected"], readable=[path, __file__])
+    block_course_imports(job.get("provided", {}))
+    trip_os_exit()
+    count_kernel_launches()
+    try:
+        module = load_module(path, source=source)
     except BaseException as e:  # noqa: BLE001
-        send({"event": "import_error", "message": learner_traceback(e, path),
-              "type": type(e).__name__})
+        send(import_failure(e, path))
         return
+    uses, _ = WATCH.take()
+    if uses:
+        send(dict(_reference_record(uses), event="import_error"))
+        return
+    count_kernel_launches()  # triton may have been imported by the file itself
     send({"event": "ready"})
-    for i, fname, args, memory_mb in job["cases"]:
-        send({"event": "start", "i": i})
-        fn = getattr(module, fname, None)
-        if not callable(fn):
-            rec = {"status": "missing_function", "function": fname}
-        else:
-            rec = run_case(fn, args, path, memory_mb)
-        try:
-            line = json.dumps(dict(rec, event="done", i=i))
-        except (TypeError, ValueError) as e:
-            line = json.dumps({"event": "done", "i": i, "status": "error",
-                               "message": f"the result could not be sent back ({e})"})
-        channel.write(token + "\t" + line + "\n")
-        channel.flush()
-    send({"event": "finished"})
+    run_cases(module, path, job["cases"], send)
 
 
 if __name__ == "__main__":
@@ -398,4 +703,4 @@ if __name__ == "__main__":
     sys.stdout.flush()
     # leave now: threads or atexit hooks the learner's code started must not keep the
     # process alive (the judge would wait for them)
-    os._exit(0)
+    _REAL_EXIT(0)

@@ -1,15 +1,20 @@
-"""The judge's command line (``python practice/judge.py`` and ``python judge.py``).
+"""The judge's command line: ``python practice/judge.py`` (``python judge.py`` is the same).
 
   judge.py                 grade every problem: a line each as it goes, then a summary
   judge.py 4 | choose_path grade one problem with full feedback
   judge.py 4 --hint        reveal the next hint for problem 4
   judge.py 4 --statement   print what problem 4 asks for
-  judge.py 4 --file F.py   grade F.py as problem 4 (exit code 0 iff it passes)
+  judge.py 4 --file F.py   grade F.py as problem 4
   judge.py 4 --seed N      rerun with the seed a failing hidden case printed
   judge.py --watch [4]     re-grade whenever a practice file is saved (Ctrl-C to stop)
   judge.py --json          Exercism results.json v3 + Gradescope score/max_score
                            (--output practice/results.json also writes it to a file)
   judge.py --solutions     course check: every solution passes, every stub is "not started"
+
+Exit codes. The overview (no problem, no --json) is a progress report: 0 whatever the
+progress, so a learner's first run does not end in an error (--strict: 1 unless all
+pass). One problem, --file and --json: 0 if and only if everything graded passes, 1
+otherwise. --solutions: 0 if the course is consistent. 2: a usage error or a broken judge.
 """
 from __future__ import annotations
 
@@ -23,6 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import report, runner
+from .records import ProblemStatus
+from .report import PROG
 
 STATE_FILE = runner.PRACTICE / ".judge_state.json"
 
@@ -94,8 +101,8 @@ def cmd_solutions(problems, seed, prog) -> int:
            f"'not started' (seed {seed}).")
     jobs = []
     for p in problems:
-        jobs.append((p, runner.SOLUTIONS / p.filename, "passed"))
-        jobs.append((p, runner.PRACTICE / p.filename, "not started"))
+        jobs.append((p, runner.SOLUTIONS / p.filename))  # must pass
+        jobs.append((p, runner.PRACTICE / p.filename))   # must be "not started"
     workers = max(1, min(len(jobs), os.cpu_count() or 1))
     bad = 0
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -106,18 +113,18 @@ def cmd_solutions(problems, seed, prog) -> int:
         for k in range(0, len(jobs), 2):
             p = jobs[k][0]
             sol, stub = futs[k].result(), futs[k + 1].result()
-            ok_sol = sol.status in ("passed", "unavailable")
-            ok_stub = stub.status in ("not started", "unavailable")
+            ok_sol = sol.status in (ProblemStatus.PASSED, ProblemStatus.UNAVAILABLE)
+            ok_stub = stub.status in (ProblemStatus.NOT_STARTED, ProblemStatus.UNAVAILABLE)
             mark = "✓" if ok_sol and ok_stub else "✗"
             bad += not (ok_sol and ok_stub)
-            note = "" if sol.status != "unavailable" else " (not checked: " + report.headline(sol) + ")"
+            note = "" if sol.status is not ProblemStatus.UNAVAILABLE else " (not checked: " + report.headline(sol) + ")"
             _print(f"{mark} {p.number:>2} {p.slug:<20} solution {sol.status} ({sol.elapsed:.1f} s), "
                    f"stub {stub.status}{note}")
             if not ok_sol:
                 _print(report._indent(report.details(sol, prog), 4))
             if not ok_stub:
                 _print(f"    the stub should raise NotImplementedError in every function; got: "
-                       f"{report.headline(stub) if stub.status != 'failed' else report.status_line(stub)}")
+                       f"{report.headline(stub) if stub.status is not ProblemStatus.FAILED else report.status_line(stub)}")
     _print(f"{'OK' if not bad else f'{bad} problem(s) wrong'}: {len(problems)} problems checked in "
            f"{time.monotonic() - t0:.1f} s.")
     return 1 if bad else 0
@@ -178,8 +185,7 @@ def _emit_json(data, args):
 
 
 def grade_one(problem, args, prog) -> int:
-    path = args.file or runner.PRACTICE / problem.filename
-    r = runner.grade(problem, path, args.seed)
+    r = runner.grade(problem, args.file, args.seed)  # None: the learner's practice file
     if args.json:
         _emit_json(report.to_json([r], prog, r.seed), args)
     else:
@@ -190,14 +196,16 @@ def grade_one(problem, args, prog) -> int:
 def grade_all(problems, args, prog) -> int:
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     cb = None if args.json else (lambda r: _print(report.status_line(r)))
-    results = grade_many(problems, lambda p: runner.PRACTICE / p.filename, seed, on_result=cb)
+    results = grade_many(problems, lambda p: None, seed, on_result=cb)  # None: practice/
     if args.json:
         _emit_json(report.to_json(results, prog, seed), args)
     else:
         _print()
         _print(report.summary(results, prog))
+    if not (args.json or args.strict):
+        return 0  # a progress report, not a test: see the exit codes above
     # problems this machine cannot run (missing torch/triton) are reported, not failed
-    graded = [r for r in results if r.status != "unavailable"]
+    graded = [r for r in results if r.status is not ProblemStatus.UNAVAILABLE]
     return 0 if graded and all(r.passed for r in graded) else 1
 
 
@@ -207,6 +215,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
                                         "`%(prog)s 8 --file my_answer.py`")
     ap.add_argument("problem", nargs="?", help="a problem number or slug (default: all)")
     ap.add_argument("--file", help="grade this file as the named problem (exit code 0 iff it passes)")
+    ap.add_argument("--strict", action="store_true",
+                    help="with the overview: exit code 1 unless every problem passes")
     ap.add_argument("--hint", action="store_true", help="reveal the next hint for the problem")
     ap.add_argument("--seed", type=int, help="seed for the hidden cases (a failure prints the one to reuse)")
     ap.add_argument("--json", action="store_true", help="print results.json (Exercism v3 + Gradescope score)")
@@ -223,7 +233,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def main(argv=None, prog: str | None = None) -> int:
-    prog = prog or "python practice/judge.py"
+    prog = prog or PROG
     args = build_parser(prog).parse_args(argv)
     errors: list = []
     problems = runner.discover(errors)
@@ -263,14 +273,10 @@ def main(argv=None, prog: str | None = None) -> int:
         return cmd_solutions([single] if single else problems, seed, prog)
     if args.hint:
         if single is None:
-            seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
-            results = grade_many(problems, lambda p: runner.PRACTICE / p.filename, seed)
-            todo = [r for r in results if r.status in ("failed", "missing")] or \
-                   [r for r in results if r.status == "not started"]
-            if not todo:
-                print("Every problem passes -- no hint needed.")
-                return 0
-            single = todo[0].problem
+            print(f"which problem? `{prog} 4 --hint` gives the next hint for problem 4 "
+                  f"(problems: {', '.join(f'{p.number} {p.slug}' for p in problems)}).",
+                  file=sys.stderr)
+            return 2
         print(reveal_hint(single))
         return 0
     if args.watch:

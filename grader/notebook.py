@@ -1,21 +1,28 @@
-"""Grade functions defined in notebook cells: ``check(4, attention_flops=f, choose_path=g)``
-or ``check("choose_path", namespace=globals())``.
+"""Grade from a notebook: functions defined in cells, or a practice file as saved.
 
-Runs in the notebook's own process (cell-defined functions cannot be sent to a child),
-so there is no timeout there; the result says so. Works in JupyterLite/Pyodide too."""
+    check(4, attention_flops=f, choose_path=g)   # or check("choose_path", namespace=globals())
+    check_file(4)                                # practice/p04_choose_path.py, like the judge
+
+On Linux and macOS, ``check`` runs the cases in a fork of the notebook's own process
+(the functions live there), with the command line's time and memory limits, so a
+runaway attempt cannot take the kernel down. ``check_file`` runs the file in a fresh
+process, exactly as `python practice/judge.py 4` does. In the browser (JupyterLite) there
+are no processes: both run in the page's Python, without limits, and say so."""
 from __future__ import annotations
 
 import types
 
 from . import report, runner
+from .records import ProblemStatus
 
 
 def check(problem, namespace: dict | None = None, seed: int | None = None, display: bool = True,
-          **functions):
+          isolate: bool | None = None, **functions):
     """Grade one problem on functions passed by keyword or found in ``namespace``.
 
     Returns the ProblemResult (``.passed`` is True or False) and shows the verdict:
-    HTML when IPython is available, text otherwise."""
+    HTML when IPython is available, text otherwise. ``isolate=False`` grades in this
+    process (no limits) instead of a fork."""
     prob = runner.find(problem)
     found = {}
     for name in prob.functions:
@@ -33,12 +40,23 @@ def check(problem, namespace: dict | None = None, seed: int | None = None, displ
                         "namespace=globals()).")
     module = types.SimpleNamespace(**found)
     path = f"<notebook: {', '.join(found)}>"
-    result = runner.grade(prob, path=path, seed=seed, module=module)
+    result = runner.grade(prob, path=path, seed=seed, module=module, isolate=isolate)
     missing = [n for n in prob.functions if n not in found]
-    if missing and result.status != "passed":
+    if missing and result.status is not ProblemStatus.PASSED:
         result.message = ""  # keep the per-case verdicts; say what was not given
     if display:
         _show(result, missing)
+    return result
+
+
+def check_file(problem, path=None, seed: int | None = None, display: bool = True):
+    """Grade a practice file as saved (default practice/pNN_slug.py) and show the same
+    feedback as `python practice/judge.py N`. In the browser this is how a learner grades
+    the file they edited in JupyterLite."""
+    prob = runner.find(problem)
+    result = runner.grade(prob, path, seed=seed)
+    if display:
+        _show(result, [])
     return result
 
 
@@ -66,7 +84,7 @@ def _show(result, missing):
             return
     except ImportError:
         pass
-    print(note + report.details(result, prog="python practice/judge.py"))
+    print(note + report.details(result))
 
 
 def _in_notebook() -> bool:

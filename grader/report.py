@@ -5,16 +5,21 @@ from __future__ import annotations
 import html
 import os
 
-from .runner import ProblemResult
+from .records import CaseStatus, ProblemResult, ProblemStatus
 
-MARK = {"passed": "✓", "failed": "✗", "not started": "·", "missing": "?", "unavailable": "-"}
+PROG = "python practice/judge.py"  # the one command every message names
 
 
-def rel(path) -> str:
+def shown_path(r: ProblemResult) -> str:
+    """The learner's file as they named it; the default one relative to where they are
+    when that is shorter than the full path, else in full."""
+    if r.given_path or r.path.startswith("<"):
+        return r.path
     try:
-        return os.path.relpath(path, os.getcwd())
+        rel = os.path.relpath(r.path, os.getcwd())
     except ValueError:
-        return str(path)
+        return r.path
+    return r.path if rel.startswith("..") else rel
 
 
 def _indent(text: str, n: int = 4) -> str:
@@ -27,52 +32,72 @@ def _first_line(text: str) -> str:
 
 
 def headline(r: ProblemResult) -> str:
-    """'public 8/8 pass, hidden 25/28 pass' or the whole-file reason."""
+    """'public 8/8 cases pass, hidden 25/28 pass (3 not run)' or the whole-file reason."""
     if r.message:
         return _first_line(r.message)
-    pp, pt = r.counts(False)
-    hp, ht = r.counts(True)
-    parts = [f"public {pp}/{pt}"] + ([f"hidden {hp}/{ht}"] if ht else [])
+    parts = []
+    for label, hidden in (("public", False), ("hidden", True)):
+        ok, total, not_run = r.counts(hidden)
+        if total:
+            parts.append(f"{label} {ok}/{total}" + (f" ({not_run} not run)" if not_run else ""))
     return ", ".join(parts) + " cases pass"
 
 
-def status_line(r: ProblemResult) -> str:
+def reproduce(r: ProblemResult, prog: str = PROG) -> str:
+    """The command that grades the same file on the same hidden cases."""
+    if r.path.startswith("<notebook"):
+        return f"check({r.problem.number}, ..., seed={r.seed})"
+    file = f" --file {shown_path(r)}" if r.given_path else ""
+    return f"{prog} {r.problem.number}{file} --seed {r.seed}"
+
+
+def isolation_note(r: ProblemResult) -> str | None:
+    if r.isolation == "fork":
+        return None  # the same limits as the command line: nothing to warn about
+    if r.in_process:
+        return ("(graded inside this Python process: there is no time limit and no crash "
+                "protection. If your code runs forever, interrupt the kernel (the ■ button, or "
+                "Kernel > Interrupt); restart it if that does not help.)")
+    return None
+
+
+def status_line(r: ProblemResult, prog: str = PROG) -> str:
     p = r.problem
-    label = f"{MARK.get(r.status, '?')} {p.number:>2} {p.slug:<20}"
-    if r.status == "passed":
-        n = len(r.outcomes)
-        return f"{label} passed ({n} cases, {r.elapsed:.1f} s)"
-    if r.status == "not started":
+    label = f"{r.status.mark} {p.number:>2} {p.slug:<20}"
+    if r.status is ProblemStatus.PASSED:
+        return f"{label} passed ({len(r.outcomes)} cases, {r.elapsed:.1f} s)"
+    if r.status is ProblemStatus.NOT_STARTED:
         return f"{label} not started"
-    if r.status in ("missing", "unavailable"):
+    if r.status in (ProblemStatus.MISSING, ProblemStatus.UNAVAILABLE):
         return f"{label} {r.status}: {headline(r)}"
     first = r.first_failure()
     why = _first_line(first.message) if first else headline(r)
-    pp, pt = r.counts(False)
+    pp, pt, _ = r.counts(False)
     if first is not None and first.case.hidden and pp == pt:
         lead = f"public cases pass, but hidden case \"{first.case.name}\" fails"
     else:
         lead = headline(r)
-    return f"{label} failed: {lead} -- {why}"
+    return f"{label} failed: {lead} -- {why}" if first else f"{label} failed: {lead}"
 
 
-def details(r: ProblemResult, prog: str = "python practice/judge.py", hints_shown: int = 0) -> str:
+def details(r: ProblemResult, prog: str = PROG, hints_shown: int = 0) -> str:
     """Full feedback for one problem; only the first failure in detail."""
     p = r.problem
     lines = [f"Problem {p.number} · {p.slug} -- {p.title}",
-             f"  file: {rel(r.path)}    chapter: {p.chapter}"]
-    if r.in_process:
-        lines.append("  (run in this process: no time limit and no crash protection)")
-    if r.status in ("missing", "unavailable") or (r.message and not r.outcomes):
-        lines += [f"  {MARK.get(r.status, '?')} {r.status.upper()}", _indent(r.message)]
+             f"  file: {shown_path(r)}    chapter: {p.chapter}"]
+    note = isolation_note(r)
+    if note:
+        lines.append("  " + note)
+    if r.status in (ProblemStatus.MISSING, ProblemStatus.UNAVAILABLE) or (r.message and not r.outcomes):
+        lines += [f"  {r.status.mark} {str(r.status).upper()}", _indent(r.message)]
         return "\n".join(lines)
     lines.append(f"  {headline(r)}")
-    if r.status == "passed":
+    if r.status is ProblemStatus.PASSED:
         lines.append(f"  ✓ PASSED -- every case, public and hidden ({r.elapsed:.1f} s).")
         return "\n".join(lines)
-    if r.status == "not started":
+    if r.status is ProblemStatus.NOT_STARTED:
         lines += ["  · NOT STARTED -- the functions still raise NotImplementedError.",
-                  f"  Read the task (`{prog} {p.number} --statement`, or the top of {rel(r.path)}),",
+                  f"  Read the task (`{prog} {p.number} --statement`, or the top of {shown_path(r)}),",
                   f"  write the functions, then run this again. Stuck? `{prog} {p.number} --hint`."]
         return "\n".join(lines)
     first = r.first_failure()
@@ -90,32 +115,32 @@ def details(r: ProblemResult, prog: str = "python practice/judge.py", hints_show
     if r.output.strip():
         lines.append("    Output from the process (below Python's print):")
         lines.append(_indent(r.output.rstrip()[:2000], 6))
-    others = sum(o.status == "fail" for o in r.outcomes) - 1
-    todo = sum(o.status == "not_started" for o in r.outcomes) - (first.status == "not_started")
-    rest = [f"{others} more failing case(s)"] * (others > 0) + [f"{todo} not started"] * (todo > 0)
+    others = r.count(CaseStatus.FAIL) - (first.status is CaseStatus.FAIL)
+    todo = r.count(CaseStatus.NOT_STARTED) - (first.status is CaseStatus.NOT_STARTED)
+    not_run = r.count(CaseStatus.NOT_RUN) - (first.status is CaseStatus.NOT_RUN)
+    rest = ([f"{others} more failing case(s)"] * (others > 0) + [f"{todo} not started"] * (todo > 0)
+            + [f"{not_run} not run"] * (not_run > 0))
     if rest:
-        lines.append(f"  ({' and '.join(rest)} not shown; fix this one first.)")
+        lines.append(f"  ({', '.join(rest)} not shown; fix this one first.)")
     if first.case.hidden and r.seed is not None:
-        if r.path.startswith("<notebook"):
-            lines.append(f"  Reproduce: check({p.number}, ..., seed={r.seed})")
-        else:
-            lines.append(f"  Reproduce: {prog} {p.number} --seed {r.seed}")
+        lines.append(f"  Reproduce: {reproduce(r, prog)}")
     n_hints = len(p.hints)
     if n_hints and hints_shown < n_hints:
         lines.append(f"  Stuck? `{prog} {p.number} --hint` ({hints_shown} of {n_hints} hints shown so far)")
     return "\n".join(lines)
 
 
-def summary(results, prog: str = "python practice/judge.py") -> str:
-    n = {s: sum(r.status == s for r in results) for s in MARK}
-    parts = [f"passed {n['passed']}", f"failed {n['failed']}", f"not started {n['not started']}"]
-    if n["missing"]:
-        parts.append(f"missing {n['missing']}")
-    if n["unavailable"]:
-        parts.append(f"unavailable here {n['unavailable']}")
+def summary(results, prog: str = PROG) -> str:
+    n = {s: sum(r.status is s for r in results) for s in ProblemStatus}
+    parts = [f"passed {n[ProblemStatus.PASSED]}", f"failed {n[ProblemStatus.FAILED]}",
+             f"not started {n[ProblemStatus.NOT_STARTED]}"]
+    if n[ProblemStatus.MISSING]:
+        parts.append(f"missing {n[ProblemStatus.MISSING]}")
+    if n[ProblemStatus.UNAVAILABLE]:
+        parts.append(f"unavailable here {n[ProblemStatus.UNAVAILABLE]}")
     lines = [f"Summary: {', '.join(parts)} (of {len(results)} problems)."]
-    failed = [r for r in results if r.status in ("failed", "missing")]
-    todo = [r for r in results if r.status == "not started"]
+    failed = [r for r in results if r.status in (ProblemStatus.FAILED, ProblemStatus.MISSING)]
+    todo = [r for r in results if r.status is ProblemStatus.NOT_STARTED]
     if failed:
         r = failed[0]
         lines.append(f"Next: `{prog} {r.problem.number}` for the full feedback on problem "
@@ -123,54 +148,64 @@ def summary(results, prog: str = "python practice/judge.py") -> str:
     elif todo:
         r = todo[0]
         lines.append(f"Next: problem {r.problem.number} ({r.problem.slug}) -- read {r.problem.chapter}, "
-                     f"edit {rel(r.path)}, then `{prog} {r.problem.number}`.")
-    elif results and all(r.status in ("passed", "unavailable") for r in results):
+                     f"edit {shown_path(r)}, then `{prog} {r.problem.number}`.")
+    elif results and all(r.status in (ProblemStatus.PASSED, ProblemStatus.UNAVAILABLE) for r in results):
         lines.append("Everything here passes." + (" Problems marked unavailable need packages "
-                                                    "this machine lacks." if n["unavailable"] else ""))
+                                                    "this machine lacks." if n[ProblemStatus.UNAVAILABLE] else ""))
     return "\n".join(lines)
 
 
-def to_json(results, prog: str = "python practice/judge.py", seed=None) -> dict:
+def failure_text(r: ProblemResult, prog: str = PROG) -> str:
+    """The first failure as plain text (JSON message, gradebooks)."""
+    first = r.first_failure()
+    if r.message and not r.outcomes:
+        return r.message
+    if first is None:
+        return ""
+    text = (f"{headline(r)}\nFirst failure -- {'hidden' if first.case.hidden else 'public'} case "
+            f"\"{first.case.name}\" ({first.case.describe})\n{first.message}")
+    if first.mistake:
+        text += f"\nLikely slip: {first.mistake}"
+    if first.case.hidden:
+        text += f"\nReproduce: {reproduce(r, prog)}"
+    return text
+
+
+def to_json(results, prog: str = PROG, seed=None) -> dict:
     """Exercism results.json v3, with Gradescope's score/max_score at the top and per test."""
     tests = []
     for r in results:
         p = r.problem
-        if r.status == "passed":
+        if r.status is ProblemStatus.PASSED:
             st, msg = "pass", None
-        elif r.status in ("unavailable",):
+        elif r.status is ProblemStatus.UNAVAILABLE:
             st, msg = "error", r.message
-        elif r.status == "not started":
+        elif r.status is ProblemStatus.NOT_STARTED:
             st, msg = "fail", "not started: the functions still raise NotImplementedError."
+        elif r.message and not r.outcomes:
+            st, msg = "error", r.message
         else:
-            first = r.first_failure()
-            if r.message and not r.outcomes:
-                st, msg = "error", r.message
-            else:
-                st = "fail"
-                msg = f"{headline(r)}\n" + (
-                    f"First failure -- {'hidden' if first.case.hidden else 'public'} case "
-                    f"\"{first.case.name}\" ({first.case.describe})\n{first.message}"
-                    + (f"\nLikely slip: {first.mistake}" if first.mistake else "")
-                    + (f"\nReproduce: {prog} {p.number} --seed {r.seed}" if first.case.hidden else ""))
+            st, msg = "fail", failure_text(r, prog)
         first = r.first_failure()
         output = ((first.output if first else "") + r.output)[:500] or None
         tests.append({"name": f"p{p.number:02d} {p.slug}", "task_id": p.number, "status": st,
                       "message": msg, "output": output, "test_code": f"{prog} {p.number}",
                       "score": 1 if st == "pass" else 0, "max_score": 1})
     all_pass = bool(tests) and all(t["status"] == "pass" for t in tests)
-    any_error = any(t["status"] == "error" for t in tests)
-    return {"version": 3, "status": "pass" if all_pass else ("error" if any_error and not any(
-        t["status"] == "fail" for t in tests) else "fail"),
+    only_errors = any(t["status"] == "error" for t in tests) and not any(t["status"] == "fail" for t in tests)
+    return {"version": 3, "status": "pass" if all_pass else ("error" if only_errors else "fail"),
             "message": None, "score": sum(t["score"] for t in tests),
             "max_score": len(tests), "seed": seed, "tests": tests}
 
 
-def to_html(r: ProblemResult, hints_shown: int = 0, prog: str = "python practice/judge.py") -> str:
-    color = {"passed": "#1a7f37", "failed": "#cf222e", "not started": "#6e7781"}.get(r.status, "#9a6700")
+def to_html(r: ProblemResult, hints_shown: int = 0, prog: str = PROG) -> str:
+    color = {ProblemStatus.PASSED: "#1a7f37", ProblemStatus.FAILED: "#cf222e",
+             ProblemStatus.NOT_STARTED: "#6e7781"}.get(r.status, "#9a6700")
     text = details(r, prog=prog, hints_shown=hints_shown)
     return (f'<div style="border-left:4px solid {color};padding:4px 10px;margin:4px 0">'
-            f'<b style="color:{color}">{html.escape(MARK.get(r.status, "?") + " " + r.status.upper())}</b>'
+            f'<b style="color:{color}">{html.escape(r.status.mark + " " + str(r.status).upper())}</b>'
             f'<pre style="white-space:pre-wrap;margin:4px 0">{html.escape(text)}</pre></div>')
 
 
-__all__ = ["details", "headline", "status_line", "summary", "to_json", "to_html"]
+__all__ = ["details", "headline", "status_line", "summary", "to_json", "to_html", "failure_text",
+           "reproduce", "shown_path", "PROG"]

@@ -107,9 +107,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 __all__ = [
-    "Case", "Mistake", "Problem", "Verdict", "PASS", "fail",
+    "Case", "Edge", "Mistake", "Problem", "Verdict", "PASS", "fail",
     "compare_arrays", "compare_scalar", "compare_choice", "compare_dict",
-    "same_answer", "shape_text", "as_array", "type_name",
+    "same_answer", "shape_text", "as_array", "type_name", "default_used_mistakes",
 ]
 
 
@@ -156,6 +156,15 @@ class Mistake:
 
 
 @dataclass
+class Edge:
+    """A situation the statement promises to test ("an empty split", "T = 1"): some case
+    of every seed must satisfy ``holds(case.args)`` (tests/test_judge_specs.py checks it)."""
+    name: str
+    holds: Callable[[dict], bool]
+    function: str | None = None
+
+
+@dataclass
 class Problem:
     number: int
     slug: str
@@ -171,6 +180,10 @@ class Problem:
     timeout_s: float = 5.0
     memory_mb: int = 1024
     reference: dict | None = None
+    may_import: dict = field(default_factory=dict)   # {"mlacourse.hardware": ["GPUS"]}: data only
+    needs_kernel_launch: bool = False  # the answer must come from a Triton kernel launch
+    edges: Sequence[Edge] = ()         # situations the cases must always include
+    fixed: dict = field(default_factory=dict)  # {"arg" or "arg.axisN": why it never varies}
 
     @property
     def filename(self) -> str:
@@ -198,6 +211,12 @@ def shape_text(**arrays) -> str:
 
 def as_array(got, name: str = "result"):
     """Turn an array-like answer into a float64 ndarray, or return a Verdict saying why not."""
+    arr = _numeric_array(got, name)
+    return arr if isinstance(arr, Verdict) else arr.astype(np.float64)
+
+
+def _numeric_array(got, name):
+    """The answer as a numeric ndarray in its own dtype, or a Verdict saying why not."""
     if isinstance(got, dict) and "__unsupported__" in got:
         return fail(f"{name} returned an object of type {got['__unsupported__']}; "
                     "return a numpy array (or a torch tensor).", "wrong_type")
@@ -215,76 +234,132 @@ def as_array(got, name: str = "result"):
         return fail(f"{name} returned an array of {arr.dtype}; expected numbers.", "wrong_type")
     if np.iscomplexobj(arr):
         return fail(f"{name} returned complex numbers; expected real ones.", "wrong_type")
-    return arr.astype(np.float64)
+    return arr
 
 
 def _fmt(x) -> str:
     return f"{x:.6g}" if isinstance(x, (float, np.floating)) else repr(x)
 
 
+def _pair(e, g) -> str:
+    """'expected vs got' with enough digits that the two never look the same."""
+    a, b = _fmt(e), _fmt(g)
+    if a == b:
+        a, b = f"{e:.17g}", f"{g:.17g}"
+    return f"{a} vs {b}"
+
+
 def _index(flat_i: int, shape) -> str:
     return str(tuple(int(i) for i in np.unravel_index(flat_i, shape))) if shape else "()"
+
+
+def _nonfinite_mismatch(name, exp, arr) -> Verdict | None:
+    """Non-finite values must match exactly: NaN where NaN is expected, and an infinity of
+    the same sign where one is expected (the lse of an empty split is -inf, and no finite
+    number, however negative, stands in for it). None when they all match."""
+    exp_bad = ~np.isfinite(exp)
+    same_kind = (np.isnan(arr) & np.isnan(exp)) | (np.isinf(exp) & (arr == exp))
+    wrong = exp_bad & ~same_kind
+    if wrong.any():
+        i = int(np.flatnonzero(wrong)[0])
+        return fail(f"{name}: {int(wrong.sum())} of {int(exp_bad.sum())} positions where the reference "
+                    f"is not finite differ (first at index {_index(i, exp.shape)}: expected "
+                    f"{exp.flat[i]}, got {_fmt(arr.flat[i])}). Non-finite values must match exactly: "
+                    "-inf is the lse of no keys at all (an empty split or sequence), and no finite "
+                    "number stands in for it.", "not_finite")
+    got_bad = ~np.isfinite(arr) & np.isfinite(exp)
+    if got_bad.any():
+        i = int(np.flatnonzero(got_bad)[0])
+        n_nan, n_inf = int(np.isnan(arr).sum()), int(np.isinf(arr).sum())
+        return fail(f"{name} contains {n_nan} NaN and {n_inf} inf values of {arr.size} "
+                    f"(first at index {_index(i, arr.shape)}: expected "
+                    f"{_fmt(exp.flat[i])}, got {_fmt(arr.flat[i])}).", "not_finite")
+    return None
 
 
 def compare_arrays(name: str, expected, got, *, rtol: float = 1e-5, atol: float = 0.0,
                    dims: str | None = None, max_show: int = 3) -> Verdict:
     """FlashMLA-style comparison of an array answer against the reference.
 
-    An element passes when |got - expected| <= atol + rtol * |expected|. A failure
-    message names the worst absolute and relative errors and where they are, the
-    tolerance, how many elements are within it, the cosine difference, and the first
-    mismatching values. ``dims`` (e.g. "[n_heads, d_v]") names the expected shape."""
+    Non-finite expected values must be matched exactly (NaN by NaN, an infinity by the same
+    infinity); the finite ones pass when |got - expected| <= atol + rtol * |expected|. A
+    failure message names the worst absolute and relative errors and where they are, the
+    tolerance, how many elements are within it, the cosine difference, the first
+    mismatching values, and the answer's dtype when a narrower float explains the misses.
+    ``dims`` (e.g. "[n_heads, d_v]") names the expected shape."""
     exp = np.asarray(expected, dtype=np.float64)
-    arr = as_array(got, name)
-    if isinstance(arr, Verdict):
-        return arr
+    raw = _numeric_array(got, name)
+    if isinstance(raw, Verdict):
+        return raw
+    arr = raw.astype(np.float64)
     if arr.shape != exp.shape:
         want = f"{dims} = {tuple(exp.shape)}" if dims else str(tuple(exp.shape))
         return fail(f"{name} returned shape {tuple(arr.shape)}, expected {want}.", "wrong_shape")
-    tol = f"tolerance |got - expected| <= {atol:g} + {rtol:g} * |expected|"
-    bad_vals = ~np.isfinite(arr) & np.isfinite(exp)
-    if bad_vals.any():
-        i = int(np.flatnonzero(bad_vals)[0])
-        n_nan, n_inf = int(np.isnan(arr).sum()), int(np.isinf(arr).sum())
-        return fail(f"{name} contains {n_nan} NaN and {n_inf} inf values of {arr.size} "
-                    f"(first at index {_index(i, arr.shape)}: expected "
-                    f"{_fmt(exp.flat[i])}, got {_fmt(arr.flat[i])}).", "not_finite")
+    anomaly = _nonfinite_mismatch(name, exp, arr)
+    if anomaly is not None:
+        return anomaly
+    finite = np.isfinite(exp)
     with np.errstate(invalid="ignore"):
-        abs_err = np.abs(arr - exp)
-        same = (arr == exp) | (np.isnan(arr) & np.isnan(exp))  # equal infinities, NaN vs NaN
-        abs_err = np.where(same, 0.0, abs_err)
-        ok = same | (abs_err <= atol + rtol * np.abs(exp))  # NaN == NaN passes
+        abs_err = np.where(finite, np.abs(arr - exp), 0.0)
+    ok = ~finite | (abs_err <= atol + rtol * np.abs(exp))
     if ok.all():
         return PASS
-    rel_err = abs_err / np.maximum(np.abs(exp), 1e-300)
-    ia, ir = int(np.argmax(abs_err)), int(np.argmax(rel_err))
-    x, y = exp.ravel(), arr.ravel()
-    denom = float((x * x + y * y).sum())
-    cos_diff = 1.0 - 2.0 * float((x * y).sum()) / denom if denom > 0 else 0.0
-    lines = [
-        f"{name} does not match the reference.",
-        f"  max abs error {abs_err.flat[ia]:.3g} at index {_index(ia, exp.shape)}; "
-        f"max rel error {rel_err.flat[ir]:.3g} at index {_index(ir, exp.shape)}",
-        f"  {tol}: {int(ok.sum())} of {ok.size} elements within tolerance; "
-        f"cosine difference {cos_diff:.3g}",
-        "  first mismatches (index: expected vs got):",
-    ]
+    return fail(_mismatch_report(name, exp, arr, raw.dtype, abs_err, ok, rtol, atol, max_show))
+
+
+def _mismatch_report(name, exp, arr, dtype, abs_err, ok, rtol, atol, max_show) -> str:
+    nonzero = np.isfinite(exp) & (exp != 0)
+    lines = [f"{name} does not match the reference."]
+    ia = int(np.argmax(abs_err))
+    line = f"  max abs error {abs_err.flat[ia]:.3g} at index {_index(ia, exp.shape)}; "
+    if nonzero.any():
+        rel = np.where(nonzero, abs_err / np.where(nonzero, np.abs(exp), 1.0), 0.0)
+        ir = int(np.argmax(rel))
+        line += f"max rel error {rel.flat[ir]:.3g} at index {_index(ir, exp.shape)}"
+        max_rel = float(rel.flat[ir])
+    else:
+        line += "relative error undefined (every expected value is 0)"
+        max_rel = np.inf
+    lines.append(line)
+    finite = np.isfinite(exp)
+    x, y = exp[finite], arr[finite]
+    nx, ny = float(np.sqrt((x * x).sum())), float(np.sqrt((y * y).sum()))
+    if nx > 0 and ny > 0:
+        cos = f"cosine difference {1.0 - float((x * y).sum()) / (nx * ny):.3g}"
+    elif nx == 0 and ny == 0:
+        cos = "both all zeros"
+    else:
+        cos = "expected all zeros" if nx == 0 else "your answer is all zeros"
+    lines.append(f"  tolerance |got - expected| <= {atol:g} + {rtol:g} * |expected|: "
+                 f"{int(ok.sum())} of {ok.size} elements within it; {cos}")
+    lines.append("  first mismatches (index: expected vs got):")
     for i in np.flatnonzero(~ok)[:max_show]:
-        lines.append(f"    {_index(int(i), exp.shape)}: {_fmt(exp.flat[i])} vs {_fmt(arr.flat[i])}")
-    return fail("\n".join(lines))
+        lines.append(f"    {_index(int(i), exp.shape)}: {_pair(exp.flat[i], arr.flat[i])}")
+    if np.issubdtype(dtype, np.floating) and np.dtype(dtype).itemsize < 8 and max_rel < 1e-2:
+        digits = {2: "about 3", 4: "about 7"}.get(np.dtype(dtype).itemsize, "fewer")
+        lines.append(f"  Your answer is {np.dtype(dtype).name} ({digits} significant digits) and "
+                     f"the misses are small: this check needs rtol {rtol:g}, so keep the "
+                     "computation in float64, like the inputs.")
+    return "\n".join(lines)
 
 
 def compare_scalar(name: str, expected, got, *, rtol: float = 1e-9, atol: float = 0.0,
                    unit: str = "") -> Verdict:
-    """One number (int or float accepted), relative tolerance by default."""
+    """One number (int or float accepted), relative tolerance by default. A non-finite
+    expected value must be matched exactly."""
     if isinstance(got, bool) or not isinstance(got, (int, float, np.integer, np.floating)):
-        if isinstance(got, np.ndarray) and got.size == 1:
+        if isinstance(got, np.ndarray) and got.size == 1 and got.dtype.kind in "iuf":
             got = got.item()
         else:
             return fail(f"{name} should be a number; got {type_name(got)} {got!r:.80}.",
                         "wrong_type")
     got = float(got)
     exp = float(expected)
+    if not math.isfinite(exp):
+        if got == exp or (math.isnan(exp) and math.isnan(got)):
+            return PASS
+        return fail(f"{name}: expected {exp}{unit}, got {got:.10g}{unit}; a non-finite value "
+                    "must be matched exactly.", "not_finite")
     if not math.isfinite(got):
         return fail(f"{name} is {got}; expected {exp:.6g}{unit}.", "not_finite")
     err = abs(got - exp)
@@ -294,7 +369,10 @@ def compare_scalar(name: str, expected, got, *, rtol: float = 1e-9, atol: float 
 
     def show(v):  # whole numbers in full, with thousands separators
         return f"{int(v):,}" if v.is_integer() and abs(v) < 1e18 else f"{v:.10g}"
-    return fail(f"{name}: expected {show(exp)}{unit}, got {show(got)}{unit}{ratio}; "
+    a, b = show(exp), show(got)
+    if a == b:
+        a, b = f"{exp:.17g}", f"{got:.17g}"
+    return fail(f"{name}: expected {a}{unit}, got {b}{unit}{ratio}; "
                 f"tolerance {atol:g} + {rtol:g} * |expected|.")
 
 
@@ -341,6 +419,21 @@ def compare_dict(name: str, expected: dict, got, compare_value: Callable[[str, A
         if not v.passed:
             return v
     return PASS
+
+
+def default_used_mistakes(reference: Callable, defaults: dict, function: str | None = None,
+                          what: str = "DeepSeek-V3's value") -> list:
+    """One Mistake per defaulted argument: an attempt that uses the default (typed in, or
+    a forgotten parameter) whatever value is passed. Hidden cases that move every
+    argument away from its default make each of these fail, and name the argument."""
+    def uses_default(name):
+        def fn(**args):
+            return reference(**{**args, name: defaults[name]})
+        return fn
+    return [Mistake(f"{name} fixed at {value}",
+                    f"Your answer uses {name} = {value} ({what}, the default) whatever {name} "
+                    f"is passed; use the argument.", uses_default(name), function=function)
+            for name, value in defaults.items()]
 
 
 def same_answer(a, b, rtol: float = 1e-6, atol: float = 1e-12) -> bool:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Grade your answers: `python practice/judge.py` (all), `python practice/judge.py 4` (one),
-`--hint` for a hint, `--watch` to re-grade on save. See grader/cli.py for every option."""
+`--hint` for a hint, `--watch` to re-grade on save. grader/cli.py lists every option."""
 import sys
 from pathlib import Path
 
@@ -8,7 +8,7 @@ from pathlib import Path
 # very file; import the implementation from the package instead, from the repo root.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from grader.cli import main  # noqa: E402
+from grader.entry import main  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(main(prog="python practice/judge.py"))
+    sys.exit(main())

@@ -20,8 +20,9 @@ def split_kv_decode(q, kv, d_v, scale, n_splits):
     per_split = math.ceil(kv.shape[0] / n_splits)
     parts = [_attend_split(q, kv[j * per_split:(j + 1) * per_split], d_v, scale)
              for j in range(n_splits)]
-    outs = np.stack([o for o, _ in parts])            # [n_splits, h, d_v]
-    lses = np.stack([l for _, l in parts])            # [n_splits, h]
-    lse = np.logaddexp.reduce(lses, axis=0)           # [h]; T >= 1, so finite
-    weights = np.exp(lses - lse)                      # [n_splits, h]; empty splits get 0
-    return (weights[..., None] * outs).sum(axis=0), lse
+    o_parts = np.stack([o for o, _ in parts])         # [n_splits, h, d_v]
+    lse_parts = np.stack([l for _, l in parts])       # [n_splits, h]
+    lse = np.logaddexp.reduce(lse_parts, axis=0)      # [h]; T >= 1, so finite
+    weights = np.exp(lse_parts - lse)                 # [n_splits, h]; empty splits get 0
+    out = (weights[..., None] * o_parts).sum(axis=0)  # [h, d_v]
+    return out, lse, o_parts, lse_parts

@@ -39,13 +39,14 @@ import sys
 sys.modules["torch"] = None      # makes `import torch` raise ImportError
 sys.modules["triton"] = None
 import mlacourse, grader
+from grader.records import CaseStatus, ProblemStatus
 from grader import runner
 probs = [p for p in runner.discover() if not set(p.requires) & {"torch", "triton"}]
 assert len(probs) >= 11, [p.slug for p in probs]
 for p in probs:  # the model answers pass in-process, as they would in the browser
     sol = runner.ROOT / "solutions" / f"p{p.number:02d}_{p.slug}.py"
     res = runner.grade(p, sol, seed=3, in_process=True)
-    assert res.status == "passed", (p.slug, res.status)
+    assert res.status is ProblemStatus.PASSED, (p.slug, res.status)
 print("ok", len(probs))
 """
     res = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)

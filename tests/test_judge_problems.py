@@ -1,9 +1,6 @@
-"""Every problem spec is consistent with the math core, and the judge tells plausible
-wrong attempts apart (problems 1, 4 and 8 here; the specs' own mistakes for all).
-
-The self-consistency checks run in-process on the spec's ``reference`` (the math core):
-it must pass every case, and every named mistake must fail at least one case and be
-recognised there -- so a mistake message can never be attached to a correct answer."""
+"""The judge tells plausible attempts at problems 1, 4 and 8 apart, through the real
+runner (a child process per attempt): right ones pass, wrong ones fail with the named
+mistake when it is a known one. (Every spec's own rules: tests/test_judge_specs.py.)"""
 from __future__ import annotations
 
 import copy
@@ -13,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from grader.records import CaseStatus, ProblemStatus
 from grader import child, runner
 from grader.problems import p01_kv_cache_bytes, p08_absorb_decode
 
@@ -34,42 +32,9 @@ def test_problem_numbers_and_files_are_consistent():
         assert p.statement.strip() and p.hints, f"{p.slug}: statement and hints required"
 
 
-@pytest.mark.parametrize("problem", [p for p in PROBLEMS if p.reference and not runner.missing_requirements(p)],
-                         ids=lambda p: p.slug)
-def test_reference_passes_and_every_mistake_is_caught(problem):
-    cases = problem.make_cases(SEED)
-    assert any(c.hidden for c in cases) and any(not c.hidden for c in cases)
-    for c in cases:
-        if c.function not in problem.reference:
-            continue
-        got = _plain(problem.reference[c.function](**copy.deepcopy(c.args)))
-        v = problem.check(c, got)
-        assert v.passed, f"{problem.slug}: the reference fails case {c.name!r}: {v.message}"
-    for m in problem.mistakes:
-        fn = m.function or problem.functions[0]
-        caught = False
-        for c in cases:
-            if c.function != fn:
-                continue
-            try:
-                wrong = m.fn(**copy.deepcopy(c.args))
-            except Exception:
-                continue
-            if wrong is None:
-                continue
-            wrong = _plain(wrong)
-            if not problem.check(c, wrong).passed:
-                named = runner.match_mistake(problem, c, wrong)
-                assert named is not None, f"{problem.slug}: {m.name!r} fails {c.name!r} unnamed"
-                if named == m.message:
-                    caught = True
-                    break
-        assert caught, f"{problem.slug}: mistake {m.name!r} never fails a case with its own message"
-
-
 def failure(res):
     f = res.first_failure()
-    assert res.status == "failed" and f is not None, res.status
+    assert res.status is ProblemStatus.FAILED and f is not None, res.status
     return f
 
 
@@ -150,7 +115,7 @@ P4_GOOD = attempt(4, "p04 model variant", _p4())
 
 
 def test_p04_model_variant_passes(graded):
-    assert graded[P4_GOOD].status == "passed"
+    assert graded[P4_GOOD].status is ProblemStatus.PASSED
 
 
 P4_WRONG = [
@@ -222,7 +187,7 @@ for _name, _src in P8_EXPANDERS.items():
 @pytest.mark.parametrize("name", list(P8_LEGIT))
 def test_p08_legit_absorbed_attempts_pass(graded, name):
     res = graded[(8, "legit " + name)]
-    assert res.status == "passed", res.first_failure().message if res.first_failure() else res.message
+    assert res.status is ProblemStatus.PASSED, res.first_failure().message if res.first_failure() else res.message
 
 
 HAS_TORCH = runner.importlib.util.find_spec("torch") is not None
@@ -252,7 +217,7 @@ def test_p08_torch_expansion_is_rejected_too(graded):
 @pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
 def test_p08_legit_torch_attempt_passes(graded):
     res = graded[P8_TORCH]
-    assert res.status == "passed", res.first_failure().message if res.first_failure() else res.message
+    assert res.status is ProblemStatus.PASSED, res.first_failure().message if res.first_failure() else res.message
 
 
 @pytest.mark.parametrize("name", list(P8_EXPANDERS))
@@ -302,8 +267,8 @@ def test_the_spec_format_example_in_the_docstring_works(tmp_path):
     prob = ns["PROBLEM"]
     good = tmp_path / "good.py"
     good.write_text("import numpy as np\ndef scaled_sum(x, scale):\n    return np.sum(x, axis=0) * scale\n")
-    assert runner.grade(prob, good, seed=1).status == "passed"
+    assert runner.grade(prob, good, seed=1).status is ProblemStatus.PASSED
     rows = tmp_path / "rows.py"
     rows.write_text("import numpy as np\ndef scaled_sum(x, scale):\n    return np.sum(x, axis=1) * scale\n")
     res = runner.grade(prob, rows, seed=1)
-    assert res.status == "failed" and "sum down the columns" in res.first_failure().mistake
+    assert res.status is ProblemStatus.FAILED and "sum down the columns" in res.first_failure().mistake

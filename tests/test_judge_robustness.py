@@ -13,7 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from grader import child, runner
+from grader import child, runner, sandbox
+from grader.records import CaseStatus, ProblemStatus
 from grader.spec import Case, Mistake, Problem, compare_arrays
 
 
@@ -121,11 +122,11 @@ ATTEMPTS = {
             return 2 * np.asarray(x)
         """,
     "dies between cases": """
-        import os, threading, time
+        import os, signal, threading, time
         import numpy as np
         def _later():
             time.sleep(0.3)
-            os._exit(5)
+            os.kill(os.getpid(), signal.SIGKILL)
         def double(x):
             threading.Thread(target=_later, daemon=True).start()
             time.sleep(0.6) if np.shape(x) == (4, 5) else None
@@ -152,38 +153,39 @@ def test_whole_batch_is_bounded(graded):
 
 
 def test_correct_attempt_passes(graded):
-    assert graded["good"].status == "passed"
+    assert graded["good"].status is ProblemStatus.PASSED
 
 
 def test_not_implemented_is_not_started(graded):
     res = graded["not implemented"]
-    assert res.status == "not started"
+    assert res.status is ProblemStatus.NOT_STARTED
     assert "not written yet" in res.outcomes[0].message
 
 
 def test_infinite_loop_times_out(graded):
     res = graded["infinite loop"]
     f = first(res)
-    assert res.status == "failed" and "still running after 1 s" in f.message
-    assert [o.status for o in res.outcomes] == ["fail", "not_run"]
+    assert res.status is ProblemStatus.FAILED and "still running after 1 s" in f.message
+    assert [o.status for o in res.outcomes] == [CaseStatus.FAIL, CaseStatus.NOT_RUN]
 
 
 def test_infinite_loop_at_import_times_out(tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "STARTUP_S", {"numpy": 1.0, "torch": 1.0})
+    monkeypatch.setattr(sandbox, "STARTUP_S", {"numpy": 1.0, "torch": 1.0})
     res = grade_src(tmp_path, "while True:\n    pass\n")
-    assert res.status == "failed" and "could not be loaded" in res.message
+    assert res.status is ProblemStatus.FAILED and "could not be loaded" in res.message
     assert "still running" in res.message
 
 
 def test_threads_and_processes_left_behind_do_not_stall_the_judge(graded):
     res = graded["lingering thread"]
-    assert res.status == "passed" and res.elapsed < 10
+    assert res.status is ProblemStatus.PASSED and res.elapsed < 10
 
 
 def test_death_between_cases_is_pinned_on_a_case(graded):
     res = graded["dies between cases"]
     f = first(res)
-    assert res.status == "failed" and "exit code 5" in f.message
+    assert res.status is ProblemStatus.FAILED and "crashed (SIGKILL)" in f.message
+    assert f.case.name == "random" and res.outcomes[0].passed
 
 
 def test_sys_exit_in_function(graded):
@@ -192,12 +194,13 @@ def test_sys_exit_in_function(graded):
 
 def test_sys_exit_at_import(graded):
     res = graded["sys.exit at import"]
-    assert res.status == "failed" and "exit" in res.message and not res.outcomes
+    assert res.status is ProblemStatus.FAILED and "exit" in res.message and not res.outcomes
 
 
 def test_os_exit(graded):
+    """os._exit is caught before it ends the process: the verdict names it."""
     f = first(graded["os._exit"])
-    assert "ended (exit code 0)" in f.message and "os._exit" in f.message
+    assert "tried to stop the program (os._exit(0))" in f.message and f.reason == "exit"
 
 
 def test_segfault(graded):
@@ -206,7 +209,7 @@ def test_segfault(graded):
 
 def test_syntax_error(graded):
     res = graded["syntax error"]
-    assert res.status == "failed" and "SyntaxError" in res.message and "line 1" in res.message
+    assert res.status is ProblemStatus.FAILED and "SyntaxError" in res.message and "line 1" in res.message
 
 
 def test_missing_function(graded):
@@ -242,13 +245,13 @@ def test_output_flood_is_capped(graded):
 
 def test_patching_numpy_and_builtins_cannot_fake_a_pass(graded):
     res = graded["patch numpy and builtins"]
-    assert res.status == "failed" and "does not match" in first(res).message
+    assert res.status is ProblemStatus.FAILED and "does not match" in first(res).message
 
 
 def test_fake_result_markers_are_ignored(graded):
     res = graded["fake result markers"]
     f = first(res)
-    assert res.status == "failed" and "does not match" in f.message
+    assert res.status is ProblemStatus.FAILED and "does not match" in f.message
     assert f.mistake == "You returned x unchanged; multiply it by 2."
 
 
@@ -281,9 +284,10 @@ def test_hidden_failure_reports_seed(graded):
 def test_in_process_mode_for_the_browser(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "IN_BROWSER", True)
     res = grade_src(tmp_path, GOOD)
-    assert res.status == "passed" and res.in_process
+    assert res.status is ProblemStatus.PASSED and res.in_process
     from grader import report
-    assert "run in this process" in report.details(res)
+    text = report.details(res)
+    assert "inside this Python process" in text and "no time limit" in text and "interrupt" in text
 
 
 def test_decode_refuses_object_arrays_and_never_unpickles():
@@ -300,7 +304,7 @@ def test_missing_requirement_says_so_instead_of_grading(tmp_path):
     from grader import report
     needy = dataclasses.replace(TOY, requires=("numpy", "no_such_module_for_the_judge"))
     res = grade_src(tmp_path, GOOD, problem=needy)
-    assert res.status == "unavailable" and "no_such_module_for_the_judge" in res.message
+    assert res.status is ProblemStatus.UNAVAILABLE and "no_such_module_for_the_judge" in res.message
     assert "unavailable" in report.status_line(res)
     assert report.to_json([res])["tests"][0]["status"] == "error"
 
@@ -333,7 +337,7 @@ def test_writing_outside_the_scratch_folder_is_refused(tmp_path):
             return 2 * np.asarray(x)
         """)
     assert victim.read_text() == "PROBLEM = 'original'\n"
-    assert res.status == "failed"
+    assert res.status is ProblemStatus.FAILED
     assert "may not write to" in first(res).message and "PermissionError" in first(res).message
 
 
@@ -356,7 +360,7 @@ def test_other_ways_of_changing_files_are_refused(tmp_path, action):
             return 2 * np.asarray(x)
         """)
     assert victim.read_text() == "keep me"
-    assert res.status == "failed" and "PermissionError" in first(res).message
+    assert res.status is ProblemStatus.FAILED and "PermissionError" in first(res).message
 
 
 @pytest.mark.parametrize("spawn", [
@@ -372,7 +376,7 @@ def test_starting_other_programs_is_refused(tmp_path, spawn):
             {spawn}
             return 2 * np.asarray(x)
         """)
-    assert res.status == "failed"
+    assert res.status is ProblemStatus.FAILED
     assert "may not start other programs" in first(res).message
 
 
@@ -388,4 +392,4 @@ def test_scratch_folder_stays_writable(tmp_path):
                 f.write("cwd is the scratch folder")
             return 2 * np.asarray(x)
         """)
-    assert res.status == "passed", res.first_failure() and res.first_failure().message
+    assert res.status is ProblemStatus.PASSED, res.first_failure() and res.first_failure().message

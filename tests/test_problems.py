@@ -1,7 +1,8 @@
 """Problems 2, 3, 5, 6, 7, 9, 10, 11, 12: model answers pass, stubs are "not started",
-each spec's named mistakes are recognised, and learner-style wrong attempts (made by
-editing one line of the model answer) are rejected -- with the matching message when the
-slip is a known one, and without any when it is not.
+and learner-style wrong attempts (made by editing one line of the model answer) are
+rejected -- with the matching message when the slip is a known one, and without any when
+it is not. (Every spec's own rules: tests/test_judge_specs.py; the corpus of learner
+attempts: tests/test_judge_corpus.py.)
 
 Most checks run in-process (fast); one test per problem goes through the real judge
 (a child process per problem), as a learner's run would."""
@@ -13,6 +14,7 @@ import json
 import pytest
 
 from grader import child, runner
+from grader.records import CaseStatus, ProblemStatus
 
 NUMBERS = [2, 3, 5, 6, 7, 9, 10, 11, 12]
 SEEDS = [0, 1, 2, 3]
@@ -55,34 +57,6 @@ def test_solution_and_reference_pass_every_case(problem):
                 assert v.passed, f"{name} fails {c.name!r} (seed {seed}): {v.message}"
 
 
-@pytest.mark.parametrize("problem", _params())
-def test_public_cases_do_not_depend_on_the_seed(problem):
-    a = [c for c in problem.make_cases(1) if not c.hidden]
-    b = [c for c in problem.make_cases(2) if not c.hidden]
-    assert [c.describe for c in a] == [c.describe for c in b]
-
-
-@pytest.mark.parametrize("problem", _params())
-def test_every_mistake_is_named_on_some_case(problem):
-    seeds = SEEDS[:1] if problem.number in (6, 12) else SEEDS[:2]
-    assert len(problem.mistakes) >= 3
-    for m in problem.mistakes:
-        named = False
-        for seed in seeds:
-            for c in problem.make_cases(seed):
-                wrong = m.fn(**copy.deepcopy(c.args))
-                if wrong is None:
-                    continue
-                wrong = _plain(wrong)
-                if not problem.check(c, wrong).passed and \
-                        runner.match_mistake(problem, c, wrong) == m.message:
-                    named = True
-                    break
-            if named:
-                break
-        assert named, f"{problem.slug}: mistake {m.name!r} is never rejected with its message"
-
-
 def test_grading_is_deterministic_per_seed():
     p = PROBLEMS[10]
     a, b = p.make_cases(7), p.make_cases(7)
@@ -97,9 +71,9 @@ def test_grading_is_deterministic_per_seed():
 @pytest.mark.parametrize("problem", _params())
 def test_judge_grades_solution_passed_and_stub_not_started(problem):
     res = runner.grade(problem, runner.SOLUTIONS / problem.filename, seed=3)
-    assert res.status == "passed", res.message or res.first_failure().message
+    assert res.status is ProblemStatus.PASSED, res.message or res.first_failure().message
     res = runner.grade(problem, runner.PRACTICE / problem.filename, seed=3)
-    assert res.status == "not started", res.message
+    assert res.status is ProblemStatus.NOT_STARTED, res.message
 
 
 # Learner-style attempts: the model answer with one edit. (old, new, words): `words` is a
@@ -129,9 +103,9 @@ EDITS = {
          "656 bytes"),
         ("bandwidth = g.hbm_gbps * 1e9", "bandwidth = g.hbm_gbps * 2**30", None)],  # GiB, not GB
     9: [("pages = block_table[seq, tokens // page]", "pages = np.sort(block_table[seq])[tokens // page]",
-         "sorted order"),
+         "sorted the block table"),
         ("return kv_cache[pages, slots]", "return kv_cache[pages, slots][::-1]", None)],
-    10: [("return (weights[..., None] * outs).sum(axis=0), lse", "return outs.mean(axis=0), lse",
+    10: [("out = (weights[..., None] * o_parts).sum(axis=0)", "out = o_parts.mean(axis=0)",
           "averaged"),
          ("return (p @ rows[:, :d_v])", "return (p @ rows[:, -d_v:])", "FIRST d_v dims"),
          ("s = scale * (q @ rows.T)", "s = 0.5 * scale * (q @ rows.T)", None)],
@@ -166,8 +140,9 @@ def test_learner_style_wrong_attempts(tmp_path, number, old, new, words):
     path.write_text(src.replace(old, new))
     res = runner.grade(problem, path, seed=5)
     f = res.first_failure()
-    assert res.status == "failed" and f is not None and f.status == "fail", (res.status, res.message)
-    named = f.mistake or ("Likely cause:" in f.message and f.message.split("Likely cause:")[1])
+    assert res.status is ProblemStatus.FAILED and f is not None and f.status is CaseStatus.FAIL, (
+        res.status, res.message)
+    named = f.mistake
     if words is None:
         assert not named, f"a correct-looking slip was given a mistake message: {named}"
     else:
@@ -176,13 +151,13 @@ def test_learner_style_wrong_attempts(tmp_path, number, old, new, words):
 
 def test_p06_whole_prefix_expansion_hits_the_memory_cap(tmp_path):
     path = tmp_path / "p06_chunked_extend.py"
-    path.write_text(
-        "from mlacourse.attention import causal_mask\nfrom mlacourse.layer import attend_expand\n\n"
-        "def chunked_extend(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, chunk):\n"
-        "    s, t = q_nope.shape[0], c_kv.shape[0]\n"
-        "    return attend_expand(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, causal_mask(s, t))\n")
+    src = (runner.SOLUTIONS / "p06_chunked_extend.py").read_text()
+    # the learner's shortcut: one chunk as long as the whole prefix
+    path.write_text(src.replace("def chunked_extend(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, chunk):\n",
+                                "def chunked_extend(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, chunk):\n"
+                                "    chunk = max(1, c_kv.shape[0])\n"))
     res = runner.grade(PROBLEMS[6], path, seed=5)
-    fails = [o for o in res.outcomes if o.status != "pass"]
+    fails = [o for o in res.outcomes if o.status is not CaseStatus.PASS]
     assert [o.case.name for o in fails] == ["a 40,000-row prefix under a 32 MB memory cap"]
     assert "expanding the whole prefix at once" in fails[0].message
 

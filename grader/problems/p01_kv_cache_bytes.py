@@ -1,14 +1,19 @@
-"""Problem 1: the size of the KV cache for MHA, GQA, MQA and MLA."""
+"""Problem 1: the size of the KV cache for MHA, GQA, MQA and MLA (chapter 1).
+Hidden cases draw every shape argument away from its default for each kind of cache, so
+an attempt that ignores an argument (and so uses V3's value) fails on every seed."""
+
 from __future__ import annotations
 
 import numpy as np
 
+from grader.spec import Case, Edge, Mistake, Problem, compare_scalar, default_used_mistakes
 from mlacourse import cache
 
-from ..spec import Case, Mistake, Problem, compare_scalar
-
+FN = "kv_cache_bytes"
 DTYPE_OF_BYTES = {1: "fp8", 2: "bf16", 4: "fp32"}
 DEFAULTS = dict(bytes_per_element=2, n_heads=128, head_dim=128, n_kv_heads=8, d_latent=512, d_rope=64)
+USED_BY = {"mha": ("n_heads", "head_dim"), "gqa": ("n_kv_heads", "head_dim"), "mqa": ("head_dim",),
+           "mla": ("d_latent", "d_rope")}
 
 STATEMENT = r"""
 ## Problem 1 — how many bytes does the KV cache take?
@@ -31,10 +36,11 @@ layers, for `kind` one of
   `d_rope` rotary key numbers shared by all heads (576 for DeepSeek-V3), no matter how
   many heads there are.
 
-Each kind ignores the arguments it does not use. `bytes_per_element` is 2 for
-bf16/fp16, 1 for fp8, 4 for fp32. Return an exact integer count (a float equal to it
-passes too). Example: DeepSeek-V3 (61 layers) caches 576 numbers per token per layer in
-MLA, so 32768 tokens in bf16 take 61 · 32768 · 576 · 2 = 2,302,672,896 bytes (2.14 GiB).
+Each kind ignores the arguments it does not use, and uses every one it does (the hidden
+cases change all of them). `bytes_per_element` is 2 for bf16/fp16, 1 for fp8, 4 for
+fp32. Return an exact integer count (a float equal to it passes too). Example:
+DeepSeek-V3 (61 layers) caches 576 numbers per token per layer in MLA, so 32768 tokens
+in bf16 take 61 · 32768 · 576 · 2 = 2,302,672,896 bytes (2.14 GiB).
 """
 
 HINTS = [
@@ -45,6 +51,8 @@ HINTS = [
     "MLA stores d_latent + d_rope numbers per token per layer, independent of n_heads.",
 ]
 
+
+# ---- the reference ---------------------------------------------------------------
 
 def _elements(kind, n_heads, head_dim, n_kv_heads, d_latent, d_rope):
     table = {
@@ -63,19 +71,62 @@ def reference(kind, n_tokens, n_layers, bytes_per_element=2, n_heads=128, head_d
                              dtype=DTYPE_OF_BYTES[bytes_per_element])
 
 
+# ---- cases ---------------------------------------------------------------------------
+
+def _case(name, args, hidden=False, seed=None):
+    desc = ", ".join(f"{k}={v!r}" for k, v in args.items())
+    if seed is not None:
+        desc += f"; seed {seed}"
+    return Case(name, FN, args, hidden=hidden, seed=seed, describe=desc)
+
+
+def _away_from_defaults(rng, kind):
+    """Every argument drawn so that none equals its default."""
+    n_heads = int(rng.choice([16, 32, 40, 64, 96]))
+    return dict(kind=kind, n_tokens=int(rng.integers(1, 200_001)), n_layers=int(rng.integers(2, 97)),
+                bytes_per_element=int(rng.choice([1, 4])), n_heads=n_heads,
+                head_dim=int(rng.choice([64, 80, 96, 192, 256])),
+                n_kv_heads=int(rng.choice([1, 2, 4, 16])), d_latent=int(rng.choice([256, 384, 768, 1024])),
+                d_rope=int(rng.choice([0, 16, 32, 128])))
+
+
+def make_cases(seed: int) -> list[Case]:
+    v3 = dict(n_tokens=32768, n_layers=61)
+    cases = [
+        _case("DeepSeek-V3 MLA, 32K tokens, bf16", dict(kind="mla", **v3)),
+        _case("MHA with V3's 128 heads of 128, 32K tokens, bf16",
+              dict(kind="mha", **v3, n_heads=128, head_dim=128)),
+        _case("GQA with 8 KV heads, 32K tokens, bf16", dict(kind="gqa", **v3, n_kv_heads=8)),
+        _case("MQA, 32K tokens, bf16", dict(kind="mqa", **v3)),
+        _case("MLA in fp8, V2's 60 layers, 4096 tokens",
+              dict(kind="mla", n_tokens=4096, n_layers=60, bytes_per_element=1)),
+    ]
+    rng = np.random.default_rng(seed)
+    for kind in ("mha", "gqa", "mqa", "mla"):
+        for k in range(2):
+            cases.append(_case(f"random {kind} #{k}", _away_from_defaults(rng, kind), True, seed))
+    cases.append(_case("one token, one layer (mla)", dict(kind="mla", n_tokens=1, n_layers=1), True, seed))
+    return cases
+
+
+def check(case: Case, result):
+    expected = reference(**case.args)
+    return compare_scalar(f"{FN}(...)", expected, result, rtol=0.0, atol=0.5, unit=" bytes")
+
+
+# ---- plausible wrong attempts --------------------------------------------------------
+
 def _full(args):
     return {**DEFAULTS, **args}
 
 
 def _no_kv_factor(kind, n_tokens, n_layers, **kw):
-    if kind == "mla":
-        return None
-    return reference(kind, n_tokens, n_layers, **kw) // 2
+    return reference(kind, n_tokens, n_layers, **kw) // (1 if kind == "mla" else 2)
 
 
 def _mla_no_rope(kind, n_tokens, n_layers, **kw):
     if kind != "mla":
-        return None
+        return reference(kind, n_tokens, n_layers, **kw)
     a = _full(kw)
     return n_tokens * n_layers * a["d_latent"] * a["bytes_per_element"]
 
@@ -85,12 +136,12 @@ def _one_layer(kind, n_tokens, n_layers, **kw):
 
 
 def _gqa_all_heads(kind, n_tokens, n_layers, **kw):
-    return reference("mha", n_tokens, n_layers, **kw) if kind == "gqa" else None
+    return reference("mha" if kind == "gqa" else kind, n_tokens, n_layers, **kw)
 
 
 def _mla_per_head(kind, n_tokens, n_layers, **kw):
-    a = _full(kw)
-    return reference(kind, n_tokens, n_layers, **kw) * a["n_heads"] if kind == "mla" else None
+    factor = _full(kw)["n_heads"] if kind == "mla" else 1
+    return reference(kind, n_tokens, n_layers, **kw) * factor
 
 
 MISTAKES = [
@@ -109,58 +160,18 @@ MISTAKES = [
     Mistake("MLA per head",
             "Your MLA count multiplies by n_heads; the latent and the rotary key are shared by "
             "all heads, so they are stored once per token per layer.", _mla_per_head),
+] + default_used_mistakes(reference, DEFAULTS)
+
+EDGES = [Edge(f"kind {k}", lambda a, k=k: a["kind"] == k) for k in USED_BY] + [
+    Edge("fp8 (1 byte) and fp32 (4 bytes)", lambda a: a.get("bytes_per_element", 2) in (1, 4)),
+    Edge("one token, one layer", lambda a: a["n_tokens"] == 1 and a["n_layers"] == 1),
 ]
 
-
-def _case(name, args, hidden=False, seed=None):
-    desc = ", ".join(f"{k}={v!r}" for k, v in args.items())
-    if seed is not None:
-        desc += f"; seed {seed}"
-    return Case(name, "kv_cache_bytes", args, hidden=hidden, seed=seed, describe=desc)
-
-
-def make_cases(seed: int) -> list[Case]:
-    v3 = dict(n_tokens=32768, n_layers=61)
-    cases = [
-        _case("DeepSeek-V3 MLA, 32K tokens, bf16", dict(kind="mla", **v3)),
-        _case("MHA with V3's 128 heads of 128, 32K tokens, bf16",
-              dict(kind="mha", **v3, n_heads=128, head_dim=128)),
-        _case("GQA with 8 KV heads, 32K tokens, bf16", dict(kind="gqa", **v3, n_kv_heads=8)),
-        _case("MQA, 32K tokens, bf16", dict(kind="mqa", **v3)),
-        _case("MLA in fp8, V2's 60 layers, 4096 tokens",
-              dict(kind="mla", n_tokens=4096, n_layers=60, bytes_per_element=1)),
-    ]
-    rng = np.random.default_rng(seed)
-    ri = lambda lo, hi: int(rng.integers(lo, hi + 1))  # noqa: E731
-    for k, kind in enumerate(["mha", "gqa", "mqa", "mla", "mha", "gqa", "mla"]):
-        n_heads = ri(2, 128)
-        args = dict(kind=kind, n_tokens=ri(1, 200_000), n_layers=ri(2, 96),
-                    bytes_per_element=int(rng.choice([1, 2, 4])), n_heads=n_heads,
-                    head_dim=int(rng.choice([64, 80, 96, 128, 192, 256])),
-                    n_kv_heads=ri(1, max(1, n_heads // 2)), d_latent=ri(2, 16) * 64,
-                    d_rope=int(rng.choice([0, 16, 32, 64, 128])))
-        cases.append(_case(f"random {kind} #{k}", args, True, seed))
-    cases.append(_case("one token, one layer (mla)", dict(kind="mla", n_tokens=1, n_layers=1), True, seed))
-    return cases
-
-
-def check(case: Case, result):
-    expected = reference(**case.args)
-    return compare_scalar("kv_cache_bytes(...)", expected, result, rtol=0.0, atol=0.5, unit=" bytes")
-
-
 PROBLEM = Problem(
-    number=1,
-    slug="kv_cache_bytes",
-    title="How big is the KV cache? MHA, GQA, MQA, MLA",
+    number=1, slug="kv_cache_bytes", title="How big is the KV cache? MHA, GQA, MQA, MLA",
     chapter="notebooks/01_kv_cache.ipynb",
-    functions=["kv_cache_bytes"],
-    statement=STATEMENT,
-    hints=HINTS,
-    make_cases=make_cases,
-    check=check,
-    mistakes=MISTAKES,
-    timeout_s=5.0,
-    memory_mb=512,
-    reference={"kv_cache_bytes": reference},
+    functions=[FN], statement=STATEMENT, hints=HINTS,
+    make_cases=make_cases, check=check, mistakes=MISTAKES,
+    timeout_s=5.0, memory_mb=512,
+    reference={FN: reference}, edges=EDGES,
 )

@@ -7,10 +7,55 @@ from grader.spec import Case, Mistake, Problem, compare_arrays, shape_text
 from mlacourse.rope import apply_rope, rope_angles
 
 FN = "rope_scores"
+
+STATEMENT = r"""
+Write `rope_scores(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta=10000.0)`: the
+pre-softmax attention scores of **one new query token** against `T` cached keys in MLA
+with decoupled RoPE.
+
+| argument | shape | meaning |
+|---|---|---|
+| `q_nope` | `[n_heads, d_nope]` | position-free part of the query, per head |
+| `q_rope` | `[n_heads, d_rope]` | RoPE part of the query, per head, **not yet rotated** |
+| `k_nope` | `[T, n_heads, d_nope]` | position-free part of each key, per head |
+| `k_rope` | `[T, d_rope]` | RoPE part of each key, **shared by all heads**, not yet rotated |
+| `q_pos` | int | the query token's position |
+| `k_pos` | `[T]` int | each key's position |
+| `theta` | float | RoPE base |
+
+Return `scores [n_heads, T]` (float64):
+
+    scores[h, t] = ( q_nope[h] . k_nope[t, h]  +  rot(q_rope[h], q_pos) . rot(k_rope[t], k_pos[t]) ) / sqrt(d_nope + d_rope)
+
+`rot(x, p)` rotates **interleaved pairs** `(x[2i], x[2i+1])`, i = 0 .. d_rope/2 - 1, by the
+angle `p * theta ** (-2i / d_rope)`:
+
+    rot(x, p)[2i]   = x[2i] * cos(a_i) - x[2i+1] * sin(a_i)
+    rot(x, p)[2i+1] = x[2i] * sin(a_i) + x[2i+1] * cos(a_i)
+
+Checked against `mlacourse.rope.apply_rope` with |got - expected| <= 1e-9 + 1e-6 * |expected|
+on every element. Visible examples have 2-3 heads; hidden cases draw n_heads 1-8,
+d_nope and d_rope from {4, 8, 16}, T 1-39, positions up to 5000 and theta 10000, 50000 or 500000.
+Do not modify the input arrays.
+"""
+
+HINTS = [
+    "Split the work: the nope part is an ordinary per-head dot product, the rope part is "
+    "a dot product of rotated vectors, and the two scores simply add.",
+    "The rope key is shared by every head, so rotate k_rope once ([T, d_rope]) and use one "
+    "matmul for all heads: rot_q [n_heads, d_rope] @ rot_k.T -> [n_heads, T].",
+    "Interleaved pairs: even = x[..., 0::2], odd = x[..., 1::2]; angles = "
+    "pos[..., None] * theta ** (-np.arange(0, d_rope, 2) / d_rope). Write the rotated even "
+    "and odd slots back to [..., 0::2] and [..., 1::2].",
+    "For the nope part: np.einsum('hd,thd->ht', q_nope, k_nope). Scale the sum by "
+    "1 / sqrt(d_nope + d_rope), not 1 / sqrt(d_nope).",
+]
+
+
 RTOL, ATOL = 1e-6, 1e-9
 
 
-def _reference(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta=10000.0):
+def reference(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta=10000.0):
     """Scores [H, T] from the math core: rotate q_rope and k_rope, add the nope part."""
     q_r = apply_rope(q_rope, np.asarray(q_pos), theta)  # [H, d_rope], every head at q_pos
     k_r = apply_rope(k_rope, np.asarray(k_pos), theta)  # [T, d_rope]
@@ -44,25 +89,23 @@ def make_cases(seed):
               10000.0, False, None),
     ]
     rng = np.random.default_rng(seed)
+    thetas = rng.permutation([10000.0, 50000.0, 500000.0, 10000.0])
+    dims = rng.permutation([4, 8, 16, 8])
     for i in range(4):
         n_heads = int(rng.integers(1, 9))
-        d_nope = int(rng.choice([4, 8, 16]))
-        d_rope = int(rng.choice([4, 8, 16]))
+        d_nope, d_rope = int(dims[i]), int(dims[(i + 1) % 4])
         n_keys = int(rng.integers(1, 40))
         k_pos = np.sort(rng.choice(5000, size=n_keys, replace=False))
         q_pos = int(k_pos[-1]) + int(rng.integers(0, 3))
-        theta = float(rng.choice([10000.0, 50000.0]))
         cases.append(_case(f"random {i}", rng, n_heads, d_nope, d_rope, n_keys, q_pos, k_pos,
-                           theta, True, seed))
+                           float(thetas[i]), True, seed))
     return cases
 
 
 def check(case, result):
-    return compare_arrays(FN, _reference(**case.args), result, rtol=RTOL, atol=ATOL,
+    return compare_arrays(FN, reference(**case.args), result, rtol=RTOL, atol=ATOL,
                           dims="[n_heads, T]")
 
-
-# ---- plausible wrong attempts --------------------------------------------------------
 
 def _rope_halves(x, pos, theta):
     """GPT-NeoX / Llama-HF layout: pair i is (x[i], x[i + d/2]) instead of (x[2i], x[2i+1])."""
@@ -81,23 +124,23 @@ def _halves(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta=10000.0):
 
 def _scale_nope_only(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta=10000.0):
     d_qk = q_nope.shape[-1] + q_rope.shape[-1]
-    return _reference(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta) \
+    return reference(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta) \
         * np.sqrt(d_qk) / np.sqrt(q_nope.shape[-1])
 
 
 def _rotate_nope_too(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta=10000.0):
     q_n = apply_rope(q_nope, np.asarray(q_pos), theta)
     k_n = apply_rope(k_nope, np.asarray(k_pos)[:, None], theta)
-    return _reference(q_n, q_rope, k_n, k_rope, q_pos, k_pos, theta)
+    return reference(q_n, q_rope, k_n, k_rope, q_pos, k_pos, theta)
 
 
 def _keys_at_query_position(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta=10000.0):
-    return _reference(q_nope, q_rope, k_nope, k_rope, q_pos,
+    return reference(q_nope, q_rope, k_nope, k_rope, q_pos,
                       np.full(np.shape(k_pos), q_pos), theta)
 
 
 def _inverse_rotation(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta=10000.0):
-    return _reference(q_nope, q_rope, k_nope, k_rope, -q_pos, -np.asarray(k_pos), theta)
+    return reference(q_nope, q_rope, k_nope, k_rope, -q_pos, -np.asarray(k_pos), theta)
 
 
 MISTAKES = [
@@ -120,53 +163,10 @@ MISTAKES = [
             _inverse_rotation),
 ]
 
-STATEMENT = r"""
-Write `rope_scores(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta=10000.0)`: the
-pre-softmax attention scores of **one new query token** against `T` cached keys in MLA
-with decoupled RoPE.
-
-| argument | shape | meaning |
-|---|---|---|
-| `q_nope` | `[n_heads, d_nope]` | position-free part of the query, per head |
-| `q_rope` | `[n_heads, d_rope]` | RoPE part of the query, per head, **not yet rotated** |
-| `k_nope` | `[T, n_heads, d_nope]` | position-free part of each key, per head |
-| `k_rope` | `[T, d_rope]` | RoPE part of each key, **shared by all heads**, not yet rotated |
-| `q_pos` | int | the query token's position |
-| `k_pos` | `[T]` int | each key's position |
-| `theta` | float | RoPE base |
-
-Return `scores [n_heads, T]` (float64):
-
-    scores[h, t] = ( q_nope[h] . k_nope[t, h]  +  rot(q_rope[h], q_pos) . rot(k_rope[t], k_pos[t]) ) / sqrt(d_nope + d_rope)
-
-`rot(x, p)` rotates **interleaved pairs** `(x[2i], x[2i+1])`, i = 0 .. d_rope/2 - 1, by the
-angle `p * theta ** (-2i / d_rope)`:
-
-    rot(x, p)[2i]   = x[2i] * cos(a_i) - x[2i+1] * sin(a_i)
-    rot(x, p)[2i+1] = x[2i] * sin(a_i) + x[2i+1] * cos(a_i)
-
-Checked against `mlacourse.rope.apply_rope` with |got - expected| <= 1e-9 + 1e-6 * |expected|
-on every element. Visible examples have 2-3 heads; hidden cases draw n_heads 1-8,
-d_nope and d_rope from {4, 8, 16}, T 1-39, positions up to 5000 and theta 10000 or 50000.
-Do not modify the input arrays.
-"""
-
-HINTS = [
-    "Split the work: the nope part is an ordinary per-head dot product, the rope part is "
-    "a dot product of rotated vectors, and the two scores simply add.",
-    "The rope key is shared by every head, so rotate k_rope once ([T, d_rope]) and use one "
-    "matmul for all heads: rot_q [n_heads, d_rope] @ rot_k.T -> [n_heads, T].",
-    "Interleaved pairs: even = x[..., 0::2], odd = x[..., 1::2]; angles = "
-    "pos[..., None] * theta ** (-np.arange(0, d_rope, 2) / d_rope). Write the rotated even "
-    "and odd slots back to [..., 0::2] and [..., 1::2].",
-    "For the nope part: np.einsum('hd,thd->ht', q_nope, k_nope). Scale the sum by "
-    "1 / sqrt(d_nope + d_rope), not 1 / sqrt(d_nope).",
-]
-
 PROBLEM = Problem(
     number=2, slug="rope_scores", title="Scores with decoupled RoPE",
     chapter="notebooks/02_mla_and_decoupled_rope.ipynb",
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
-    reference={FN: _reference},
+    reference={FN: reference},
 )

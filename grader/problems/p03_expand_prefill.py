@@ -3,28 +3,68 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import Case, Mistake, Problem, compare_arrays, shape_text
+from grader.spec import Case, Edge, Mistake, Problem, compare_arrays, shape_text
 from mlacourse.attention import causal_mask
 from mlacourse.layer import attend_expand
 
 FN = "expand_prefill"
+
+STATEMENT = r"""
+Write `expand_prefill(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale)`: MLA attention
+for a **prefill** of `T` tokens through the **expand path** -- up-project every cached
+latent into per-head keys and values, then run ordinary causal multi-head attention.
+
+| argument | shape | meaning |
+|---|---|---|
+| `q_nope` | `[T, n_heads, d_nope]` | position-free query part |
+| `q_rope` | `[T, n_heads, d_rope]` | query rope part, **already rotated** |
+| `c_kv` | `[T, d_latent]` | the cached latents, one per token |
+| `k_rope` | `[T, d_rope]` | the cached rope keys, already rotated, shared by all heads |
+| `w_uk` | `[n_heads, d_latent, d_nope]` | key up-projection: `k_nope[t, h] = c_kv[t] @ w_uk[h]` |
+| `w_uv` | `[n_heads, d_latent, d_v]` | value up-projection: `v[t, h] = c_kv[t] @ w_uv[h]` |
+| `scale` | float | softmax scale (1/sqrt(d_nope + d_rope)) |
+
+Return `out [T, n_heads, d_v]`:
+
+    score[h, s, t] = scale * (q_nope[s, h] . k_nope[t, h] + q_rope[s, h] . k_rope[t])
+    out[s, h]      = sum over t <= s of softmax_t(score[h, s, :s+1]) * v[t, h]
+
+Token `s` sees itself and every earlier token (causal). Checked against
+`mlacourse.layer.attend_expand` with `causal_mask(T, T)`: |got - expected| <= 1e-9 +
+1e-6 * |expected| on every element. Keep the softmax stable: one hidden case has scores in the hundreds. Hidden
+cases: T 2-23, n_heads 1-6, d_latent 8-32;
+d_v may differ from d_nope.
+"""
+
+HINTS = [
+    "Three steps: expand (k_nope and v for every token and head), score (nope part plus "
+    "rope part, times scale), then a causal softmax and a weighted sum of v.",
+    "np.einsum('tc,hcd->htd', c_kv, w_uk) gives k_nope [H, T, d_nope]; the same with w_uv "
+    "gives v [H, T, d_v]. The rope key has no head axis: einsum('shr,tr->hst', q_rope, k_rope).",
+    "Mask with np.tril(np.ones((T, T), bool)): scores where it is False become -inf. Subtract "
+    "each row's max before exp; every row has a finite max because the diagonal is visible.",
+    "Normalise over the last axis (keys), then np.einsum('hst,htd->shd', p, v) returns "
+    "[T, H, d_v].",
+]
+
+
 RTOL, ATOL = 1e-6, 1e-9
 
 
-def _reference(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale):
+def reference(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale):
     n_tok = c_kv.shape[0]
     out, _ = attend_expand(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale,
                            causal_mask(n_tok, n_tok))
     return out  # [T, H, d_v]
 
 
-def _case(name, rng, n_tok, n_heads, d_latent, d_nope, d_rope, d_v, hidden, seed):
+def _case(name, rng, n_tok, n_heads, d_latent, d_nope, d_rope, d_v, hidden, seed, q_std=1.5):
     def normal(*shape, std=1.0):
         return rng.standard_normal(shape) * std
 
     args = {
-        "q_nope": normal(n_tok, n_heads, d_nope, std=1.5),
-        "q_rope": normal(n_tok, n_heads, d_rope, std=1.5),
+        "q_nope": normal(n_tok, n_heads, d_nope, std=q_std),
+        "q_rope": normal(n_tok, n_heads, d_rope, std=q_std),
         "c_kv": normal(n_tok, d_latent),
         "k_rope": normal(n_tok, d_rope),
         "w_uk": normal(n_heads, d_latent, d_nope, std=1 / np.sqrt(d_latent)),
@@ -44,24 +84,23 @@ def make_cases(seed):
         _case("a single token", fixed, 1, 2, 8, 4, 4, 4, False, None),
     ]
     rng = np.random.default_rng(seed)
+    # each shape takes several values within one seed: hard-coding one cannot pass
+    heads, latents = rng.permutation([1, 2, 3, 6]), rng.permutation([8, 16, 24, 32])
+    nopes, ropes = rng.permutation([4, 8, 4, 6]), rng.permutation([2, 4, 8, 6])
     for i in range(4):
-        n_tok = int(rng.integers(2, 24))
-        n_heads = int(rng.integers(1, 7))
-        d_latent = int(rng.choice([8, 16, 32]))
-        d_nope = int(rng.choice([4, 8]))
-        d_v = d_nope if i % 2 == 0 else int(rng.choice([4, 6, 8]))
-        d_rope = int(rng.choice([2, 4, 8]))
-        cases.append(_case(f"random {i}", rng, n_tok, n_heads, d_latent, d_nope, d_rope, d_v,
-                           True, seed))
+        d_nope = int(nopes[i])
+        d_v = d_nope if i % 2 == 0 else int(rng.choice([4, 6, 10]))
+        cases.append(_case(f"random {i}", rng, int(rng.integers(2, 24)), int(heads[i]), int(latents[i]),
+                           d_nope, int(ropes[i]), d_v, True, seed))
+    cases.append(_case("large scores (hundreds): is the softmax stable?", rng, int(rng.integers(4, 16)),
+                       2, 16, 8, 4, 8, True, seed, q_std=300.0))
     return cases
 
 
 def check(case, result):
-    return compare_arrays(FN, _reference(**case.args), result, rtol=RTOL, atol=ATOL,
+    return compare_arrays(FN, reference(**case.args), result, rtol=RTOL, atol=ATOL,
                           dims="[T, n_heads, d_v]")
 
-
-# ---- plausible wrong attempts --------------------------------------------------------
 
 def _attend(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, visible=None, axis=-1,
             with_rope=True):
@@ -139,41 +178,16 @@ MISTAKES = [
             "use w_uv.", _swapped_up_projections),
 ]
 
-STATEMENT = r"""
-Write `expand_prefill(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale)`: MLA attention
-for a **prefill** of `T` tokens through the **expand path** -- up-project every cached
-latent into per-head keys and values, then run ordinary causal multi-head attention.
+def _scores(a):
+    """Every (head, query, key) score of a case, before the mask: [H, T, T]."""
+    k_nope = np.einsum("tc,hcd->htd", a["c_kv"], a["w_uk"])
+    return a["scale"] * (np.einsum("shd,htd->hst", a["q_nope"], k_nope)
+                         + np.einsum("shr,tr->hst", a["q_rope"], a["k_rope"]))
 
-| argument | shape | meaning |
-|---|---|---|
-| `q_nope` | `[T, n_heads, d_nope]` | position-free query part |
-| `q_rope` | `[T, n_heads, d_rope]` | query rope part, **already rotated** |
-| `c_kv` | `[T, d_latent]` | the cached latents, one per token |
-| `k_rope` | `[T, d_rope]` | the cached rope keys, already rotated, shared by all heads |
-| `w_uk` | `[n_heads, d_latent, d_nope]` | key up-projection: `k_nope[t, h] = c_kv[t] @ w_uk[h]` |
-| `w_uv` | `[n_heads, d_latent, d_v]` | value up-projection: `v[t, h] = c_kv[t] @ w_uv[h]` |
-| `scale` | float | softmax scale (1/sqrt(d_nope + d_rope)) |
 
-Return `out [T, n_heads, d_v]`:
-
-    score[h, s, t] = scale * (q_nope[s, h] . k_nope[t, h] + q_rope[s, h] . k_rope[t])
-    out[s, h]      = sum over t <= s of softmax_t(score[h, s, :s+1]) * v[t, h]
-
-Token `s` sees itself and every earlier token (causal). Checked against
-`mlacourse.layer.attend_expand` with `causal_mask(T, T)`: |got - expected| <= 1e-9 +
-1e-6 * |expected| on every element. Hidden cases: T 2-23, n_heads 1-6, d_latent 8-32;
-d_v may differ from d_nope.
-"""
-
-HINTS = [
-    "Three steps: expand (k_nope and v for every token and head), score (nope part plus "
-    "rope part, times scale), then a causal softmax and a weighted sum of v.",
-    "np.einsum('tc,hcd->htd', c_kv, w_uk) gives k_nope [H, T, d_nope]; the same with w_uv "
-    "gives v [H, T, d_v]. The rope key has no head axis: einsum('shr,tr->hst', q_rope, k_rope).",
-    "Mask with np.tril(np.ones((T, T), bool)): scores where it is False become -inf. Subtract "
-    "each row's max before exp; every row has a finite max because the diagonal is visible.",
-    "Normalise over the last axis (keys), then np.einsum('hst,htd->shd', p, v) returns "
-    "[T, H, d_v].",
+EDGES = [
+    Edge("a single token", lambda a: a["c_kv"].shape[0] == 1),
+    Edge("scores in the hundreds", lambda a: float(np.max(np.abs(_scores(a)))) > 100),
 ]
 
 PROBLEM = Problem(
@@ -181,5 +195,5 @@ PROBLEM = Problem(
     chapter="notebooks/03_two_paths.ipynb",
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
-    reference={FN: _reference},
+    reference={FN: reference}, edges=EDGES,
 )

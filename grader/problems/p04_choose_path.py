@@ -4,8 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from mlacourse import flops
+from grader.spec import (Case, Mistake, Problem, compare_choice, compare_dict, compare_scalar,
+                         default_used_mistakes)
 
-from ..spec import Case, Mistake, Problem, compare_choice, compare_dict, compare_scalar
 
 V3 = dict(n_heads=128, d_nope=128, d_rope=64, d_v=128, d_latent=512)
 
@@ -86,31 +87,6 @@ def _wrong_choice(tie_to, pick_larger=False):
     return fn
 
 
-MISTAKES = [
-    Mistake("non-causal pairs",
-            "Your FLOP count is the non-causal one (n_new * n_ctx pairs): each new token only "
-            "sees itself and the tokens before it.",
-            lambda n_new, n_ctx, **s: _counts(n_new, n_ctx, **s, pairs=_pairs_noncausal(n_new, n_ctx))),
-    Mistake("expand only the new tokens",
-            "Your expand count up-projects only the n_new new tokens; the expand path must "
-            "up-project every one of the n_ctx cached latents into per-head keys and values.",
-            lambda n_new, n_ctx, **s: _counts(n_new, n_ctx, **s, expand_tokens=n_new)),
-    Mistake("no rope in the pair cost",
-            "Your per-pair cost leaves out the d_rope dimensions: the score is a dot product "
-            "over d_nope + d_rope (expand) or d_latent + d_rope (absorb).",
-            lambda n_new, n_ctx, **s: _counts(n_new, n_ctx, **s, rope=False)),
-    Mistake("one FLOP per multiply-add",
-            "Your counts are exactly half: count 2 FLOPs per multiply-add.",
-            lambda n_new, n_ctx, **s: _counts(n_new, n_ctx, **s, per_madd=1)),
-    Mistake("tie goes to expand",
-            "On an exact tie choose_path must return 'absorb' (it also reads less memory).",
-            _wrong_choice("expand"), function="choose_path"),
-    Mistake("picks the larger",
-            "choose_path returned the more expensive path: return the one with fewer FLOPs.",
-            _wrong_choice("expand", pick_larger=True), function="choose_path"),
-]
-
-
 def _describe(args, seed=None):
     shapes = {k: v for k, v in args.items() if k not in ("n_new", "n_ctx")}
     s = f"n_new={args['n_new']}, n_ctx={args['n_ctx']}"
@@ -138,9 +114,13 @@ def make_cases(seed: int) -> list[Case]:
         below, above = ri(2, 150), ri(200, 2000)
         add(f"V3 extend below crossover #{k}", dict(n_new=below, n_ctx=prefix + below), True, seed)
         add(f"V3 extend above crossover #{k}", dict(n_new=above, n_ctx=prefix + above), True, seed)
-    for k in range(3):
-        shapes = dict(n_heads=ri(1, 64), d_nope=ri(8, 256), d_rope=2 * ri(0, 64),
-                      d_v=ri(8, 256), d_latent=ri(16, 1024))
+    def away(lo, hi, default):  # a value in [lo, hi] other than the default
+        v = ri(lo, hi - 1)
+        return v + 1 if v >= default else v
+
+    for k in range(3):  # every shape moved off its default: hard-coding V3 fails here
+        shapes = dict(n_heads=away(1, 64, 128), d_nope=away(8, 256, 128), d_rope=2 * away(0, 64, 32),
+                      d_v=away(8, 256, 128), d_latent=away(16, 1024, 512))
         n_ctx = ri(1, 50_000)
         add(f"random shapes #{k}", dict(n_new=ri(1, n_ctx), n_ctx=n_ctx, **shapes), True, seed)
     n = ri(1, 20_000)
@@ -164,6 +144,30 @@ def check(case: Case, result):
     return compare_choice("choose_path(...)", flops.choose_path(**case.args), result,
                           ("expand", "absorb"))
 
+
+MISTAKES = [
+    Mistake("non-causal pairs",
+            "Your FLOP count is the non-causal one (n_new * n_ctx pairs): each new token only "
+            "sees itself and the tokens before it.",
+            lambda n_new, n_ctx, **s: _counts(n_new, n_ctx, **s, pairs=_pairs_noncausal(n_new, n_ctx))),
+    Mistake("expand only the new tokens",
+            "Your expand count up-projects only the n_new new tokens; the expand path must "
+            "up-project every one of the n_ctx cached latents into per-head keys and values.",
+            lambda n_new, n_ctx, **s: _counts(n_new, n_ctx, **s, expand_tokens=n_new)),
+    Mistake("no rope in the pair cost",
+            "Your per-pair cost leaves out the d_rope dimensions: the score is a dot product "
+            "over d_nope + d_rope (expand) or d_latent + d_rope (absorb).",
+            lambda n_new, n_ctx, **s: _counts(n_new, n_ctx, **s, rope=False)),
+    Mistake("one FLOP per multiply-add",
+            "Your counts are exactly half: count 2 FLOPs per multiply-add.",
+            lambda n_new, n_ctx, **s: _counts(n_new, n_ctx, **s, per_madd=1)),
+    Mistake("tie goes to expand",
+            "On an exact tie choose_path must return 'absorb' (it also reads less memory).",
+            _wrong_choice("expand"), function="choose_path"),
+    Mistake("picks the larger",
+            "choose_path returned the more expensive path: return the one with fewer FLOPs.",
+            _wrong_choice("expand", pick_larger=True), function="choose_path"),
+] + default_used_mistakes(flops.attention_flops, V3, function="attention_flops")
 
 PROBLEM = Problem(
     number=4,

@@ -3,14 +3,52 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import Case, Mistake, Problem, shape_text, compare_out_lse
+from grader.spec import Case, Edge, Mistake, Problem, shape_text, compare_out_lse
 from mlacourse.attention import attention_from_scores, merge_attention
 
 FN = "lse_merge"
+
+STATEMENT = r"""
+Write `lse_merge(outs, lses)`: combine attention results that were computed over
+**disjoint sets of keys** into the result of one attention over all of them.
+
+| argument | shape | meaning |
+|---|---|---|
+| `outs` | `[n_parts, n_heads, s_q, d_v]` | part i's softmax-weighted values |
+| `lses` | `[n_parts, n_heads, s_q]` | part i's log-sum-exp of its scores (natural log) |
+
+Return a pair `(out, lse)`, `out [n_heads, s_q, d_v]` and `lse [n_heads, s_q]`:
+
+    lse = log(sum_i exp(lses[i]))
+    out = sum_i exp(lses[i] - lse) * outs[i]
+
+Rules the cases test:
+* A part that saw no key for a row has `lse = -inf` and `out = 0`; it must get weight 0.
+* A row that **no** part saw must come out as `out = 0`, `lse = -inf` (not NaN).
+* lse values may be near +-800: `exp(800)` overflows float64, so keep the computation
+  stable (subtract the largest lse first).
+
+Checked against `mlacourse.attention.merge_attention`: out first, then lse, each with
+|got - expected| <= 1e-9 + 1e-6 * |expected| (-inf must match -inf). Hidden cases: 1-5
+parts, some empty, scores shifted by 0 or +-750.
+"""
+
+HINTS = [
+    "Each part's softmax was normalised by its own denominator exp(lse_i). The merged "
+    "denominator is the sum of those, so the weight of part i is exp(lse_i) / sum_j exp(lse_j).",
+    "Compute that ratio as exp(lse_i - m) / sum_j exp(lse_j - m) with m = the largest lse: "
+    "the same number, but nothing overflows. Then lse = m + log(sum_j exp(lse_j - m)).",
+    "Rows where every lse is -inf: m is -inf and lse_i - m is NaN. Replace such an m with 0 "
+    "(np.where(np.isfinite(m), m, 0)); then all weights are 0, and you return out 0, lse -inf.",
+    "Vectorised: w = np.exp(lses - m) has shape [n_parts, n_heads, s_q]; out = (w[..., None] "
+    "* outs).sum(0) / total[..., None], guarding total == 0.",
+]
+
+
 RTOL, ATOL = 1e-6, 1e-9
 
 
-def _reference(outs, lses):
+def reference(outs, lses):
     return merge_attention(list(outs), list(lses))
 
 
@@ -74,11 +112,9 @@ def make_cases(seed):
 
 
 def check(case, result):
-    return compare_out_lse(FN, _reference(**case.args), result, rtol=RTOL, atol=ATOL,
+    return compare_out_lse(FN, reference(**case.args), result, rtol=RTOL, atol=ATOL,
                            out_dims="[n_heads, s_q, d_v]", lse_dims="[n_heads, s_q]")
 
-
-# ---- plausible wrong attempts --------------------------------------------------------
 
 def _true_lse(lses):
     return np.logaddexp.reduce(np.asarray(lses, dtype=np.float64), axis=0)
@@ -89,10 +125,14 @@ def _plain_average(outs, lses):
 
 
 def _no_max_subtraction(outs, lses):
+    """The stable version with the shift left out: exp(lse) itself overflows above 709."""
     with np.errstate(all="ignore"):
         w = np.exp(lses)  # overflows to inf for lse > 709, underflows to 0 below -745
         total = w.sum(axis=0)
-        return (w[..., None] * outs).sum(axis=0) / total[..., None], np.log(total)
+        seen = total > 0
+        lse = np.where(seen, np.log(np.where(seen, total, 1.0)), -np.inf)
+        w = w / np.where(seen, total, 1.0)
+        return (w[..., None] * outs).sum(axis=0), lse
 
 
 def _lse_is_max(outs, lses):
@@ -134,39 +174,10 @@ MISTAKES = [
             "use exp(lse_i - lse)).", _unnormalised_weights),
 ]
 
-STATEMENT = r"""
-Write `lse_merge(outs, lses)`: combine attention results that were computed over
-**disjoint sets of keys** into the result of one attention over all of them.
-
-| argument | shape | meaning |
-|---|---|---|
-| `outs` | `[n_parts, n_heads, s_q, d_v]` | part i's softmax-weighted values |
-| `lses` | `[n_parts, n_heads, s_q]` | part i's log-sum-exp of its scores (natural log) |
-
-Return a pair `(out, lse)`, `out [n_heads, s_q, d_v]` and `lse [n_heads, s_q]`:
-
-    lse = log(sum_i exp(lses[i]))
-    out = sum_i exp(lses[i] - lse) * outs[i]
-
-Rules the cases test:
-* A part that saw no key for a row has `lse = -inf` and `out = 0`; it must get weight 0.
-* A row that **no** part saw must come out as `out = 0`, `lse = -inf` (not NaN).
-* lse values may be near +-800: `exp(800)` overflows float64, so compute it stably.
-
-Checked against `mlacourse.attention.merge_attention`: out first, then lse, each with
-|got - expected| <= 1e-9 + 1e-6 * |expected| (-inf must match -inf). Hidden cases: 1-5
-parts, some empty, scores shifted by 0 or +-750.
-"""
-
-HINTS = [
-    "Each part's softmax was normalised by its own denominator exp(lse_i). The merged "
-    "denominator is the sum of those, so the weight of part i is exp(lse_i) / sum_j exp(lse_j).",
-    "Compute that ratio as exp(lse_i - m) / sum_j exp(lse_j - m) with m = the largest lse: "
-    "the same number, but nothing overflows. Then lse = m + log(sum_j exp(lse_j - m)).",
-    "Rows where every lse is -inf: m is -inf and lse_i - m is NaN. Replace such an m with 0 "
-    "(np.where(np.isfinite(m), m, 0)); then all weights are 0, and you return out 0, lse -inf.",
-    "Vectorised: w = np.exp(lses - m) has shape [n_parts, n_heads, s_q]; out = (w[..., None] "
-    "* outs).sum(0) / total[..., None], guarding total == 0.",
+EDGES = [
+    Edge("a part that saw no key", lambda a: bool(np.isneginf(a["lses"]).any())),
+    Edge("a row no part saw", lambda a: bool(np.isneginf(a["lses"]).all(axis=0).any())),
+    Edge("scores (and lse) in the hundreds", lambda a: float(np.max(np.abs(a["lses"][np.isfinite(a["lses"])]))) > 100),
 ]
 
 PROBLEM = Problem(
@@ -174,5 +185,5 @@ PROBLEM = Problem(
     chapter="notebooks/04_flops_and_path_choice.ipynb",
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
-    reference={FN: _reference},
+    reference={FN: reference}, edges=EDGES,
 )

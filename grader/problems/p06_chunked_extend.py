@@ -3,13 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import Case, Mistake, Problem, shape_text, compare_out_lse
+from grader.spec import Case, Edge, Mistake, Problem, shape_text, compare_out_lse
 from mlacourse.attention import causal_mask, merge_attention
 from mlacourse.layer import attend_chunked_prefix, attend_expand
 
 FN = "chunked_extend"
-RTOL, ATOL = 1e-6, 1e-9
-
 # The long-prefix case: expanding all of it at once needs
 # n_heads * T * (d_nope + d_v) * 8 bytes = 4 * 40_000 * 64 * 8 = 82 MB of K/V (k_nope alone
 # is 41 MB), above the cap; one 2048-row chunk of K/V is about 4 MB.
@@ -17,8 +15,51 @@ LONG = dict(n_heads=4, d_latent=8, d_nope=32, d_rope=4, d_v=32, n_tok=40_000, n_
             chunk=2048)
 LONG_CAP_MB = 32
 
+STATEMENT = r"""
+Write `chunked_extend(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, chunk)`:
+attention for `n_new` new tokens appended after a long cached prefix, through the expand
+path, **without expanding the whole prefix at once**.
 
-def _reference(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, chunk):
+| argument | shape | meaning |
+|---|---|---|
+| `q_nope`, `q_rope` | `[n_new, n_heads, d_nope]`, `[n_new, n_heads, d_rope]` | the new tokens' queries (rope part rotated) |
+| `c_kv`, `k_rope` | `[T, d_latent]`, `[T, d_rope]` | all T cached rows; the **last n_new rows are the new tokens** |
+| `w_uk`, `w_uv` | `[n_heads, d_latent, d_nope]`, `[n_heads, d_latent, d_v]` | up-projections, as in problem 3 |
+| `scale` | float | softmax scale |
+| `chunk` | int | expand at most this many prefix rows at a time |
+
+Return `(out [n_new, n_heads, d_v], lse [n_heads, n_new])`, equal to one causal
+attention over all T rows: new token i sees rows `0 .. T - n_new + i`.
+
+Plan: the prefix (rows `0 .. T - n_new - 1`) is visible to every new token, so expand it
+`chunk` rows at a time (the last chunk may be shorter) and attend without a mask; the new
+rows attend causally among themselves; merge all parts by log-sum-exp (problem 5).
+The prefix may be empty.
+
+Checked against `mlacourse.layer` (one-shot `attend_expand` with `causal_mask(n_new, T)`;
+for the long case the core's `attend_chunked_prefix`): out first, then lse, each with
+|got - expected| <= 1e-9 + 1e-6 * |expected|. One visible case has a 40,000-row prefix
+and runs under a 32 MB memory cap: expanding all of it at once needs about 82 MB and
+fails. Keep every softmax stable: one hidden case has scores in the hundreds.
+Hidden cases: prefix 0-30 rows, chunk 1-7, n_new 1-5, the shapes vary.
+"""
+
+HINTS = [
+    "Every part is an ordinary expand-path attention (problem 3's code) that also returns "
+    "its lse; the prefix parts need no mask because every new token sees the whole prefix.",
+    "for lo in range(0, n_prefix, chunk): rows lo .. min(lo + chunk, n_prefix) - 1. "
+    "Python slicing clips for you: c_kv[lo:min(lo + chunk, n_prefix)].",
+    "The new block is c_kv[n_prefix:], k_rope[n_prefix:] with np.tril(np.ones((n_new, n_new), "
+    "bool)) as its mask: a square prefill of its own.",
+    "Keep each part's out as [n_heads, n_new, d_v] and lse as [n_heads, n_new], merge with "
+    "weights exp(lse_part - lse_total), and transpose out to [n_new, n_heads, d_v] at the end.",
+]
+
+
+RTOL, ATOL = 1e-6, 1e-9
+
+
+def reference(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, chunk):
     s, t = q_nope.shape[0], c_kv.shape[0]
     if t > 10_000:  # the long case: the core's own chunked version keeps the judge's memory low
         out, lse = attend_chunked_prefix(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, 4096)
@@ -28,13 +69,13 @@ def _reference(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, chunk):
     return out, lse  # [S, H, d_v], [H, S]
 
 
-def _args(rng, n_tok, n_new, n_heads, d_latent, d_nope, d_rope, d_v, chunk):
+def _args(rng, n_tok, n_new, n_heads, d_latent, d_nope, d_rope, d_v, chunk, q_std=1.5):
     def normal(*shape, std=1.0):
         return rng.standard_normal(shape) * std
 
     return {
-        "q_nope": normal(n_new, n_heads, d_nope, std=1.5),
-        "q_rope": normal(n_new, n_heads, d_rope, std=1.5),
+        "q_nope": normal(n_new, n_heads, d_nope, std=q_std),
+        "q_rope": normal(n_new, n_heads, d_rope, std=q_std),
         "c_kv": normal(n_tok, d_latent),
         "k_rope": normal(n_tok, d_rope),
         "w_uk": normal(n_heads, d_latent, d_nope, std=1 / np.sqrt(d_latent)),
@@ -68,25 +109,29 @@ def make_cases(seed):
                   "and merge the parts by their log-sum-exp.")),
     ]
     rng = np.random.default_rng(seed)
+    # each shape takes several values within one seed: hard-coding one cannot pass
+    latents, nopes = rng.permutation([8, 12, 16, 8, 24]), rng.permutation([4, 6, 8, 4, 2])
+    ropes, values = rng.permutation([2, 4, 6, 2, 4]), rng.permutation([4, 6, 3, 8, 4])
     for i in range(5):
         n_new = int(rng.integers(1, 6))
         chunk = int(rng.integers(1, 8))
         n_prefix = int(rng.integers(0, 30))
         if i < 3 and n_prefix % chunk == 0:
             n_prefix += 1  # a partial last chunk
-        cases.append(_case(f"random {i}", _args(rng, n_prefix + n_new, n_new,
-                                                int(rng.integers(1, 5)), 8, 4,
-                                                int(rng.choice([2, 4])), int(rng.choice([4, 6])),
-                                                chunk), hidden=True, seed=seed))
+        cases.append(_case(f"random {i}", _args(rng, n_prefix + n_new, n_new, int(rng.integers(1, 5)),
+                                                int(latents[i]), int(nopes[i]), int(ropes[i]),
+                                                int(values[i]), chunk), hidden=True, seed=seed))
+    n_new = int(rng.integers(2, 5))
+    cases.append(_case("large scores (hundreds): is every softmax stable?",
+                       _args(rng, n_new + int(rng.integers(5, 20)), n_new, 2, 8, 4, 4, 4,
+                             int(rng.integers(2, 5)), q_std=300.0), hidden=True, seed=seed))
     return cases
 
 
 def check(case, result):
-    return compare_out_lse(FN, _reference(**case.args), result, rtol=RTOL, atol=ATOL,
+    return compare_out_lse(FN, reference(**case.args), result, rtol=RTOL, atol=ATOL,
                            out_dims="[n_new, n_heads, d_v]", lse_dims="[n_heads, n_new]")
 
-
-# ---- plausible wrong attempts --------------------------------------------------------
 
 def _parts(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, chunk, prefix_end=None,
            stop_early=False, new_mask=True):
@@ -156,43 +201,18 @@ MISTAKES = [
             "lse, log(sum over parts of exp(lse_part)).", _lse_of_new_block),
 ]
 
-STATEMENT = r"""
-Write `chunked_extend(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, chunk)`:
-attention for `n_new` new tokens appended after a long cached prefix, through the expand
-path, **without expanding the whole prefix at once**.
+def _scores(a):
+    """Every (head, query, key) score of a case, before the mask: [H, S, T]."""
+    k_nope = np.einsum("tc,hcd->htd", a["c_kv"], a["w_uk"])
+    return a["scale"] * (np.einsum("shd,htd->hst", a["q_nope"], k_nope)
+                         + np.einsum("shr,tr->hst", a["q_rope"], a["k_rope"]))
 
-| argument | shape | meaning |
-|---|---|---|
-| `q_nope`, `q_rope` | `[n_new, n_heads, d_nope]`, `[n_new, n_heads, d_rope]` | the new tokens' queries (rope part rotated) |
-| `c_kv`, `k_rope` | `[T, d_latent]`, `[T, d_rope]` | all T cached rows; the **last n_new rows are the new tokens** |
-| `w_uk`, `w_uv` | `[n_heads, d_latent, d_nope]`, `[n_heads, d_latent, d_v]` | up-projections, as in problem 3 |
-| `scale` | float | softmax scale |
-| `chunk` | int | expand at most this many prefix rows at a time |
 
-Return `(out [n_new, n_heads, d_v], lse [n_heads, n_new])`, equal to one causal
-attention over all T rows: new token i sees rows `0 .. T - n_new + i`.
-
-Plan: the prefix (rows `0 .. T - n_new - 1`) is visible to every new token, so expand it
-`chunk` rows at a time (the last chunk may be shorter) and attend without a mask; the new
-rows attend causally among themselves; merge all parts by log-sum-exp (problem 5).
-The prefix may be empty.
-
-Checked against `mlacourse.layer` (one-shot `attend_expand` with `causal_mask(n_new, T)`;
-for the long case the core's `attend_chunked_prefix`): out first, then lse, each with
-|got - expected| <= 1e-9 + 1e-6 * |expected|. One visible case has a 40,000-row prefix
-and runs under a 32 MB memory cap: expanding all of it at once needs about 82 MB and
-fails. Hidden cases: prefix 0-30 rows, chunk 1-7, n_new 1-5.
-"""
-
-HINTS = [
-    "Every part is an ordinary expand-path attention (problem 3's code) that also returns "
-    "its lse; the prefix parts need no mask because every new token sees the whole prefix.",
-    "for lo in range(0, n_prefix, chunk): rows lo .. min(lo + chunk, n_prefix) - 1. "
-    "Python slicing clips for you: c_kv[lo:min(lo + chunk, n_prefix)].",
-    "The new block is c_kv[n_prefix:], k_rope[n_prefix:] with np.tril(np.ones((n_new, n_new), "
-    "bool)) as its mask: a square prefill of its own.",
-    "Keep each part's out as [n_heads, n_new, d_v] and lse as [n_heads, n_new], merge with "
-    "weights exp(lse_part - lse_total), and transpose out to [n_new, n_heads, d_v] at the end.",
+EDGES = [
+    Edge("no prefix (a plain prefill)", lambda a: a["c_kv"].shape[0] == a["q_nope"].shape[0]),
+    Edge("one new token", lambda a: a["q_nope"].shape[0] == 1),
+    Edge("a partial last chunk", lambda a: (a["c_kv"].shape[0] - a["q_nope"].shape[0]) % a["chunk"] != 0),
+    Edge("scores in the hundreds", lambda a: a["c_kv"].shape[0] < 1000 and float(np.max(np.abs(_scores(a)))) > 100),
 ]
 
 PROBLEM = Problem(
@@ -200,5 +220,5 @@ PROBLEM = Problem(
     chapter="notebooks/04_flops_and_path_choice.ipynb",
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
-    reference={FN: _reference},
+    reference={FN: reference}, edges=EDGES,
 )

@@ -11,138 +11,6 @@ from mlacourse.hardware import GPUS
 FN = "decode_roofline"
 D_K, D_V = 576, 512  # absorbed MLA: keys are [c; k_rope] (512 + 64), values are c (512)
 ROW_BYTES = {"bf16": 2 * D_K, "fp8": fp8_mla_row_bytes(512, 64)}  # 1152 and 656
-
-
-def _summary(flops, nbytes, gpu, ridge_factor=1.0, peak_factor=1.0):
-    g = GPUS[gpu]
-    intensity = flops / nbytes
-    ridge = g.ridge("bf16") * ridge_factor
-    attainable = min(g.bf16_tflops * peak_factor, intensity * g.hbm_gbps * 1e9 / 1e12)
-    return {"flops": flops, "bytes": nbytes, "intensity": intensity,
-            "bound": "compute" if intensity >= ridge else "memory",
-            "attainable_tflops": attainable}
-
-
-def _reference(h_q, s_q, s_k, kv_dtype, gpu):
-    flops = decode_flops(h_q, s_q, s_k, D_K, D_V)
-    nbytes = decode_bytes(h_q, s_q, s_k, D_K, D_V, kv_row_bytes=ROW_BYTES[kv_dtype], dtype="bf16")
-    g = GPUS[gpu]
-    intensity = flops / nbytes
-    return {"flops": flops, "bytes": nbytes, "intensity": intensity,
-            "bound": "compute" if intensity >= g.ridge("bf16") else "memory",
-            "attainable_tflops": g.attainable_tflops(intensity, "bf16")}
-
-
-def _case(name, h_q, s_q, s_k, kv_dtype, gpu, hidden=False, seed=None):
-    args = {"h_q": int(h_q), "s_q": int(s_q), "s_k": int(s_k), "kv_dtype": kv_dtype, "gpu": gpu}
-    describe = ", ".join(f"{k}={v!r}" for k, v in args.items())
-    return Case(name, FN, args, hidden=hidden, seed=seed,
-                describe=describe + (f", seed {seed}" if seed is not None else ""))
-
-
-def make_cases(seed):
-    cases = [
-        _case("V3 decode, bf16 cache, H800", 128, 1, 4096, "bf16", "H800"),
-        _case("V3 decode, FP8 cache, H800", 128, 1, 4096, "fp8", "H800"),
-        _case("16 heads per GPU (TP 8), H20", 16, 1, 8192, "bf16", "H20"),
-        _case("2 query tokens (MTP), long context, H100", 128, 2, 32768, "bf16", "H100"),
-    ]
-    rng = np.random.default_rng(seed)
-    names = sorted(GPUS)
-    for i in range(6):
-        cases.append(_case(f"random {i}", rng.choice([16, 32, 64, 128]), rng.choice([1, 2, 4]),
-                           rng.integers(256, 131073), str(rng.choice(["bf16", "fp8"])),
-                           str(rng.choice(names)), hidden=True, seed=seed))
-    return cases
-
-
-def check(case, result):
-    expected = _reference(**case.args)
-
-    def one(label, exp, got):
-        if label.endswith("['bound']"):
-            return compare_choice(label, exp, got, ["memory", "compute"])
-        if label.endswith("['flops']") or label.endswith("['bytes']"):
-            return compare_scalar(label, exp, got, rtol=1e-12)  # exact counts
-        unit = " TFLOP/s" if "attainable" in label else " FLOP/byte"
-        return compare_scalar(label, exp, got, rtol=1e-6, unit=unit)
-
-    return compare_dict(FN, expected, result, one)
-
-
-# ---- plausible wrong attempts --------------------------------------------------------
-
-def _with(flops=None, nbytes=None, intensity=None, ridge_factor=1.0, peak_factor=1.0, **a):
-    ref = _reference(**a)
-    f = ref["flops"] if flops is None else flops
-    b = ref["bytes"] if nbytes is None else nbytes
-    out = _summary(f, b, a["gpu"], ridge_factor, peak_factor)
-    if intensity is not None:
-        g = GPUS[a["gpu"]]
-        out.update(intensity=intensity,
-                   bound="compute" if intensity >= g.ridge("bf16") else "memory",
-                   attainable_tflops=g.attainable_tflops(intensity, "bf16"))
-    return out
-
-
-def _approx_2hs(**a):
-    return _with(intensity=2 * a["h_q"] * a["s_q"], **a)
-
-
-def _no_q_out_bytes(**a):
-    return _with(nbytes=a["s_k"] * ROW_BYTES[a["kv_dtype"]], **a)
-
-
-def _separate_v(**a):
-    elem = 2 if a["kv_dtype"] == "bf16" else 1
-    row = ROW_BYTES[a["kv_dtype"]] + D_V * elem
-    return _with(nbytes=decode_bytes(a["h_q"], a["s_q"], a["s_k"], D_K, D_V, kv_row_bytes=row), **a)
-
-
-def _sparse_peak(**a):
-    return _with(ridge_factor=2.0, peak_factor=2.0, **a)
-
-
-def _fp8_row_576(**a):
-    if a["kv_dtype"] != "fp8":
-        return None
-    return _with(nbytes=decode_bytes(a["h_q"], a["s_q"], a["s_k"], D_K, D_V, kv_row_bytes=576), **a)
-
-
-def _one_flop_per_mac(**a):
-    return _with(flops=decode_flops(a["h_q"], a["s_q"], a["s_k"], D_K, D_V) // 2, **a)
-
-
-def _v_as_wide_as_k(**a):
-    return _with(flops=decode_flops(a["h_q"], a["s_q"], a["s_k"], D_K, D_K), **a)
-
-
-MISTAKES = [
-    Mistake("intensity ~ 2 h_q s_q",
-            "You used the shorthand intensity ~ 2*h_q*s_q; compute flops / bytes exactly (the "
-            "shorthand ignores the 576 vs 512 widths, the fp8 row size and the q/out traffic).",
-            _approx_2hs),
-    Mistake("q and out bytes left out",
-            "Your bytes count only the cache; add the query read (h_q*s_q*576*2) and the "
-            "output write (h_q*s_q*512*2).", _no_q_out_bytes),
-    Mistake("V counted as separate bytes",
-            "You read V as a second tensor; in MLA the value is the first 512 dims of the "
-            "same cached row, so each token costs one row of bytes.", _separate_v),
-    Mistake("sparse TFLOPS",
-            "Your peak is the 2:4-sparsity figure (twice the dense one); dense attention "
-            "runs at the dense peak (GPU.bf16_tflops), which also sets the ridge point.",
-            _sparse_peak),
-    Mistake("fp8 row of 576 bytes",
-            "An FP8 row is 656 bytes, not 576: 512 fp8 latents + 4 float32 scales (16 bytes) "
-            "+ 64 bf16 rope values (128 bytes).", _fp8_row_576),
-    Mistake("one FLOP per multiply-add",
-            "Count 2 FLOPs per multiply-add: flops = 2*h_q*s_q*s_k*(576 + 512).",
-            _one_flop_per_mac),
-    Mistake("PV as wide as QK",
-            "The PV product is 512 wide (values are the latent c), not 576: flops = "
-            "2*h_q*s_q*s_k*(576 + 512).", _v_as_wide_as_k),
-]
-
 _GPU_LINES = "\n".join(f"| `{g.name}` | {g.bf16_tflops:g} | {g.hbm_gbps:g} |"
                        for g in GPUS.values())
 
@@ -190,10 +58,160 @@ HINTS = [
     "lifts it to about 385 (compute bound).",
 ]
 
+
+
+def _summary(flops, nbytes, gpu, ridge_factor=1.0, peak_factor=1.0):
+    g = GPUS[gpu]
+    intensity = flops / nbytes
+    ridge = g.ridge("bf16") * ridge_factor
+    attainable = min(g.bf16_tflops * peak_factor, intensity * g.hbm_gbps * 1e9 / 1e12)
+    return {"flops": flops, "bytes": nbytes, "intensity": intensity,
+            "bound": "compute" if intensity >= ridge else "memory",
+            "attainable_tflops": attainable}
+
+
+def reference(h_q, s_q, s_k, kv_dtype, gpu):
+    flops = decode_flops(h_q, s_q, s_k, D_K, D_V)
+    nbytes = decode_bytes(h_q, s_q, s_k, D_K, D_V, kv_row_bytes=ROW_BYTES[kv_dtype], dtype="bf16")
+    g = GPUS[gpu]
+    intensity = flops / nbytes
+    return {"flops": flops, "bytes": nbytes, "intensity": intensity,
+            "bound": "compute" if intensity >= g.ridge("bf16") else "memory",
+            "attainable_tflops": g.attainable_tflops(intensity, "bf16")}
+
+
+def _case(name, h_q, s_q, s_k, kv_dtype, gpu, hidden=False, seed=None):
+    args = {"h_q": int(h_q), "s_q": int(s_q), "s_k": int(s_k), "kv_dtype": kv_dtype, "gpu": gpu}
+    describe = ", ".join(f"{k}={v!r}" for k, v in args.items())
+    return Case(name, FN, args, hidden=hidden, seed=seed,
+                describe=describe + (f", seed {seed}" if seed is not None else ""))
+
+
+def make_cases(seed):
+    cases = [
+        _case("V3 decode, bf16 cache, H800", 128, 1, 4096, "bf16", "H800"),
+        _case("V3 decode, FP8 cache, H800", 128, 1, 4096, "fp8", "H800"),
+        _case("16 heads per GPU (TP 8), H20", 16, 1, 8192, "bf16", "H20"),
+        _case("2 query tokens (MTP), long context, H100", 128, 2, 32768, "bf16", "H100"),
+    ]
+    rng = np.random.default_rng(seed)
+    # within one seed every argument takes several values, and each GPU is drawn once
+    gpus = [str(g) for g in rng.permutation(sorted(GPUS))]
+    heads = rng.permutation([16, 32, 64, 128, 16, 128])
+    for i, gpu in enumerate(gpus):
+        cases.append(_case(f"random {i}", heads[i], [1, 2, 4][i % 3], rng.integers(256, 131073),
+                           ["bf16", "fp8"][i % 2], gpu, hidden=True, seed=seed))
+    fp8_gpus = sorted(n for n, g in GPUS.items() if g.fp8_tflops)
+    cases.append(_case("FP8 cache, compute bound", 128, 4, rng.integers(4096, 65537), "fp8",
+                       str(rng.choice(fp8_gpus)), hidden=True, seed=seed))
+    return cases
+
+
+def check(case, result):
+    expected = reference(**case.args)
+
+    def one(label, exp, got):
+        if label.endswith("['bound']"):
+            return compare_choice(label, exp, got, ["memory", "compute"])
+        if label.endswith("['flops']") or label.endswith("['bytes']"):
+            return compare_scalar(label, exp, got, rtol=1e-12)  # exact counts
+        unit = " TFLOP/s" if "attainable" in label else " FLOP/byte"
+        return compare_scalar(label, exp, got, rtol=1e-6, unit=unit)
+
+    return compare_dict(FN, expected, result, one)
+
+
+def _with(flops=None, nbytes=None, intensity=None, ridge_factor=1.0, peak_factor=1.0, **a):
+    ref = reference(**a)
+    f = ref["flops"] if flops is None else flops
+    b = ref["bytes"] if nbytes is None else nbytes
+    out = _summary(f, b, a["gpu"], ridge_factor, peak_factor)
+    if intensity is not None:
+        g = GPUS[a["gpu"]]
+        out.update(intensity=intensity,
+                   bound="compute" if intensity >= g.ridge("bf16") else "memory",
+                   attainable_tflops=g.attainable_tflops(intensity, "bf16"))
+    return out
+
+
+def _approx_2hs(**a):
+    return _with(intensity=2 * a["h_q"] * a["s_q"], **a)
+
+
+def _no_q_out_bytes(**a):
+    return _with(nbytes=a["s_k"] * ROW_BYTES[a["kv_dtype"]], **a)
+
+
+def _separate_v(**a):
+    elem = 2 if a["kv_dtype"] == "bf16" else 1
+    row = ROW_BYTES[a["kv_dtype"]] + D_V * elem
+    return _with(nbytes=decode_bytes(a["h_q"], a["s_q"], a["s_k"], D_K, D_V, kv_row_bytes=row), **a)
+
+
+def _sparse_peak(**a):
+    return _with(ridge_factor=2.0, peak_factor=2.0, **a)
+
+
+def _fp8_peak_for_fp8_cache(**a):
+    g = GPUS[a["gpu"]]
+    if a["kv_dtype"] != "fp8":
+        return reference(**a)
+    if not g.fp8_tflops:
+        return None  # the attempt would have no FP8 peak to use here
+    factor = g.fp8_tflops / g.bf16_tflops
+    return _with(ridge_factor=factor, peak_factor=factor, **a)
+
+
+def _fp8_row_576(**a):
+    if a["kv_dtype"] != "fp8":
+        return None
+    return _with(nbytes=decode_bytes(a["h_q"], a["s_q"], a["s_k"], D_K, D_V, kv_row_bytes=576), **a)
+
+
+def _one_flop_per_mac(**a):
+    return _with(flops=decode_flops(a["h_q"], a["s_q"], a["s_k"], D_K, D_V) // 2, **a)
+
+
+def _v_as_wide_as_k(**a):
+    return _with(flops=decode_flops(a["h_q"], a["s_q"], a["s_k"], D_K, D_K), **a)
+
+
+MISTAKES = [
+    Mistake("intensity ~ 2 h_q s_q",
+            "You used the shorthand intensity ~ 2*h_q*s_q; compute flops / bytes exactly (the "
+            "shorthand ignores the 576 vs 512 widths, the fp8 row size and the q/out traffic).",
+            _approx_2hs),
+    Mistake("q and out bytes left out",
+            "Your bytes count only the cache; add the query read (h_q*s_q*576*2) and the "
+            "output write (h_q*s_q*512*2).", _no_q_out_bytes),
+    Mistake("V counted as separate bytes",
+            "You read V as a second tensor; in MLA the value is the first 512 dims of the "
+            "same cached row, so each token costs one row of bytes.", _separate_v),
+    Mistake("sparse TFLOPS",
+            "Your peak is the 2:4-sparsity figure (twice the dense one); dense attention "
+            "runs at the dense peak (GPU.bf16_tflops), which also sets the ridge point.",
+            _sparse_peak),
+    Mistake("FP8 peak for an FP8 cache",
+            "For the FP8 cache you used the GPU's FP8 peak; the cache is stored in FP8 but "
+            "dequantized to bf16 before the matmuls (FlashMLA's FP8 kernel), which run at the "
+            "dense bf16 peak -- so the ridge point and the ceiling stay the bf16 ones.",
+            _fp8_peak_for_fp8_cache),
+    Mistake("fp8 row of 576 bytes",
+            "An FP8 row is 656 bytes, not 576: 512 fp8 latents + 4 float32 scales (16 bytes) "
+            "+ 64 bf16 rope values (128 bytes).", _fp8_row_576),
+    Mistake("one FLOP per multiply-add",
+            "Count 2 FLOPs per multiply-add: flops = 2*h_q*s_q*s_k*(576 + 512).",
+            _one_flop_per_mac),
+    Mistake("PV as wide as QK",
+            "The PV product is 512 wide (values are the latent c), not 576: flops = "
+            "2*h_q*s_q*s_k*(576 + 512).", _v_as_wide_as_k),
+]
+
 PROBLEM = Problem(
     number=7, slug="decode_roofline", title="Roofline of MLA decode",
     chapter="notebooks/05_roofline.ipynb",
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
-    reference={FN: _reference},
+    reference={FN: reference},
+    may_import={"mlacourse.hardware": ["GPUS"]},
 )

@@ -1,5 +1,4 @@
 """Problem 8: one decode step of MLA by the absorbed path, without expanding the cache.
-
 Anti-expansion check (deterministic, not by timing): the last hidden case has tiny
 latents (d_latent 8) but huge heads (d_nope = d_v = 4096) and T = 65536 cached tokens,
 and runs with a memory headroom of TRAP_MB. The absorbed path needs a few MB there;
@@ -7,18 +6,26 @@ one head's expanded keys c_kv @ w_uk[h] (or values) are [65536, 4096] -- 2 GiB i
 float64, 1 GiB in float32, 0.5 GiB in float16 -- so any attempt that builds them, for
 all heads at once or one head at a time, raises MemoryError, which the verdict names.
 """
+
 from __future__ import annotations
 
 import math
-
 import numpy as np
 
 from mlacourse.layer import attend_absorb
+from grader.spec import Case, Edge, Mistake, Problem, compare_arrays, shape_text
 
-from ..spec import Case, Mistake, Problem, compare_arrays, shape_text
 
 TRAP = dict(n_heads=2, d_latent=8, d_rope=4, d_nope=4096, d_v=4096, T=65536)
 TRAP_MB = 256
+MATERIALIZE_MSG = (
+    "absorb_decode ran out of memory on the case built to catch expansion "
+    f"(n_heads={TRAP['n_heads']}, d_latent={TRAP['d_latent']}, d_nope=d_v={TRAP['d_nope']}, "
+    f"T={TRAP['T']}, under a {TRAP_MB} MB cap): your code materializes per-head keys or values "
+    f"of the cached tokens. One head's c_kv @ w_uk[h] is [{TRAP['T']}, {TRAP['d_nope']}] -- "
+    "2 GiB in float64 -- while the absorbed path needs only w_uk[h] @ q_nope[h] "
+    f"([{TRAP['d_latent']}] numbers per head). Fold W_UK into the query, weight the latents "
+    "with the softmax, and apply W_UV last.")
 
 STATEMENT = r"""
 ## Problem 8 — decode by the absorbed path
@@ -66,17 +73,6 @@ HINTS = [
     "first ([n_heads, d_latent]), then one einsum 'hc,hcd->hd' with w_uv.",
 ]
 
-MATERIALIZE_MSG = (
-    "absorb_decode ran out of memory on the case built to catch expansion "
-    f"(n_heads={TRAP['n_heads']}, d_latent={TRAP['d_latent']}, d_nope=d_v={TRAP['d_nope']}, "
-    f"T={TRAP['T']}, under a {TRAP_MB} MB cap): your code materializes per-head keys or values "
-    f"of the cached tokens. One head's c_kv @ w_uk[h] is [{TRAP['T']}, {TRAP['d_nope']}] -- "
-    "2 GiB in float64 -- while the absorbed path needs only w_uk[h] @ q_nope[h] "
-    f"([{TRAP['d_latent']}] numbers per head). Fold W_UK into the query, weight the latents "
-    "with the softmax, and apply W_UV last.")
-
-
-# --------------------------------------------------------------------------- math
 
 def _scores(q_nope, q_rope, c_kv, k_rope, w_uk, scale, rope=True):
     q_lat = np.einsum("hd,hcd->hc", q_nope, w_uk)  # [H, d_latent]
@@ -134,29 +130,6 @@ def _over_heads(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale):
     s = _scores(q_nope, q_rope, c_kv, k_rope, w_uk, scale)
     return _finish(_softmax(s, 0), c_kv, w_uv)
 
-
-MISTAKES = [
-    Mistake("scale 1/sqrt(d_nope)",
-            "You used 1/sqrt(d_nope) as the softmax scale; use the `scale` argument (the score "
-            "runs over d_nope + d_rope dims, so the model's scale is 1/sqrt(d_nope + d_rope)).",
-            _wrong_scale("d_nope")),
-    Mistake("scale 1/sqrt(d_latent + d_rope)",
-            "You scaled by 1/sqrt(d_latent + d_rope): absorbing W_UK regroups the same dot "
-            "product, so the scale stays the one given (`scale`).",
-            _wrong_scale("d_cache")),
-    Mistake("no rope term",
-            "Your scores leave out the rotary part q_rope[h] . k_rope[t]; add it to the latent "
-            "part before the softmax.", _no_rope),
-    Mistake("unstable softmax",
-            "Your softmax overflows: scores here reach ~1e3 and exp(1e3) is inf. Subtract each "
-            "row's maximum before exponentiating.", _unstable, match=_same_nonfinite_heads),
-    Mistake("softmax over heads",
-            "Your softmax normalizes over the heads axis; each head's weights must sum to 1 over "
-            "the T cached tokens (the last axis of the [n_heads, T] scores).", _over_heads),
-]
-
-
-# --------------------------------------------------------------------------- cases
 
 def _inputs(rng, n_heads, d_latent, d_nope, d_rope, d_v, T, scale=None):
     args = dict(
@@ -221,6 +194,33 @@ def check(case: Case, result):
                           dims=case.data.get("dims"))
 
 
+MISTAKES = [
+    Mistake("scale 1/sqrt(d_nope)",
+            "You used 1/sqrt(d_nope) as the softmax scale; use the `scale` argument (the score "
+            "runs over d_nope + d_rope dims, so the model's scale is 1/sqrt(d_nope + d_rope)).",
+            _wrong_scale("d_nope")),
+    Mistake("scale 1/sqrt(d_latent + d_rope)",
+            "You scaled by 1/sqrt(d_latent + d_rope): absorbing W_UK regroups the same dot "
+            "product, so the scale stays the one given (`scale`).",
+            _wrong_scale("d_cache")),
+    Mistake("no rope term",
+            "Your scores leave out the rotary part q_rope[h] . k_rope[t]; add it to the latent "
+            "part before the softmax.", _no_rope),
+    Mistake("unstable softmax",
+            "Your softmax overflows: scores here reach ~1e3 and exp(1e3) is inf. Subtract each "
+            "row's maximum before exponentiating.", _unstable, match=_same_nonfinite_heads),
+    Mistake("softmax over heads",
+            "Your softmax normalizes over the heads axis; each head's weights must sum to 1 over "
+            "the T cached tokens (the last axis of the [n_heads, T] scores).", _over_heads),
+]
+
+EDGES = [
+    Edge("one cached token (T = 1)", lambda a: a["c_kv"].shape[0] == 1),
+    Edge("scores in the hundreds", lambda a: a["c_kv"].shape[0] < 10_000 and float(np.max(np.abs(
+        _scores(a["q_nope"], a["q_rope"], a["c_kv"], a["k_rope"], a["w_uk"], a["scale"])))) > 100),
+    Edge("the memory trap", lambda a: a["c_kv"].shape[0] == TRAP["T"]),
+]
+
 PROBLEM = Problem(
     number=8,
     slug="absorb_decode",
@@ -235,4 +235,5 @@ PROBLEM = Problem(
     timeout_s=5.0,
     memory_mb=1536,
     reference={"absorb_decode": reference},
+    edges=EDGES,
 )

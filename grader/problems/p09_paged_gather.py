@@ -9,8 +9,40 @@ from mlacourse.paged import gather_paged, make_paged_cache
 FN = "paged_gather"
 BAD = 2**31 - 1  # an unused block-table entry: far outside kv_cache
 
+STATEMENT = r"""
+Write `paged_gather(kv_cache, block_table, cache_seqlens, seq)`: the cached rows of one
+sequence, read back out of a **paged** cache in FlashMLA's layout.
 
-def _reference(kv_cache, block_table, cache_seqlens, seq):
+| argument | shape | meaning |
+|---|---|---|
+| `kv_cache` | `[num_blocks, page_block_size, h_kv, d]` | the pages, shared by all sequences |
+| `block_table` | `[b, max_blocks]` int32 | `block_table[s, j]`: the page holding tokens `j*P .. j*P+P-1` of sequence `s` |
+| `cache_seqlens` | `[b]` int32 | number of valid tokens of each sequence |
+| `seq` | int | which sequence to read |
+
+Token `t` of sequence `s` lives at `kv_cache[block_table[s, t // P], t % P]` with
+`P = page_block_size`. Return its rows in order: `[cache_seqlens[seq], h_kv, d]`
+(`[0, h_kv, d]` for an empty sequence).
+
+The cases are built like FlashMLA's tests: pages are shuffled, every slot nobody owns is
+**NaN**, and block-table entries past a sequence's last page are unused -- they hold
+2147483647 (indexing with it raises IndexError) or the id of an all-NaN page. Read only
+the `ceil(n / P)` entries and the `n` slots you need. Checked against
+`mlacourse.paged.gather_paged`, exactly (it is a copy).
+"""
+
+HINTS = [
+    "How many pages does a sequence of n tokens use? Careful with a partly filled last page "
+    "and with n == 0.",
+    "n_pages = -(-n // P) (ceiling division). Loop j over range(n_pages) and collect "
+    "kv_cache[block_table[seq, j]] -- a [P, h_kv, d] page each.",
+    "np.concatenate the pages along axis 0 and cut to the first n rows. For n == 0 return "
+    "kv_cache[:0, 0] (shape [0, h_kv, d]).",
+    "Vectorised alternative: t = np.arange(n); kv_cache[block_table[seq, t // P], t % P].",
+]
+
+
+def reference(kv_cache, block_table, cache_seqlens, seq):
     return gather_paged(kv_cache, block_table, cache_seqlens, seq)
 
 
@@ -65,7 +97,7 @@ def make_cases(seed):
 
 def check(case, result):
     a = case.args
-    expected = _reference(**a)
+    expected = reference(**a)
     n, page = expected.shape[0], a["kv_cache"].shape[1]
     arr = as_array(result, FN)
     if isinstance(arr, Verdict):
@@ -94,8 +126,6 @@ def check(case, result):
     return compare_arrays(FN, expected, arr, rtol=0.0, atol=0.0, dims="[cache_seqlens[seq], h_kv, d]")
 
 
-# ---- plausible wrong attempts --------------------------------------------------------
-
 def _pages(kv_cache, ids):
     if len(ids) == 0:
         return kv_cache[:0, 0]
@@ -115,6 +145,15 @@ def _whole_last_page(kv_cache, block_table, cache_seqlens, seq):
 def _sorted_table(kv_cache, block_table, cache_seqlens, seq):
     n, page = int(cache_seqlens[seq]), kv_cache.shape[1]
     return _pages(kv_cache, np.sort(block_table[seq, :-(-n // page)]))[:n]
+
+
+def _sorted_whole_row(kv_cache, block_table, cache_seqlens, seq):
+    """np.sort(block_table[seq]): the unused entries are sorted in among the used ones."""
+    n, page = int(cache_seqlens[seq]), kv_cache.shape[1]
+    ids = np.sort(block_table[seq])[np.arange(n) // page]
+    if ids.size and (ids.min() < 0 or ids.max() >= kv_cache.shape[0]):
+        return None  # that attempt raises an IndexError here
+    return kv_cache[ids, np.arange(n) % page]
 
 
 def _contiguous(kv_cache, block_table, cache_seqlens, seq):
@@ -143,6 +182,10 @@ MISTAKES = [
             "You read the pages in sorted order; the block table lists them in sequence "
             "order, and page ids are shuffled, so keep block_table[seq] as it is.",
             _sorted_table),
+    Mistake("whole block-table row sorted",
+            "You sorted the block table row; it lists the pages in sequence order (page ids "
+            "are shuffled), and its unused entries past the sequence's last page are not pages "
+            "of this sequence at all. Keep block_table[seq] as it is.", _sorted_whole_row),
     Mistake("cache treated as contiguous",
             "You read pages 0, 1, 2, ... of kv_cache directly; a sequence's pages are wherever "
             "its block table points (kv_cache[block_table[seq, j]]).", _contiguous),
@@ -151,42 +194,10 @@ MISTAKES = [
             "swapped the roles of page and slot.", _page_major_slots),
 ]
 
-STATEMENT = r"""
-Write `paged_gather(kv_cache, block_table, cache_seqlens, seq)`: the cached rows of one
-sequence, read back out of a **paged** cache in FlashMLA's layout.
-
-| argument | shape | meaning |
-|---|---|---|
-| `kv_cache` | `[num_blocks, page_block_size, h_kv, d]` | the pages, shared by all sequences |
-| `block_table` | `[b, max_blocks]` int32 | `block_table[s, j]`: the page holding tokens `j*P .. j*P+P-1` of sequence `s` |
-| `cache_seqlens` | `[b]` int32 | number of valid tokens of each sequence |
-| `seq` | int | which sequence to read |
-
-Token `t` of sequence `s` lives at `kv_cache[block_table[s, t // P], t % P]` with
-`P = page_block_size`. Return its rows in order: `[cache_seqlens[seq], h_kv, d]`
-(`[0, h_kv, d]` for an empty sequence).
-
-The cases are built like FlashMLA's tests: pages are shuffled, every slot nobody owns is
-**NaN**, and block-table entries past a sequence's last page are unused -- they hold
-2147483647 (indexing with it raises IndexError) or the id of an all-NaN page. Read only
-the `ceil(n / P)` entries and the `n` slots you need. Checked against
-`mlacourse.paged.gather_paged`, exactly (it is a copy).
-"""
-
-HINTS = [
-    "How many pages does a sequence of n tokens use? Careful with a partly filled last page "
-    "and with n == 0.",
-    "n_pages = -(-n // P) (ceiling division). Loop j over range(n_pages) and collect "
-    "kv_cache[block_table[seq, j]] -- a [P, h_kv, d] page each.",
-    "np.concatenate the pages along axis 0 and cut to the first n rows. For n == 0 return "
-    "kv_cache[:0, 0] (shape [0, h_kv, d]).",
-    "Vectorised alternative: t = np.arange(n); kv_cache[block_table[seq, t // P], t % P].",
-]
-
 PROBLEM = Problem(
     number=9, slug="paged_gather", title="Gather from a paged cache",
     chapter="notebooks/06_decode_kernel.ipynb",
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
-    reference={FN: _reference},
+    reference={FN: reference},
 )

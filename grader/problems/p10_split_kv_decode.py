@@ -1,29 +1,93 @@
-"""Problem 10: flash-decoding in numpy -- split the cache, attend, combine (chapter 6)."""
+"""Problem 10: flash-decoding in numpy -- split the cache, attend, combine (chapter 6).
+The method is graded, not only the answer: the per-split partials (what a split-KV
+kernel writes to o_part / lse_part) are returned and checked one by one, so a single
+attention over all rows cannot pass by itself."""
+
 from __future__ import annotations
 
 import math
-
 import numpy as np
 
-from grader.spec import Case, Mistake, Problem, shape_text, compare_out_lse
+from grader.spec import Case, Edge, Mistake, Problem, compare_arrays, fail, shape_text, PASS
 from mlacourse.attention import attention, merge_attention
 
 FN = "split_kv_decode"
 RTOL, ATOL = 1e-6, 1e-9
 
+STATEMENT = r"""
+## Problem 10 — split-KV decode (flash-decoding) in numpy
 
-def _reference(q, kv, d_v, scale, n_splits):
-    """The unsplit attention: splitting the keys must not change the answer."""
-    return attention(q, kv, kv[:, :d_v], scale)  # out [h_q, d_v], lse [h_q]
+Write `split_kv_decode(q, kv, d_v, scale, n_splits)`: decode attention the way
+flash-decoding runs it on a GPU -- cut the cached rows into `n_splits` ranges, attend to
+each range on its own (on a GPU each would be its own thread block), then combine the
+partial results by log-sum-exp.
 
+| argument | shape | meaning |
+|---|---|---|
+| `q` | `[h_q, d_k]` | one query token's heads (absorbed MLA: d_k = d_latent + d_rope) |
+| `kv` | `[T, d_k]` | the cached rows, shared by every head (an MQA) |
+| `d_v` | int | the value is the **first** `d_v` dims of each row: `V = kv[:, :d_v]` |
+| `scale` | float | softmax scale |
+| `n_splits` | int | number of key ranges |
+
+Split `j` covers rows `j*c .. (j+1)*c - 1` (clipped to T) with `c = ceil(T / n_splits)`,
+so trailing splits can be **empty** (T=5, n_splits=4: sizes 2, 2, 1, 0).
+
+Return four arrays, `(out, lse, o_parts, lse_parts)`:
+
+| value | shape | what |
+|---|---|---|
+| `o_parts` | `[n_splits, h_q, d_v]` | split j's own softmax-weighted values (its softmax over its rows only) |
+| `lse_parts` | `[n_splits, h_q]` | split j's log-sum-exp, `log(sum_{t in j} exp(scale * q . kv[t]))` |
+| `out` | `[h_q, d_v]` | the combined result: one softmax attention over all T rows |
+| `lse` | `[h_q]` | `log(sum_t exp(scale * q . kv[t]))` over all T rows |
+
+An **empty split** has `o_parts[j] = 0` and `lse_parts[j] = -inf` (exactly: no finite
+stand-in), and it must contribute nothing to the combination. Keep every softmax
+stable: some cases have scores in the hundreds, where `exp` overflows.
+
+Checked against `mlacourse.attention.attention` on each split's rows and on all rows:
+out, lse, o_parts, lse_parts in that order, each with |got - expected| <= 1e-9 + 1e-6 *
+|expected|. Hidden cases: h_q 1-16, T 1-59, n_splits 2-32 (some splits empty), d_v below d_k,
+scores in the hundreds.
+"""
+
+HINTS = [
+    "Write the per-split part first: scores s = scale * q @ rows.T ([h_q, n]); with m = the "
+    "row max, o_j = softmax(s) @ rows[:, :d_v] and lse_j = m + log(sum exp(s - m)).",
+    "An empty split has no max: return o_j = zeros([h_q, d_v]) and lse_j = full(-inf) "
+    "without touching np.max.",
+    "Combine like problem 5: lse = np.logaddexp.reduce(lse_parts, axis=0); out = sum_j "
+    "exp(lse_j - lse)[:, None] * o_j. exp(-inf - lse) is 0, so empty splits drop out.",
+]
+
+
+# ---- the reference ---------------------------------------------------------------
+
+def split_rows(n_rows: int, n_splits: int) -> list[slice]:
+    """The row range of each split: c = ceil(T / n_splits) rows each, the tail clipped."""
+    per = math.ceil(n_rows / n_splits)
+    return [slice(min(j * per, n_rows), min((j + 1) * per, n_rows)) for j in range(n_splits)]
+
+
+def reference(q, kv, d_v, scale, n_splits):
+    """Each split attended on its own (mlacourse.attention), and all rows at once."""
+    parts = [attention(q, kv[r], kv[r][:, :d_v], scale) for r in split_rows(kv.shape[0], n_splits)]
+    o_parts = np.stack([o for o, _ in parts])     # [n_splits, h_q, d_v]
+    lse_parts = np.stack([l for _, l in parts])   # [n_splits, h_q]
+    out, lse = attention(q, kv, kv[:, :d_v], scale)  # [h_q, d_v], [h_q]
+    return out, lse, o_parts, lse_parts
+
+
+# ---- cases ---------------------------------------------------------------------------
 
 def _case(name, rng, h_q, n_tok, d_k, d_v, n_splits, q_std=1.0, hidden=False, seed=None):
     args = {"q": rng.standard_normal((h_q, d_k)) * q_std, "kv": rng.standard_normal((n_tok, d_k)),
             "d_v": int(d_v), "scale": float(1 / np.sqrt(d_k)), "n_splits": int(n_splits)}
-    per = math.ceil(n_tok / n_splits)
-    sizes = [max(0, min(per, n_tok - j * per)) for j in range(n_splits)]
+    sizes = [r.stop - r.start for r in split_rows(n_tok, n_splits)]
     describe = (shape_text(q=args["q"], kv=args["kv"]) + f", d_v={d_v}, n_splits={n_splits} "
-                f"(split sizes {sizes})" + (f", seed {seed}" if seed is not None else ""))
+                f"(split sizes {sizes})" + (f", |q| x{q_std:g}" if q_std != 1.0 else "")
+                + (f", seed {seed}" if seed is not None else ""))
     return Case(name, FN, args, hidden=hidden, seed=seed, describe=describe)
 
 
@@ -39,86 +103,132 @@ def make_cases(seed):
     for i in range(5):
         d_v = int(rng.integers(2, 9))
         cases.append(_case(f"random {i}", rng, int(rng.integers(1, 17)), int(rng.integers(1, 60)),
-                           d_v + int(rng.integers(1, 5)), d_v, int(rng.integers(1, 13)),
+                           d_v + int(rng.integers(1, 5)), d_v, int(rng.integers(2, 13)),
                            q_std=float(rng.choice([1.0, 4.0])), hidden=True, seed=seed))
+    n_tok = int(rng.integers(2, 30))
+    cases.append(_case("an empty split among random sizes", rng, int(rng.integers(2, 9)), n_tok, 10, 6,
+                       n_tok + int(rng.integers(1, 4)), hidden=True, seed=seed))
+    cases.append(_case("large scores (hundreds): is every softmax stable?", rng,
+                       int(rng.integers(2, 9)), int(rng.integers(8, 40)), 16, 8,
+                       int(rng.integers(2, 6)), q_std=150.0, hidden=True, seed=seed))
     return cases
 
 
 def check(case, result):
-    return compare_out_lse(FN, _reference(**case.args), result, rtol=RTOL, atol=ATOL,
-                           out_dims="[h_q, d_v]", lse_dims="[h_q]")
+    if not isinstance(result, (tuple, list)) or len(result) != 4:
+        size = f" of length {len(result)}" if isinstance(result, (tuple, list)) else ""
+        return fail(f"{FN} should return four arrays (out, lse, o_parts, lse_parts); got a "
+                    f"{type(result).__name__}{size}.", "wrong_type")
+    names = ("out", "lse", "o_parts", "lse_parts")
+    dims = ("[h_q, d_v]", "[h_q]", "[n_splits, h_q, d_v]", "[n_splits, h_q]")
+    for name, dim, exp, got in zip(names, dims, reference(**case.args), result):
+        v = compare_arrays(f"{FN} {name}", exp, got, rtol=RTOL, atol=ATOL, dims=dim)
+        if not v.passed:
+            return v
+    return PASS
 
 
 # ---- plausible wrong attempts --------------------------------------------------------
 
-def _splits(q, kv, d_v, scale, n_splits, v_cols=None, empty_gives_nan=False):
-    """Per-split (out, lse, size) lists, with the knobs the mistakes turn."""
-    per = math.ceil(kv.shape[0] / n_splits)
+def _parts(q, kv, d_v, scale, n_splits, v_cols=None, empty=None, rows_of=split_rows):
+    """Per-split (o_parts, lse_parts) with the knobs the mistakes turn. empty: what an
+    unguarded empty split gives, e.g. (nan, -inf) or (0, 0)."""
     v_cols = v_cols or slice(0, d_v)
-    outs, lses, sizes = [], [], []
-    for j in range(n_splits):
-        rows = kv[j * per:(j + 1) * per]
+    outs, lses = [], []
+    for r in rows_of(kv.shape[0], n_splits):
+        rows = kv[r]
         o, l = attention(q, rows, rows[:, v_cols], scale)
-        if empty_gives_nan and rows.shape[0] == 0:
-            o = np.full_like(o, np.nan)  # 0 / 0 from an unguarded softmax over no keys
+        if empty is not None and rows.shape[0] == 0:
+            o, l = np.full_like(o, empty[0]), np.full_like(l, empty[1])
         outs.append(o)
         lses.append(l)
-        sizes.append(rows.shape[0])
-    return outs, lses, sizes
+    return np.stack(outs), np.stack(lses)
 
 
-def _averaged(**a):
-    outs, lses, _ = _splits(**a)
-    return np.mean(outs, axis=0), np.logaddexp.reduce(lses, axis=0)
-
-
-def _weighted_by_size(**a):
-    outs, lses, sizes = _splits(**a)
-    w = np.asarray(sizes, dtype=np.float64) / sum(sizes)
-    return np.tensordot(w, np.stack(outs), axes=1), np.logaddexp.reduce(lses, axis=0)
-
-
-def _empty_split_nan(**a):
-    outs, lses, sizes = _splits(**a, empty_gives_nan=True)
-    if min(sizes) > 0:
-        return None
+def _combine(o_parts, lse_parts):
     with np.errstate(invalid="ignore"):
-        lse = np.logaddexp.reduce(lses, axis=0)
-        out = sum(np.exp(l - lse)[:, None] * o for o, l in zip(outs, lses))
+        out, lse = merge_attention(list(o_parts), list(lse_parts))
     return out, lse
 
 
+def _answer(o_parts, lse_parts, out=None, lse=None):
+    merged = _combine(o_parts, lse_parts)
+    return (merged[0] if out is None else out, merged[1] if lse is None else lse, o_parts, lse_parts)
+
+
+def _averaged(**a):
+    o, l = _parts(**a)
+    return _answer(o, l, out=np.mean(o, axis=0))
+
+
+def _weighted_by_size(**a):
+    o, l = _parts(**a)
+    sizes = np.array([r.stop - r.start for r in split_rows(a["kv"].shape[0], a["n_splits"])], float)
+    return _answer(o, l, out=np.tensordot(sizes / sizes.sum(), o, axes=1))
+
+
+def _empty_split_nan(**a):
+    if all(r.stop > r.start for r in split_rows(a["kv"].shape[0], a["n_splits"])):
+        return None
+    o, l = _parts(**a, empty=(np.nan, -np.inf))  # 0 / 0 from an unguarded softmax over no keys
+    with np.errstate(invalid="ignore"):
+        lse = np.logaddexp.reduce(l, axis=0)
+        out = sum(np.exp(lj - lse)[:, None] * oj for oj, lj in zip(o, l))
+    return out, lse, o, l
+
+
+def _empty_split_lse_zero(**a):
+    if all(r.stop > r.start for r in split_rows(a["kv"].shape[0], a["n_splits"])):
+        return None
+    o, l = _parts(**a, empty=(0.0, 0.0))  # "no keys, so lse 0": weight exp(0 - lse), not 0
+    return _answer(o, l)
+
+
 def _lse_is_max(**a):
-    outs, lses, _ = _splits(**a)
-    return merge_attention(outs, lses)[0], np.max(lses, axis=0)
+    o, l = _parts(**a)
+    return _answer(o, l, lse=np.max(l, axis=0))
 
 
 def _v_last_dims(**a):
-    outs, lses, _ = _splits(**a, v_cols=slice(a["kv"].shape[1] - a["d_v"], None))
-    return merge_attention(outs, lses)
+    o, l = _parts(**a, v_cols=slice(a["kv"].shape[1] - a["d_v"], None))
+    return _answer(o, l)
 
 
 def _v_whole_row(**a):
-    outs, lses, _ = _splits(**a, v_cols=slice(None))
-    return merge_attention(outs, lses)
+    o, l = _parts(**a, v_cols=slice(None))
+    return _answer(o, l)
 
 
 def _no_scale(**a):
-    return _reference(**dict(a, scale=1.0))
+    return reference(**dict(a, scale=1.0))
+
+
+def _even_split_sizes(**a):
+    """linspace boundaries instead of ceil(T / n_splits) rows per split."""
+    def rows_of(n, k):
+        b = np.linspace(0, n, k + 1).round().astype(int)
+        return [slice(int(lo), int(hi)) for lo, hi in zip(b[:-1], b[1:])]
+    if [(r.start, r.stop) for r in rows_of(a["kv"].shape[0], a["n_splits"])] == \
+            [(r.start, r.stop) for r in split_rows(a["kv"].shape[0], a["n_splits"])]:
+        return reference(**a)
+    return _answer(*_parts(**a, rows_of=rows_of))
 
 
 MISTAKES = [
     Mistake("splits averaged",
-            "You averaged the splits' outputs; weight split i by exp(lse_i - lse) so each "
+            "You averaged the splits' outputs; weight split j by exp(lse_j - lse) so each "
             "split counts by its share of the softmax mass.", _averaged),
     Mistake("splits weighted by their length",
             "You weighted splits by how many keys they hold; the weight is the split's "
-            "softmax mass, exp(lse_i - lse), not its size.", _weighted_by_size),
+            "softmax mass, exp(lse_j - lse), not its size.", _weighted_by_size),
     Mistake("empty split gives NaN",
-            "An empty split produced NaN (0 / 0); a split with no keys must contribute "
-            "out 0 with lse -inf, i.e. weight 0.", _empty_split_nan),
+            "An empty split produced NaN (0 / 0); a split with no keys must give o_part 0 "
+            "and lse_part -inf, i.e. weight 0.", _empty_split_nan),
+    Mistake("empty split lse 0",
+            "An empty split's lse_part must be -inf (the log of an empty sum), not 0: with 0 "
+            "it takes weight exp(0 - lse) in the combination.", _empty_split_lse_zero),
     Mistake("merged lse = max lse",
-            "Your lse is the largest split's lse; return log(sum_i exp(lse_i)).", _lse_is_max),
+            "Your lse is the largest split's lse; return log(sum_j exp(lse_j)).", _lse_is_max),
     Mistake("V from the last d_v dims",
             "V is the FIRST d_v dims of each cached row (the latent c; the rope part sits at "
             "the end), not the last d_v.", _v_last_dims),
@@ -127,39 +237,16 @@ MISTAKES = [
             "columns, not d_k.", _v_whole_row),
     Mistake("scale left out",
             "Multiply the scores q . k by `scale` before the softmax.", _no_scale),
+    Mistake("linspace split boundaries",
+            "Your splits have other boundaries: split j is rows j*c .. (j+1)*c - 1 with "
+            "c = ceil(T / n_splits), so only the trailing splits are short or empty.",
+            _even_split_sizes),
 ]
 
-STATEMENT = r"""
-Write `split_kv_decode(q, kv, d_v, scale, n_splits)`: decode attention the way
-flash-decoding runs it on a GPU -- cut the cached keys into `n_splits` ranges, attend to
-each range separately (each would be its own thread block), then combine the partial
-results by log-sum-exp.
-
-| argument | shape | meaning |
-|---|---|---|
-| `q` | `[h_q, d_k]` | one query token's heads (absorbed MLA: d_k = d_latent + d_rope) |
-| `kv` | `[T, d_k]` | the cached rows, shared by every head (an MQA) |
-| `d_v` | int | the value is the **first** `d_v` dims of each row: `V = kv[:, :d_v]` |
-| `scale` | float | softmax scale |
-| `n_splits` | int | number of key ranges |
-
-Split `j` covers rows `j*c .. (j+1)*c - 1` (clipped to T) with `c = ceil(T / n_splits)`,
-so trailing splits can be **empty** (T=5, n_splits=4: sizes 2, 2, 1, 0). An empty split
-contributes nothing.
-
-Return `(out [h_q, d_v], lse [h_q])`: exactly one softmax attention over all T keys,
-`lse = log(sum_t exp(scale * q . kv[t]))`. Checked against `mlacourse.attention.attention`
-on the unsplit cache: out first, then lse, each with |got - expected| <= 1e-9 + 1e-6 *
-|expected|. Hidden cases: h_q 1-16, T 1-59, n_splits 1-12.
-"""
-
-HINTS = [
-    "Write the per-split part first: scores s = scale * q @ rows.T ([h_q, n]); with m = max "
-    "over the split, out_j = softmax(s) @ rows[:, :d_v] and lse_j = m + log(sum exp(s - m)).",
-    "An empty split has no max: return out_j = zeros([h_q, d_v]) and lse_j = full(-inf) "
-    "without touching np.max.",
-    "Combine like problem 5: lse = np.logaddexp.reduce(lses, axis=0); out = sum_j "
-    "exp(lse_j - lse)[:, None] * out_j. exp(-inf - lse) is 0, so empty splits drop out.",
+EDGES = [
+    Edge("an empty split", lambda a: any(r.stop == r.start for r in split_rows(a["kv"].shape[0], a["n_splits"]))),
+    Edge("one split", lambda a: a["n_splits"] == 1),
+    Edge("scores in the hundreds", lambda a: float(np.max(np.abs(a["scale"] * a["q"] @ a["kv"].T))) > 100),
 ]
 
 PROBLEM = Problem(
@@ -167,5 +254,5 @@ PROBLEM = Problem(
     chapter="notebooks/06_decode_kernel.ipynb",
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
-    reference={FN: _reference},
+    reference={FN: reference}, edges=EDGES,
 )

@@ -7,12 +7,52 @@ from grader.spec import Case, Mistake, Problem, compare_arrays
 from mlacourse.fp8 import bf16_encode, pack_fp8_row, unpack_fp8_row
 
 FN = "fp8_row_decode"
+
+STATEMENT = r"""
+Write `fp8_row_decode(rows)`: turn FlashMLA's FP8 KV-cache rows back into numbers.
+
+`rows` is a `uint8` array `[n, 656]`; each row is one cached token of one layer:
+
+| bytes | content |
+|---|---|
+| 0 .. 511 | the 512 latent values as **float8 e4m3fn** codes |
+| 512 .. 527 | four **float32** scales, little-endian; scale k belongs to latents 128k .. 128k+127 |
+| 528 .. 655 | the 64 rope values as **bfloat16**, little-endian |
+
+e4m3fn: bit 7 is the sign, bits 6-3 the exponent E (bias 7), bits 2-0 the mantissa M.
+`E > 0`: `(1 + M/8) * 2^(E - 7)`; `E == 0`: subnormal `(M/8) * 2^-6`. There are no
+infinities; `0x7F` and `0xFF` are NaN. A latent's value is its decoded code **times** its
+tile's scale.
+
+Return float64 `[n, 576]`: the 512 dequantized latents, then the 64 rope values.
+
+Checked against `mlacourse.fp8.unpack_fp8_row` with |got - expected| <= 1e-6 * |expected|
+(float32 arithmetic is fine); NaN must be NaN. The visible cases include every e4m3 code;
+hidden rows are packed from random latents whose tiles range from 1e-3 to 1e3.
+"""
+
+HINTS = [
+    "Slice each row into its three parts first: rows[:, :512], rows[:, 512:528], "
+    "rows[:, 528:].",
+    "Reinterpret bytes with .view: rows[:, 512:528].copy().view('<f4') gives [n, 4] scales, "
+    "rows[:, 528:].copy().view('<u2') gives [n, 64] bf16 bit patterns.",
+    "bf16 -> float32: (bits.astype(np.uint32) << 16).view(np.float32).",
+    "Decode e4m3 once for all 256 codes into a lookup table (sign, E = (c >> 3) & 15, "
+    "M = c & 7), then table[codes]. Reshape the latents to [n, 4, 128] and multiply by "
+    "scales[:, :, None].",
+]
+
+
 RTOL, ATOL = 1e-6, 0.0
+
+
 D_LATENT, D_ROPE, TILE = 512, 64, 128
+
+
 SCALES_AT, ROPE_AT, ROW = 512, 528, 656
 
 
-def _reference(rows):
+def reference(rows):
     return unpack_fp8_row(rows)  # [n, 576] float64
 
 
@@ -69,11 +109,9 @@ def make_cases(seed):
 
 
 def check(case, result):
-    return compare_arrays(FN, _reference(**case.args), result, rtol=RTOL, atol=ATOL,
+    return compare_arrays(FN, reference(**case.args), result, rtol=RTOL, atol=ATOL,
                           dims="[n, 576] = [n, d_latent + d_rope]")
 
-
-# ---- plausible wrong attempts --------------------------------------------------------
 
 def _fp8_table(exp_bits=4, bias=7, subnormals=True, nan_codes=True):
     """Value of each of the 256 codes under a (possibly wrong) reading of the format."""
@@ -133,44 +171,12 @@ MISTAKES = [
             lambda rows: _decode(rows, rope_fp16=True)),
 ]
 
-STATEMENT = r"""
-Write `fp8_row_decode(rows)`: turn FlashMLA's FP8 KV-cache rows back into numbers.
-
-`rows` is a `uint8` array `[n, 656]`; each row is one cached token of one layer:
-
-| bytes | content |
-|---|---|
-| 0 .. 511 | the 512 latent values as **float8 e4m3fn** codes |
-| 512 .. 527 | four **float32** scales, little-endian; scale k belongs to latents 128k .. 128k+127 |
-| 528 .. 655 | the 64 rope values as **bfloat16**, little-endian |
-
-e4m3fn: bit 7 is the sign, bits 6-3 the exponent E (bias 7), bits 2-0 the mantissa M.
-`E > 0`: `(1 + M/8) * 2^(E - 7)`; `E == 0`: subnormal `(M/8) * 2^-6`. There are no
-infinities; `0x7F` and `0xFF` are NaN. A latent's value is its decoded code **times** its
-tile's scale.
-
-Return float64 `[n, 576]`: the 512 dequantized latents, then the 64 rope values.
-
-Checked against `mlacourse.fp8.unpack_fp8_row` with |got - expected| <= 1e-6 * |expected|
-(float32 arithmetic is fine); NaN must be NaN. The visible cases include every e4m3 code;
-hidden rows are packed from random latents whose tiles range from 1e-3 to 1e3.
-"""
-
-HINTS = [
-    "Slice each row into its three parts first: rows[:, :512], rows[:, 512:528], "
-    "rows[:, 528:].",
-    "Reinterpret bytes with .view: rows[:, 512:528].copy().view('<f4') gives [n, 4] scales, "
-    "rows[:, 528:].copy().view('<u2') gives [n, 64] bf16 bit patterns.",
-    "bf16 -> float32: (bits.astype(np.uint32) << 16).view(np.float32).",
-    "Decode e4m3 once for all 256 codes into a lookup table (sign, E = (c >> 3) & 15, "
-    "M = c & 7), then table[codes]. Reshape the latents to [n, 4, 128] and multiply by "
-    "scales[:, :, None].",
-]
-
 PROBLEM = Problem(
     number=11, slug="fp8_row_decode", title="Decode an FP8 cache row",
     chapter="notebooks/06_decode_kernel.ipynb",
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
-    reference={FN: _reference},
+    reference={FN: reference},
+    fixed={"rows.axis1": "a FlashMLA FP8 cache row is 656 bytes by definition: 512 e4m3 latents, "
+                         "4 float32 scales, 64 bf16 rope values"},
 )

@@ -1,25 +1,72 @@
 """Problem 12: the decode kernel's inner loop, in Triton (chapter 6).
 
 Graded on the CPU under TRITON_INTERPRET=1 (the judge sets it when there is no GPU) or
-on a CUDA GPU. The reference is mlacourse.attention; the known slips are imitated in
-numpy, tile by tile, so their answers are float64 while the learner's kernel computes in
-float32 (tf32 on a GPU). The judge's exact mistake matching cannot see through that
-rounding, so check() also names a slip whose answer is within the grading tolerance.
-"""
+on a CUDA GPU, and only when the answer comes from a kernel launch (needs_kernel_launch).
+The reference is mlacourse.attention; the known slips are imitated in numpy, tile by
+tile, in float64 while the learner's kernel computes in float32 (tf32 on a GPU), so a
+slip is recognised within the grading tolerance (Mistake.match) rather than exactly."""
+
 from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import Case, Mistake, Problem, Verdict, compare_out_lse, same_answer
+from grader.spec import Case, Edge, Mistake, Problem, compare_out_lse
 from mlacourse.attention import attention
 
 FN = "triton_inner_loop"
+H, D_K, D_V = 16, 64, 32  # the public case; tl.dot needs every dimension >= 16 on a GPU
+# hidden shapes (h_q, d_k, d_v): powers of two >= 16, each axis three values per seed
+HIDDEN_SHAPES = [(16, 64, 32), (32, 128, 64), (64, 32, 16)]
 BLOCK_T = 16  # the launcher's tile height
-H, D_K, D_V = 16, 64, 32  # tl.dot needs every dimension >= 16 on a GPU
 RTOL = ATOL = 1e-2  # tf32 matmuls (a GPU default) err up to ~3e-3 here; the interpreter ~1e-6
 
+STATEMENT = rf"""
+Write the inner loop of a decode-attention kernel in **Triton**: the online softmax
+that walks over the cached rows one tile at a time. The launcher, the kernel signature,
+the loads of q and the stores are given in `practice/p12_triton_inner_loop.py`; fill in
+the loop and the final normalisation, then delete the `raise NotImplementedError` line
+in `triton_inner_loop`.
 
-def _reference(q, kv, cache_seqlens, d_v, scale):
+`triton_inner_loop(q, kv, cache_seqlens, d_v, scale)`:
+
+| argument | shape | meaning |
+|---|---|---|
+| `q` | `[b, h_q, d_k]` | one query token per sequence, h_q heads (absorbed MLA: all heads share the cache) |
+| `kv` | `[b, t_max, d_k]` | cached rows per sequence; rows at and past `cache_seqlens[i]` are **NaN** |
+| `cache_seqlens` | `[b]` int32 | valid rows per sequence (can be 0) |
+| `d_v` | int | V is the **first** d_v dims of each row |
+| `scale` | float | softmax scale |
+
+Return `(out [b, h_q, d_v], lse [b, h_q])`: softmax attention of each sequence's heads
+over its valid rows; an empty sequence gives out 0 and lse -inf. One program handles
+one sequence and all its heads; tiles are `BLOCK_T = {BLOCK_T}` rows, so the last tile
+is usually partial (mask it). The public case uses h_q = {H}, d_k = {D_K}, d_v = {D_V};
+hidden cases use other powers of two (h_q 16-64, d_k 32-128, d_v 16-64), so take the
+sizes from the arguments, as the launcher does. Keep the softmax stable: one hidden
+case has scores in the hundreds. Everything is float32.
+
+Checked against `mlacourse.attention.attention` per sequence with |got - expected| <=
+{ATOL:g} + {RTOL:g} * |expected| (tf32 on a GPU fits; the CPU interpreter is ~1e-6).
+Needs torch and triton (`pip install torch triton`); without a GPU the judge runs the
+kernel in Triton's interpreter (TRITON_INTERPRET=1). Interpreter traps: an unmasked load
+past the end of a tensor can crash the process; use fp32 everywhere.
+"""
+
+HINTS = [
+    "Keep three running values per head: m (max score so far), l (sum of exp(score - m)) "
+    "and acc (sum of exp(score - m) * v). Start them at -inf, 0 and 0 (given).",
+    "for start in range(0, seqlen, BLOCK_T): rows = start + tl.arange(0, BLOCK_T); "
+    "valid = rows < seqlen. Load k [BLOCK_T, D_K] and v [BLOCK_T, D_V] from the same rows "
+    "with mask=valid[:, None], other=0.0.",
+    "s = tl.dot(q, tl.trans(k)) * scale, then s = tl.where(valid[None, :], s, -inf). "
+    "m_new = max(m, row max of s); alpha = exp(m - m_new); p = exp(s - m_new[:, None]).",
+    "l = l * alpha + sum(p); acc = acc * alpha[:, None] + tl.dot(p, v); m = m_new. After "
+    "the loop: out = acc / l and lse = m + log(l), guarding l == 0 with tl.where.",
+]
+
+
+
+def reference(q, kv, cache_seqlens, d_v, scale):
     outs, lses = [], []
     for b, n in enumerate(cache_seqlens):
         rows = kv[b, :int(n)]  # [n, d_k]
@@ -29,17 +76,19 @@ def _reference(q, kv, cache_seqlens, d_v, scale):
     return np.stack(outs), np.stack(lses)  # [b, H, d_v], [b, H]
 
 
-def _case(name, rng, seqlens, q_std, hidden=False, seed=None):
+def _case(name, rng, seqlens, q_std, shape=(H, D_K, D_V), hidden=False, seed=None):
+    h, d_k, d_v = shape
     n_seq = len(seqlens)
     t_max = BLOCK_T * max(1, -(-max(seqlens) // BLOCK_T))  # whole tiles: no read past the end
-    kv = rng.standard_normal((n_seq, t_max, D_K))
+    kv = rng.standard_normal((n_seq, t_max, d_k))
     for b, n in enumerate(seqlens):
         kv[b, n:] = np.nan  # rows past cache_seqlens are poison
-    args = {"q": rng.standard_normal((n_seq, H, D_K)) * q_std, "kv": kv,
-            "cache_seqlens": np.asarray(seqlens, dtype=np.int32), "d_v": D_V,
-            "scale": float(1 / np.sqrt(D_K))}
-    describe = (f"q [{n_seq}, {H}, {D_K}], kv [{n_seq}, {t_max}, {D_K}], cache_seqlens "
-                f"{list(seqlens)}, d_v={D_V}" + (f", seed {seed}" if seed is not None else ""))
+    args = {"q": rng.standard_normal((n_seq, h, d_k)) * q_std, "kv": kv,
+            "cache_seqlens": np.asarray(seqlens, dtype=np.int32), "d_v": d_v,
+            "scale": float(1 / np.sqrt(d_k))}
+    describe = (f"q [{n_seq}, {h}, {d_k}], kv [{n_seq}, {t_max}, {d_k}], cache_seqlens "
+                f"{list(seqlens)}, d_v={d_v}" + (f", |q| x{q_std:g}" if q_std > 10 else "")
+                + (f", seed {seed}" if seed is not None else ""))
     return Case(name, FN, args, hidden=hidden, seed=seed, describe=describe)
 
 
@@ -47,38 +96,33 @@ def make_cases(seed):
     cases = [_case("4 sequences: 5, 16, 33 and 0 tokens", np.random.default_rng(12),
                    [5, 16, 33, 0], q_std=3.0)]
     rng = np.random.default_rng(seed)
-    lens = [int(x) for x in rng.integers(1, 64, size=3)] + [int(rng.choice([0, 16, 32]))]
-    cases.append(_case("random lengths", rng, lens, q_std=float(rng.choice([2.0, 4.0])),
-                       hidden=True, seed=seed))
+    for i in rng.permutation(len(HIDDEN_SHAPES)):
+        n_seq = int(rng.integers(2, 5))
+        lens = [int(x) for x in rng.integers(1, 64, size=n_seq - 1)] + [int(rng.choice([0, 16, 32]))]
+        cases.append(_case(f"random lengths, shape {HIDDEN_SHAPES[i]}", rng, lens,
+                           q_std=float(rng.choice([2.0, 4.0])), shape=HIDDEN_SHAPES[i],
+                           hidden=True, seed=seed))
+    cases.append(_case("large scores (hundreds): is the online softmax stable?", rng,
+                       [int(rng.integers(17, 64)), int(rng.integers(1, 16))], q_std=60.0,
+                       shape=(16, 32, 16), hidden=True, seed=seed))
     return cases
 
 
-def _pair_verdict(case, result):
-    return compare_out_lse(FN, _reference(**case.args), result, rtol=RTOL, atol=ATOL,
+def check(case, result):
+    return compare_out_lse(FN, reference(**case.args), result, rtol=RTOL, atol=ATOL,
                            out_dims="[b, h_q, d_v]", lse_dims="[b, h_q]")
 
 
-def _close(a, b):
+def _close(result, wrong):
+    """Within the grading tolerance of a slip's float64 answer (float32 kernels)."""
     try:
-        return all(np.shape(x) == np.shape(y) and np.allclose(np.asarray(x, np.float64), y,
-                                                              rtol=RTOL, atol=ATOL, equal_nan=True)
-                   for x, y in zip(a, b))
+        return len(result) == len(wrong) and all(
+            np.shape(x) == np.shape(y) and np.allclose(np.asarray(x, np.float64), y, rtol=RTOL,
+                                                       atol=ATOL, equal_nan=True)
+            for x, y in zip(result, wrong))
     except (TypeError, ValueError):
         return False
 
-
-def check(case, result):
-    verdict = _pair_verdict(case, result)
-    if verdict.passed or verdict.reason == "wrong_type":
-        return verdict
-    for m in MISTAKES:  # float32 answers: name a slip within tolerance (exact ones: the judge)
-        wrong = m.fn(**case.args)
-        if wrong is not None and _close(result, wrong) and not same_answer(result, wrong):
-            return Verdict(False, verdict.message + f"\n  Likely cause: {m.message}", verdict.reason)
-    return verdict
-
-
-# ---- plausible wrong attempts, imitated tile by tile in numpy ------------------------
 
 def _tiles(q, kv, cache_seqlens, d_v, scale, rescale=True, mask_scores=True, mask_loads=True,
            lse_with_max=True, guard_empty=True, v_cols=None):
@@ -148,66 +192,33 @@ MISTAKES = [
     Mistake("running sums not rescaled",
             "When the running max grows, multiply l and acc by alpha = exp(m_old - m_new) "
             "before adding the new tile; without it early tiles keep a stale scale.",
-            _no_rescale),
+            _no_rescale, match=_close),
     Mistake("padding rows scored 0",
             "The last tile's padding rows (row >= seqlen) were loaded as 0 and scored 0, so "
             "they still get weight exp(0 - m); set their scores to -inf with tl.where.",
-            _padding_scores_zero),
+            _padding_scores_zero, match=_close),
     Mistake("unmasked loads",
             "You read rows past cache_seqlens (NaN in these cases); load with "
             "mask=rows < seqlen and other=0.0, and give those rows score -inf.",
-            _unmasked_loads),
+            _unmasked_loads, match=_close),
     Mistake("lse without the running max",
             "lse = m + log(l): l was accumulated relative to the running max m, so add m "
-            "back.", _lse_without_max),
+            "back.", _lse_without_max, match=_close),
     Mistake("empty sequence gives NaN",
             "A sequence with 0 cached tokens never enters the loop, so l = 0 and acc / l is "
             "NaN; return out 0 and lse -inf there (divide by tl.where(l > 0, l, 1.0)).",
-            _empty_gives_nan),
+            _empty_gives_nan, match=_close),
     Mistake("V from the last d_v dims",
             "V is the FIRST d_v dims of each cached row (offsets 0 .. D_V-1), not the last.",
-            _v_last_dims),
+            _v_last_dims, match=_close),
 ]
 
-STATEMENT = rf"""
-Write the inner loop of a decode-attention kernel in **Triton**: the online softmax
-that walks over the cached rows one tile at a time. The launcher, the kernel signature,
-the loads of q and the stores are given in `practice/p12_triton_inner_loop.py`; fill in
-the loop and the final normalisation, then delete the `raise NotImplementedError` line
-in `triton_inner_loop`.
-
-`triton_inner_loop(q, kv, cache_seqlens, d_v, scale)`:
-
-| argument | shape | meaning |
-|---|---|---|
-| `q` | `[b, h_q, d_k]` | one query token per sequence, h_q heads (absorbed MLA: all heads share the cache) |
-| `kv` | `[b, t_max, d_k]` | cached rows per sequence; rows at and past `cache_seqlens[i]` are **NaN** |
-| `cache_seqlens` | `[b]` int32 | valid rows per sequence (can be 0) |
-| `d_v` | int | V is the **first** d_v dims of each row |
-| `scale` | float | softmax scale |
-
-Return `(out [b, h_q, d_v], lse [b, h_q])`: softmax attention of each sequence's heads
-over its valid rows; an empty sequence gives out 0 and lse -inf. One program handles
-one sequence and all its heads; tiles are `BLOCK_T = {BLOCK_T}` rows, so the last tile
-is usually partial (mask it). The cases use h_q = {H}, d_k = {D_K}, d_v = {D_V}, in float32.
-
-Checked against `mlacourse.attention.attention` per sequence with |got - expected| <=
-{ATOL:g} + {RTOL:g} * |expected| (tf32 on a GPU fits; the CPU interpreter is ~1e-6).
-Needs torch and triton (`pip install torch triton`); without a GPU the judge runs the
-kernel in Triton's interpreter (TRITON_INTERPRET=1). Interpreter traps: an unmasked load
-past the end of a tensor can crash the process; use fp32 everywhere.
-"""
-
-HINTS = [
-    "Keep three running values per head: m (max score so far), l (sum of exp(score - m)) "
-    "and acc (sum of exp(score - m) * v). Start them at -inf, 0 and 0 (given).",
-    "for start in range(0, seqlen, BLOCK_T): rows = start + tl.arange(0, BLOCK_T); "
-    "valid = rows < seqlen. Load k [BLOCK_T, D_K] and v [BLOCK_T, D_V] from the same rows "
-    "with mask=valid[:, None], other=0.0.",
-    "s = tl.dot(q, tl.trans(k)) * scale, then s = tl.where(valid[None, :], s, -inf). "
-    "m_new = max(m, row max of s); alpha = exp(m - m_new); p = exp(s - m_new[:, None]).",
-    "l = l * alpha + sum(p); acc = acc * alpha[:, None] + tl.dot(p, v); m = m_new. After "
-    "the loop: out = acc / l and lse = m + log(l), guarding l == 0 with tl.where.",
+EDGES = [
+    Edge("an empty sequence", lambda a: 0 in list(a["cache_seqlens"])),
+    Edge("a partial last tile", lambda a: any(int(n) % BLOCK_T for n in a["cache_seqlens"])),
+    Edge("scores in the hundreds", lambda a: max(
+        float(np.nanmax(np.abs(a["scale"] * a["q"][b] @ a["kv"][b, :n].T))) if n else 0.0
+        for b, n in enumerate(int(x) for x in a["cache_seqlens"])) > 100),
 ]
 
 PROBLEM = Problem(
@@ -216,5 +227,5 @@ PROBLEM = Problem(
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
     requires=("torch", "triton"), timeout_s=60.0,
-    reference={FN: _reference},
+    reference={FN: reference}, edges=EDGES, needs_kernel_launch=True,
 )

@@ -1,0 +1,137 @@
+"""What grading produces: one status vocabulary per level, and the result records.
+
+Three levels, one Enum each (values are the words people read and JSON carries):
+  RunStatus      one call in the sandbox (grader/child.py): ok, error, timeout, ...
+  CaseStatus     one case after the checker:  pass, fail, not started, not run
+  ProblemStatus  one problem for one learner: passed, failed, not started, missing, unavailable
+State changes are methods on the records (``CaseOutcome.fail``, ``ProblemResult.finish``),
+as in Exercism's test runner, so no caller spells a status by hand.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from .child import RunStatus  # noqa: F401 -- re-exported: the sandbox's vocabulary
+from .spec import Case, Problem
+
+
+class CaseStatus(str, Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    NOT_STARTED = "not started"  # the function still raises NotImplementedError
+    NOT_RUN = "not run"          # an earlier case took the process down
+
+    def __str__(self):
+        return self.value
+
+
+class ProblemStatus(str, Enum):
+    PASSED = "passed"
+    FAILED = "failed"
+    NOT_STARTED = "not started"
+    MISSING = "missing"          # no file to grade
+    UNAVAILABLE = "unavailable"  # this machine lacks a package the problem needs
+
+    def __str__(self):
+        return self.value
+
+    @property
+    def mark(self) -> str:
+        return {"passed": "✓", "failed": "✗", "not started": "·", "missing": "?",
+                "unavailable": "-"}[self.value]
+
+
+@dataclass
+class CaseOutcome:
+    case: Case
+    status: CaseStatus = CaseStatus.PASS
+    message: str = ""
+    reason: str = "passed"   # the checker's tag: wrong_answer, wrong_shape, timeout, uses_reference, ...
+    mistake: str | None = None  # a named mistake that reproduces the attempt on every case
+    output: str = ""
+    result: object = None    # the decoded answer (kept to name mistakes; not reported)
+
+    @property
+    def passed(self) -> bool:
+        return self.status is CaseStatus.PASS
+
+    def fail(self, message: str, reason: str = "wrong_answer") -> "CaseOutcome":
+        self.status, self.message, self.reason = CaseStatus.FAIL, message, reason
+        return self
+
+    def not_started(self, message: str) -> "CaseOutcome":
+        self.status, self.message, self.reason = CaseStatus.NOT_STARTED, message, "not_started"
+        return self
+
+    def not_run(self) -> "CaseOutcome":
+        self.status, self.reason = CaseStatus.NOT_RUN, "not_run"
+        self.message = "not run (an earlier case stopped the process)."
+        return self
+
+
+@dataclass
+class ProblemResult:
+    problem: Problem
+    path: str                 # the learner's file (or "<notebook: ...>")
+    status: ProblemStatus = ProblemStatus.FAILED
+    outcomes: list = field(default_factory=list)
+    seed: int | None = None
+    message: str = ""         # for whole-file verdicts (missing, import error, unavailable)
+    reason: str = ""          # a tag for whole-file verdicts (import_error, uses_reference, ...)
+    elapsed: float = 0.0
+    in_process: bool = False  # ran in the caller's process: no time or memory limit
+    isolation: str = "process"  # "process" (a fresh child), "fork" (a notebook's copy) or "none"
+    output: str = ""          # printed below Python's level (os.write, C code), capped
+    given_path: bool = False  # the file was named by the user (--file): shown as given
+
+    @property
+    def passed(self) -> bool:
+        return self.status is ProblemStatus.PASSED
+
+    # ---- state changes
+    def unavailable(self, message: str) -> "ProblemResult":
+        self.status, self.message, self.reason = ProblemStatus.UNAVAILABLE, message, "unavailable"
+        return self
+
+    def missing(self, message: str) -> "ProblemResult":
+        self.status, self.message, self.reason = ProblemStatus.MISSING, message, "missing"
+        return self
+
+    def broken(self, message: str, reason: str = "import_error") -> "ProblemResult":
+        """The file as a whole could not be graded (it did not import, ...)."""
+        self.status, self.message, self.reason = ProblemStatus.FAILED, message, reason
+        return self
+
+    def add(self, outcome: CaseOutcome):
+        self.outcomes.append(outcome)
+
+    def finish(self) -> "ProblemResult":
+        """Set the status from the case outcomes."""
+        sts = [o.status for o in self.outcomes]
+        if sts and all(s is CaseStatus.PASS for s in sts):
+            self.status = ProblemStatus.PASSED
+        elif sts and all(s is CaseStatus.NOT_STARTED for s in sts):
+            self.status = ProblemStatus.NOT_STARTED
+        else:
+            self.status = ProblemStatus.FAILED
+        return self
+
+    # ---- questions
+    def first_failure(self):
+        for o in self.outcomes:
+            if o.status not in (CaseStatus.PASS, CaseStatus.NOT_RUN):
+                return o
+        return next((o for o in self.outcomes if o.status is CaseStatus.NOT_RUN), None)
+
+    def counts(self, hidden: bool) -> tuple[int, int, int]:
+        """(passed, total, not run) among public (hidden=False) or hidden cases."""
+        cs = [o for o in self.outcomes if o.case.hidden == hidden]
+        return (sum(o.status is CaseStatus.PASS for o in cs), len(cs),
+                sum(o.status is CaseStatus.NOT_RUN for o in cs))
+
+    def count(self, status: CaseStatus) -> int:
+        return sum(o.status is status for o in self.outcomes)
+
+
+__all__ = ["RunStatus", "CaseStatus", "ProblemStatus", "CaseOutcome", "ProblemResult"]

@@ -1,0 +1,217 @@
+"""Every problem spec, held to the judge's rules (in-process, fast):
+
+- the reference passes every case, on several seeds;
+- an attempt that makes exactly one named mistake fails, and the judge names THAT
+  mistake -- not another one that happens to coincide on some case;
+- the hidden cases of one seed vary every parameter (so hard-coding a default fails on
+  every seed), except what a spec declares fixed, with the reason;
+- the situations a statement promises (an empty split, large scores, ...) occur on every
+  seed;
+- problems with a softmax test it with scores in the hundreds and say so.
+"""
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+
+import numpy as np
+import pytest
+
+from grader import child, runner
+from grader.records import CaseStatus
+
+PROBLEMS = runner.discover()
+SEEDS = [0, 1, 2]
+SOFTMAX_PROBLEMS = {"expand_prefill", "lse_merge", "chunked_extend", "absorb_decode",
+                    "split_kv_decode", "triton_inner_loop"}
+
+
+def _plain(x):
+    """The same data round trip a child's result goes through."""
+    return child.decode(json.loads(json.dumps(child.encode(x))))
+
+
+def _params(problems=PROBLEMS):
+    out = []
+    for p in problems:
+        missing = runner.missing_requirements(p)
+        out.append(pytest.param(p, id=p.slug, marks=pytest.mark.skipif(
+            bool(missing), reason=f"needs {', '.join(missing)}")))
+    return out
+
+
+def _cases(problem, seed):
+    return problem.make_cases(seed)
+
+
+def simulate(problem, seed, impl: dict):
+    """Grade, in-process, an attempt whose functions are `impl` (name -> callable; the
+    reference for the others). Returns the outcomes after mistake naming."""
+    outcomes = []
+    for c in _cases(problem, seed):
+        fn = impl.get(c.function, problem.reference[c.function])
+        got = fn(**copy.deepcopy(c.args))
+        if got is None:  # a mistake that does not apply here: the attempt is right here
+            got = problem.reference[c.function](**copy.deepcopy(c.args))
+        rec = {"status": child.RunStatus.OK, "launches": 1,  # as if a kernel ran
+               "result": json.loads(json.dumps(child.encode(got)))}
+        outcomes.append(runner.grade_record(problem, c, rec))
+    runner.explain_mistakes(problem, outcomes)
+    return outcomes
+
+
+@pytest.mark.parametrize("problem", _params())
+def test_reference_passes_every_case(problem):
+    for seed in SEEDS:
+        for c in _cases(problem, seed):
+            got = _plain(problem.reference[c.function](**copy.deepcopy(c.args)))
+            v = problem.check(c, got)
+            assert v.passed, f"{problem.slug} seed {seed}: the reference fails {c.name!r}: {v.message}"
+
+
+@pytest.mark.parametrize("problem", _params([p for p in PROBLEMS if p.mistakes]))
+def test_each_mistake_is_named_as_itself(problem):
+    """The attempt that makes mistake m fails on every seed, and the verdict names m."""
+    for m in problem.mistakes:
+        fn = m.function or problem.functions[0]
+        for seed in SEEDS:
+            outs = simulate(problem, seed, {fn: m.fn})
+            failing = [o for o in outs if o.status is CaseStatus.FAIL]
+            assert failing, f"{problem.slug}: mistake {m.name!r} passes every case of seed {seed}"
+            named = {o.mistake for o in failing}
+            assert named == {m.message}, (
+                f"{problem.slug} seed {seed}: the attempt making {m.name!r} was told "
+                f"{named - {m.message} or 'nothing'}")
+
+
+@pytest.mark.parametrize("problem", _params([p for p in PROBLEMS if p.mistakes]))
+def test_no_mistake_is_named_for_an_unknown_slip(problem):
+    """A wrong answer that no mistake explains (the reference plus a small offset on one
+    hidden case) gets no 'Likely slip' line."""
+    for seed in SEEDS[:1]:
+        cases = _cases(problem, seed)
+        target = next(c for c in cases if c.hidden)
+        outcomes = []
+        for c in cases:
+            got = _plain(problem.reference[c.function](**copy.deepcopy(c.args)))
+            if c is target:
+                got = _perturb(got)
+            rec = {"status": child.RunStatus.OK, "launches": 1,
+                   "result": json.loads(json.dumps(child.encode(got)))}
+            outcomes.append(runner.grade_record(problem, c, rec))
+        runner.explain_mistakes(problem, outcomes)
+        bad = [o for o in outcomes if o.status is CaseStatus.FAIL]
+        assert bad, f"{problem.slug}: a perturbed answer passed"
+        assert all(o.mistake is None for o in bad), f"{problem.slug}: named {bad[0].mistake!r}"
+
+
+def _perturb(x):
+    if isinstance(x, dict):
+        k = next(iter(x))
+        return {**x, k: _perturb(x[k])}
+    if isinstance(x, (tuple, list)):
+        return type(x)([_perturb(x[0]), *x[1:]])
+    if isinstance(x, str):
+        return {"expand": "absorb", "absorb": "expand", "memory": "compute", "compute": "memory"}.get(x, x + "?")
+    a = np.array(x, dtype=np.float64)
+    flat = a.reshape(-1)
+    finite = np.flatnonzero(np.isfinite(flat))
+    flat[finite[0]] = flat[finite[0]] * 1.01 + 0.37
+    return a if a.shape else float(a)
+
+
+def _full_args(problem, case):
+    """The case's arguments with the function's defaults filled in."""
+    sig = inspect.signature(problem.reference[case.function])
+    full = {k: p.default for k, p in sig.parameters.items() if p.default is not inspect.Parameter.empty}
+    return {**full, **case.args}
+
+
+def _values(problem, cases, name):
+    """What a parameter takes across cases: scalars by value, arrays by shape and dtype."""
+    scalars, shapes, dtypes = set(), [], set()
+    for c in cases:
+        v = _full_args(problem, c)[name]
+        if hasattr(v, "shape") and getattr(v, "ndim", 0) > 0:
+            shapes.append(tuple(v.shape))
+            dtypes.add(str(v.dtype))
+        else:
+            scalars.add(repr(v))
+    return scalars, shapes, dtypes
+
+
+@pytest.mark.parametrize("problem", _params())
+def test_hidden_cases_vary_every_parameter(problem):
+    """Hard-coding a head dim, a page size, a dtype or a number of heads must fail on
+    every seed: within one seed, each parameter (each axis of each array) takes at least
+    two values among the hidden cases of its function."""
+    for seed in SEEDS:
+        cases = _cases(problem, seed)
+        for fn in problem.functions:
+            hidden = [c for c in cases if c.hidden and c.function == fn]
+            assert len(hidden) >= 2, f"{problem.slug}: fewer than two hidden cases for {fn}"
+            for name in _full_args(problem, hidden[0]):
+                scalars, shapes, _ = _values(problem, hidden, name)
+                if shapes:
+                    ndim = len(shapes[0])
+                    for axis in range(ndim):
+                        key = f"{name}.axis{axis}"
+                        sizes = {s[axis] for s in shapes if len(s) == ndim}
+                        assert len(sizes) >= 2 or key in problem.fixed or name in problem.fixed, (
+                            f"{problem.slug} seed {seed}: {fn}'s {key} is always {sizes}")
+                else:
+                    assert len(scalars) >= 2 or name in problem.fixed, (
+                        f"{problem.slug} seed {seed}: {fn}'s {name} is always {scalars}")
+
+
+@pytest.mark.parametrize("problem", _params())
+def test_fixed_parameters_say_why(problem):
+    for key, why in problem.fixed.items():
+        assert isinstance(why, str) and len(why) > 15, f"{problem.slug}: say why {key} is fixed"
+
+
+@pytest.mark.parametrize("problem", _params([p for p in PROBLEMS if p.edges]))
+def test_promised_situations_occur_on_every_seed(problem):
+    for seed in SEEDS + [12345]:
+        cases = _cases(problem, seed)
+        for e in problem.edges:
+            fns = [e.function] if e.function else problem.functions
+            hits = [c for c in cases if c.function in fns and e.holds(c.args)]
+            assert hits, f"{problem.slug} seed {seed}: no case has {e.name}"
+
+
+@pytest.mark.parametrize("problem", _params([p for p in PROBLEMS if p.slug in SOFTMAX_PROBLEMS]))
+def test_softmax_problems_test_large_scores(problem):
+    names = [e.name for e in problem.edges]
+    assert any("hundreds" in n or "large scores" in n for n in names), (
+        f"{problem.slug}: no edge promising scores in the hundreds")
+    assert "stable" in problem.statement, f"{problem.slug}: the statement must say to keep the softmax stable"
+
+
+@pytest.mark.parametrize("problem", _params())
+def test_public_cases_do_not_depend_on_the_seed_and_hidden_ones_record_it(problem):
+    a = [c for c in _cases(problem, 1) if not c.hidden]
+    b = [c for c in _cases(problem, 2) if not c.hidden]
+    assert [c.name for c in a] == [c.name for c in b]
+    for x, y in zip(a, b):
+        for k in x.args:
+            u, v = np.asarray(x.args[k]), np.asarray(y.args[k])
+            assert u.shape == v.shape and (u.tobytes() == v.tobytes() if u.dtype.kind in "biuf"
+                                           else (u == v).all()), f"{problem.slug}: {x.name} changes with the seed"
+    assert all(c.seed == 3 for c in _cases(problem, 3) if c.hidden)
+
+
+def test_one_spec_template():
+    """Every spec module reads the same way: a module docstring, the imports from
+    grader.spec, STATEMENT and HINTS before the code, MISTAKES, PROBLEM last, and a
+    reference for every function."""
+    for p in PROBLEMS:
+        mod = inspect.getmodule(p.make_cases)
+        src = inspect.getsource(mod)
+        assert mod.__doc__ and mod.__doc__.startswith(f"Problem {p.number}:"), p.slug
+        assert "from grader.spec import" in src and "from ..spec" not in src, p.slug
+        order = [src.find(s) for s in ("STATEMENT = ", "HINTS = ", "MISTAKES = ", "PROBLEM = Problem(")]
+        assert -1 not in order and order == sorted(order), (
+            f"{p.slug}: STATEMENT, HINTS, MISTAKES, PROBLEM missing or out of order")
+        assert p.reference and set(p.reference) == set(p.functions), p.slug
