@@ -14,19 +14,25 @@ How the judge uses a spec
 2. Each case's ``args`` are sent to a fresh child process, which imports the learner's
    file and calls ``function(**args)``. Only plain data comes back: numpy arrays (torch
    tensors are converted in the child), numbers, strings, lists/tuples/dicts of those.
-   The child also reports an exception, a timeout, a crash or a changed input array.
+   The child also reports an exception, a timeout, a crash, running out of memory, a
+   changed input array, or a reach for the course's own code (importing or reading
+   mlacourse/, grader/, solutions/ or kernels/ is refused; ``may_import`` lists the
+   data an attempt may import instead).
 3. ``check(case, result)`` runs in the judge's process on that returned data and gives a
    ``Verdict``. It must compare against the math core (``mlacourse``) -- computed here,
    or stored in ``Case.expected`` by ``make_cases`` -- never against solutions/.
-4. When a case fails, each ``Mistake`` that applies to the case's function is run on
-   the same arguments (in the judge's process); if the learner's answer equals the
-   mistake's output (``same_answer``, rtol 1e-6, NaN equal to NaN) the verdict adds the
-   mistake's one-sentence message. A mistake whose output does not match says nothing.
+4. When some cases fail, a ``Mistake`` is named only if it reproduces the attempt on
+   EVERY case of its function: its output equals the learner's (``same_answer`` or its
+   ``match``) wherever the learner fails, and passes wherever the learner passes. So a
+   mistake that merely coincides with the attempt on one case says nothing, and the
+   cases must hold, for each pair of mistakes, one where their outputs differ
+   (tests/test_judge_specs.py checks that each mistake is named as itself).
 
 Field reference
 ---------------
 Problem(number, slug, title, chapter, functions, statement, hints, make_cases, check,
-        mistakes=(), requires=("numpy",), timeout_s=5.0, memory_mb=1024, reference=None)
+        mistakes=(), requires=("numpy",), timeout_s=5.0, memory_mb=1024, reference=None,
+        may_import={}, needs_kernel_launch=False, edges=(), fixed={})
   number      1..99, the id used everywhere (stub, notebook, solution, judge).
   slug        snake_case name; the files are pNN_slug.py.
   chapter     the notebook that teaches it, e.g. "notebooks/04_flops_and_path_choice.ipynb".
@@ -40,8 +46,15 @@ Problem(number, slug, title, chapter, functions, statement, hints, make_cases, c
               if one is missing the judge says so instead of grading.
   timeout_s   wall-clock seconds per case (override per case with Case.timeout_s).
   memory_mb   address-space headroom the child gets above its size after imports.
-  reference   optional {function name: callable from mlacourse}; the judge's own tests
-              check that the reference passes every case and every mistake fails one.
+  reference   {function name: callable from mlacourse}, one per function; the judge's
+              tests check that it passes every case on several seeds.
+  may_import  {module: [names]} of the course the attempt may import: plain data only
+              (dataclass instances arrive as read-only records of their fields).
+  needs_kernel_launch  the answer must come from a Triton kernel launch (problem 12).
+  edges       Edge(name, holds(args)): situations the statement promises ("an empty
+              split", "scores in the hundreds"); some case of every seed must hold each.
+  fixed       {"arg" or "arg.axisN": why}: parameters the contract fixes. Every other one
+              takes two or more values among one seed's hidden cases (a test checks).
 
 Case(name, function, args, hidden=False, seed=None, describe="", expected=None,
      data={}, timeout_s=None, memory_mb=None, memory_error_message=None)
@@ -54,48 +67,57 @@ Case(name, function, args, hidden=False, seed=None, describe="", expected=None,
               absorb_decode to catch attempts that materialize per-head keys).
 
 Mistake(name, message, fn, function=None, match=None)
-  fn(**case.args) -> the wrong answer (return None when it does not apply).
+  fn(**case.args) -> the wrong answer (None where the attempt could not run at all;
+              where the slip changes nothing, return the right answer).
   function    which learner function it imitates (default: functions[0]).
   match       optional (learner_result, wrong_answer) -> bool replacing same_answer, for
               slips whose exact output varies (e.g. where an overflow turns into NaN).
 
-Complete example (a toy problem; real ones live in grader/problems/)
---------------------------------------------------------------------
+Complete example (a toy problem; real ones live in grader/problems/, in this order)
+--------------------------------------------------------------------------------------
     # grader/problems/p99_scaled_sum.py
-    import numpy as np
-    from grader.spec import Case, Mistake, Problem, Verdict, compare_arrays, shape_text
+    '''Problem 99: scaled column sums (chapter 1).'''
+    from __future__ import annotations
 
-    def _reference(x, scale):                      # normally: a function of mlacourse
+    import numpy as np
+
+    from grader.spec import Case, Edge, Mistake, Problem, compare_arrays, shape_text
+
+    FN = "scaled_sum"
+    STATEMENT = "Write `scaled_sum(x, scale)`: x [n, d] -> [d], the column sums times scale."
+    HINTS = ["Sum over axis 0.", "np.sum(x, axis=0) * scale"]
+
+
+    def reference(x, scale):                       # normally: a function of mlacourse
         return np.asarray(x).sum(axis=0) * scale
 
+
     def make_cases(seed):
-        cases = [Case("small example", "scaled_sum",
-                      {"x": np.arange(6.0).reshape(3, 2), "scale": 0.5},
+        cases = [Case("small example", FN, {"x": np.arange(6.0).reshape(3, 2), "scale": 0.5},
                       describe="x [3, 2], scale 0.5")]
         rng = np.random.default_rng(seed)
-        for i in range(3):
-            n, d = (int(v) for v in rng.integers(1, 50, size=2))
+        for i, (n, d) in enumerate([(1, 7), (30, 2), (5, 5)]):
             x = rng.standard_normal((n, d))
-            cases.append(Case(f"random {i}", "scaled_sum", {"x": x, "scale": 0.1},
+            cases.append(Case(f"random {i}", FN, {"x": x, "scale": float(rng.uniform(0.1, 2))},
                               hidden=True, seed=seed,
                               describe=shape_text(x=x) + f", seed {seed}"))
         return cases
 
+
     def check(case, result):
-        expected = _reference(**case.args)
-        return compare_arrays("scaled_sum", expected, result, rtol=1e-6, atol=1e-9,
-                              dims="[d]")
+        return compare_arrays(FN, reference(**case.args), result, rtol=1e-6, atol=1e-9, dims="[d]")
+
+
+    MISTAKES = [Mistake("row sums", "You summed each row; sum down the columns (axis 0).",
+                        lambda x, scale: np.asarray(x).sum(axis=1) * scale)]
+    EDGES = [Edge("a single row", lambda a: a["x"].shape[0] == 1)]
 
     PROBLEM = Problem(
         number=99, slug="scaled_sum", title="Scaled column sums",
         chapter="notebooks/01_kv_cache.ipynb",
-        functions=["scaled_sum"],
-        statement="Write `scaled_sum(x, scale)`: x [n, d] -> [d], the column sums times scale.",
-        hints=["Sum over axis 0.", "np.sum(x, axis=0) * scale"],
-        make_cases=make_cases, check=check,
-        mistakes=[Mistake("row sums", "You summed each row; sum down the columns (axis 0).",
-                          lambda x, scale: np.asarray(x).sum(axis=1) * scale)],
-        reference={"scaled_sum": _reference},
+        functions=[FN], statement=STATEMENT, hints=HINTS,
+        make_cases=make_cases, check=check, mistakes=MISTAKES,
+        reference={FN: reference}, edges=EDGES,
     )
 """
 from __future__ import annotations

@@ -193,3 +193,67 @@ def test_notebook_check_catches_expansion_in_process():
     ns = {}
     exec((ROOT / "solutions" / "p08_absorb_decode.py").read_text(), ns)
     assert notebook.check(8, namespace=ns, display=False, seed=2).passed
+
+
+# ---- the first minutes -----------------------------------------------------------------
+
+HEADS_FIXED_P4 = WRONG_P4.replace("pairs = n_new * n_ctx", "pairs = n_new * n_ctx - n_new * (n_new - 1) // 2") \
+    .replace("def attention_flops(n_new, n_ctx, n_heads=128,", "def attention_flops(n_new, n_ctx, _n_heads=128,") \
+    .replace("    pairs =", "    n_heads = 128  # the slip: V3's head count whatever is passed\n    pairs =", 1)
+
+
+def test_reproduce_line_keeps_the_file_as_given(tmp_path):
+    """A failing hidden case prints a command that grades the SAME file again, with the
+    path as the user typed it (text and JSON)."""
+    (tmp_path / "mine.py").write_text(HEADS_FIXED_P4)
+    r = run_judge("4", "--file", "mine.py", "--seed", "9", cwd=tmp_path)
+    assert r.returncode == 1
+    assert "hidden case" in r.stdout and "public 8/8" in r.stdout, r.stdout
+    assert "Reproduce: python practice/judge.py 4 --file mine.py --seed 9" in r.stdout, r.stdout
+    assert "file: mine.py" in r.stdout and "../" not in r.stdout
+    j = run_judge("4", "--file", "mine.py", "--seed", "9", "--json", cwd=tmp_path)
+    assert "Reproduce: python practice/judge.py 4 --file mine.py --seed 9" in json.loads(j.stdout)["tests"][0]["message"]
+    default = runner.grade(runner.find(4), None, seed=9)
+    assert report.reproduce(default) == "python practice/judge.py 4 --seed 9"
+
+
+def test_hint_without_a_problem_asks_for_one(capsys):
+    assert cli.main(["--hint"]) == 2
+    err = capsys.readouterr().err
+    assert "which problem?" in err and "4 --hint" in err and "1 kv_cache_bytes" in err
+
+
+def test_missing_packages_are_named_in_a_sentence():
+    p12 = runner.find(12)
+    text = runner.requirement_text(p12, ["torch", "triton"])
+    assert "needs torch and triton, which are not installed here" in text
+    assert "bash setup.sh" in text and "pip install torch triton" in text
+    assert "needs torch, which is not installed" in runner.requirement_text(p12, ["torch"])
+
+
+def test_without_numpy_the_judge_says_what_to_do_in_one_line():
+    code = ("import sys, runpy; sys.modules['numpy'] = None; sys.argv = ['practice/judge.py']; "
+            "runpy.run_path('practice/judge.py', run_name='__main__')")
+    env = dict(os.environ, MLA_JUDGE_NO_VENV="1")
+    r = subprocess.run([PY, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "bash setup.sh" in r.stderr and "source .venv/bin/activate" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def _other_python():
+    """A Python that is not this venv's (the system one a learner might type)."""
+    base = Path(sys.base_prefix) / "bin" / "python3"
+    return base if base.exists() and Path(sys.prefix).resolve() != Path(sys.base_prefix).resolve() else None
+
+
+@pytest.mark.skipif(_other_python() is None or not (ROOT / ".venv" / "bin" / "python").exists(),
+                    reason="needs the course's .venv and another Python")
+def test_python_practice_judge_works_from_the_system_python():
+    """`python practice/judge.py` typed in a fresh terminal (no venv active) runs the
+    judge with the course's .venv."""
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "MLA_JUDGE_NO_VENV")}
+    r = subprocess.run([str(_other_python()), "practice/judge.py", "--list"], cwd=ROOT,
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert " 1 kv_cache_bytes" in r.stdout and "12 triton_inner_loop" in r.stdout

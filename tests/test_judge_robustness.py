@@ -393,3 +393,62 @@ def test_scratch_folder_stays_writable(tmp_path):
             return 2 * np.asarray(x)
         """)
     assert res.status is ProblemStatus.PASSED, res.first_failure() and res.first_failure().message
+
+
+# ---- out of memory in native code, and what the header says about cases not run ------
+
+def test_native_out_of_memory_is_named_with_the_cap(tmp_path):
+    """OpenBLAS ends the process with exit(1) when it cannot allocate: the verdict says
+    the attempt ran out of memory and gives the cap -- not 'did you call os._exit?' --
+    and the cases after it count as not run, not as failed."""
+    from grader import report
+    res = grade_src(tmp_path, """
+        import ctypes, os
+        def double(x):
+            os.write(2, b"OpenBLAS error: Memory allocation still failed after 10 retries, giving up.\\n")
+            ctypes.CDLL(None).exit(1)
+        """)
+    f = first(res)
+    assert f.reason == "memory" and "ran out of memory" in f.message and "256 MB" in f.message
+    assert "os._exit" not in f.message
+    assert [o.status for o in res.outcomes] == [CaseStatus.FAIL, CaseStatus.NOT_RUN]
+    assert "hidden 0/1 (1 not run)" in report.headline(res)
+
+
+def test_check_in_a_notebook_survives_a_memory_hog_and_a_loop():
+    """check() runs cell functions in a fork with the command line's limits: the
+    notebook's own process (this one) survives both and gets a verdict."""
+    import numpy as np
+    def hog(x):
+        return np.ones((1024, 1024, 1024)) * 0 + 2 * x  # 8 GiB
+    def loop(x):
+        while True:
+            pass
+    import types
+    res = runner.grade(TOY, "<notebook: double>", seed=1, module=types.SimpleNamespace(double=hog))
+    assert res.isolation == "fork" and first(res).reason == "memory"
+    res = runner.grade(TOY, "<notebook: double>", seed=1, module=types.SimpleNamespace(double=loop))
+    assert first(res).reason == "timeout" and "still running after 1 s" in first(res).message
+    good = runner.grade(TOY, "<notebook: double>", seed=1,
+                        module=types.SimpleNamespace(double=lambda x: 2 * np.asarray(x)))
+    assert good.passed
+
+
+def test_reference_use_is_refused_by_every_route(tmp_path):
+    """Importing the course's packages (any spelling) or reading their files is refused
+    with a verdict that says so, even if the attempt catches the error."""
+    routes = {
+        "import": "from mlacourse.attention import attention",
+        "importlib": "import importlib; importlib.import_module('mlacourse.flops')",
+        "__import__": "__import__('grader.problems.p01_kv_cache_bytes')",
+        "solutions": "import solutions",
+        "read source": f"open({str(runner.ROOT / 'mlacourse' / 'flops.py')!r}).read()",
+        "runpy": f"import runpy; runpy.run_path({str(runner.SOLUTIONS / 'p04_choose_path.py')!r})",
+        "caught": "try:\n        import mlacourse\n    except Exception:\n        pass",
+    }
+    for name, line in routes.items():
+        res = grade_src(tmp_path, "import numpy as np\ndef double(x):\n    " + line
+                        + "\n    return 2 * np.asarray(x)\n")
+        f = first(res)
+        assert res.status is ProblemStatus.FAILED and f.reason == "uses_reference", (name, f.message)
+        assert "write it yourself" in f.message, name
