@@ -9,7 +9,8 @@ Each step
      shares with a running request. When the pool runs out for a running request, the
      running request that arrived last and has no pages yet this step is preempted (its
      pages released, its tokens recomputed later) -- or, with on_full="error", OutOfPages
-     is raised. Admissions never preempt: they wait;
+     is raised. Admissions never preempt: they wait, and after a preemption no request
+     is admitted in that step (the preempted one comes back first);
   4. runs the model once over every planned token (one batch), attention per request
      through its block table, each chunk by the path chapter 4's FLOP count picks
      (decode always absorbs);
@@ -216,7 +217,7 @@ class Engine:
                 if cp is None:  # r itself was preempted
                     continue
             else:
-                if not admissions_open:
+                if preempted or not admissions_open:  # pages are short: no new request this step
                     continue
                 src, shared = self._shared(r, [s for s in sources if s.state == "running"])
                 table = self.pool.share(src.table, shared) if shared else []
