@@ -1,0 +1,366 @@
+"""The engine: requests in, greedy tokens out, a step at a time.
+
+Each step
+  1. moves requests whose arrival step has come into the waiting queue;
+  2. plans the step with schedule_step (decodes, running prefills, admissions, under
+     the token budget);
+  3. gives every planned request the pages its new tokens need (append_slots, with
+     copy-on-write); an admitted request first takes the pages of the longest prefix it
+     shares with a running request. When the pool runs out for a running request, the
+     running request that arrived last and has no pages yet this step is preempted (its
+     pages released, its tokens recomputed later) -- or, with on_full="error", OutOfPages
+     is raised. Admissions never preempt: they wait, and after a preemption no request
+     is admitted in that step (the preempted one comes back first);
+  4. runs the model once over every planned token (one batch), attention per request
+     through its block table, each chunk by the path chapter 4's FLOP count picks
+     (decode always absorbs);
+  5. appends a greedy token to every request whose known tokens are now all cached,
+     and frees the pages of those that reached max_new_tokens.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..attention import causal_mask
+from ..flops import attention_flops, choose_path
+from ..layer import ATTEND, absorb_query, project_kv_latent, project_queries, rms_norm
+from .model import ModelConfig, TinyModel, check_prompt, logits_of, mlp
+from .pages import OutOfPages, PagePool, longest_shared_prefix, pages_needed
+from .scheduler import schedule_step
+
+
+@dataclass
+class Request:
+    rid: str
+    prompt: list
+    max_new_tokens: int
+    arrival: int = 0  # the step at which it arrives
+    order: int = 0  # submission order: breaks ties between equal arrivals
+    generated: list = field(default_factory=list)
+    logits: list = field(default_factory=list)  # [vocab] per generated token
+    table: list = field(default_factory=list)  # block table (page ids)
+    n_cached: int = 0
+    state: str = "future"  # future -> waiting -> running -> finished; running -> waiting when preempted
+    preemptions: int = 0
+    shared_tokens: int = 0  # tokens taken from other requests' pages, over all admissions
+    computed_tokens: int = 0  # tokens run through the model for this request
+    first_token_step: int | None = None
+    finish_step: int | None = None
+
+    @property
+    def tokens(self) -> list:
+        return self.prompt + self.generated
+
+    @property
+    def n_pending(self) -> int:
+        """Known tokens not yet in the cache (1 for a decode: the last token generated)."""
+        return len(self.prompt) + len(self.generated) - self.n_cached
+
+    @property
+    def is_decode(self) -> bool:
+        return bool(self.generated) and self.n_pending == 1
+
+    @property
+    def priority(self):
+        return (self.arrival, self.order)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    rid: str
+    start: int  # tokens cached before this chunk (its first position)
+    n: int  # new tokens
+    kind: str  # "prefill" (prompt or recompute, possibly a piece of one) | "decode"
+    path: str  # "expand" | "absorb"
+
+    @property
+    def n_ctx(self) -> int:
+        return self.start + self.n
+
+
+@dataclass
+class StepRecord:
+    step: int
+    chunks: list  # [Chunk]
+    admitted: list  # [(rid, tokens shared from a running request)]
+    preempted: list  # [rid]
+    finished: list  # [rid]
+    copies: list  # [(rid, src_page, dst_page, n_slots)] copy-on-write
+    seqlens: dict  # rid -> cached tokens after the step, running requests
+    tables: dict  # rid -> block table after the step (when the engine records tables)
+    pages_in_use: int
+
+    @property
+    def tokens(self) -> int:
+        return sum(c.n for c in self.chunks)
+
+
+@dataclass
+class Result:
+    tokens: list
+    logits: np.ndarray  # [n_generated, vocab]; empty when the engine does not compute
+    arrival: int
+    first_token_step: int
+    finish_step: int
+    preemptions: int
+    shared_tokens: int
+    computed_tokens: int
+
+
+class Engine:
+    """A tiny continuous-batching MLA engine over a paged latent cache.
+
+    model          a TinyModel, or a ModelConfig with compute=False (schedule only)
+    num_pages, page_size   the page pool (every layer has num_pages pages of page_size rows)
+    token_budget   most tokens run in one step; max_running: most requests holding pages
+    on_full        "preempt" (recompute the latest arrival later) or "error" (raise OutOfPages)
+    share_prefixes reuse the pages of the longest prefix shared with a running request
+    decode_backend "numpy", or "kernel" (kernels.mla_decode_with_kvcache; needs torch+triton)
+    path_shapes    shapes that choose each prefill chunk's path (default: the model's)
+    compute        False: schedule and allocate only (generated tokens are all 0)
+    record_tables  keep every step's block tables in the trace (for drawing)"""
+
+    def __init__(self, model, num_pages: int, page_size: int, token_budget: int, max_running: int | None = None,
+                 on_full: str = "preempt", share_prefixes: bool = True, decode_backend: str = "numpy",
+                 path_shapes: dict | None = None, compute: bool = True, poison: bool = True,
+                 record_tables: bool = True, kernel_options: dict | None = None):
+        if on_full not in ("preempt", "error"):
+            raise ValueError(f"on_full must be 'preempt' or 'error', got {on_full!r}")
+        if decode_backend not in ("numpy", "kernel"):
+            raise ValueError(f"decode_backend must be 'numpy' or 'kernel', got {decode_backend!r}")
+        if compute and not isinstance(model, TinyModel):
+            raise TypeError("compute=True needs a TinyModel (init_model(...)); a ModelConfig only schedules")
+        if token_budget < 1:
+            raise ValueError(f"token_budget must be >= 1, got {token_budget}")
+        self.model = model if isinstance(model, TinyModel) else None
+        self.cfg: ModelConfig = model.cfg if isinstance(model, TinyModel) else model
+        if decode_backend == "kernel":
+            from .gpu import check_kernel_shapes
+            check_kernel_shapes(self.cfg.attn.d_latent, self.cfg.attn.d_rope, page_size)
+        self.pool = PagePool(self.cfg.n_layers, num_pages, page_size, self.cfg.d_cache, poison=poison,
+                             store_rows=compute)
+        self.token_budget, self.max_running, self.on_full = token_budget, max_running, on_full
+        self.share_prefixes, self.decode_backend, self.compute = share_prefixes, decode_backend, compute
+        self.path_shapes = path_shapes or self.cfg.path_shapes()
+        self.record_tables, self.kernel_options = record_tables, kernel_options or {}
+        self.requests: dict[str, Request] = {}
+        self.trace: list[StepRecord] = []
+        self.now = 0
+
+    # ---- requests -------------------------------------------------------------------
+
+    def add_request(self, prompt, max_new_tokens: int, arrival: int = 0, rid: str | None = None) -> str:
+        if self.compute:
+            prompt = check_prompt(self.model, prompt, max_new_tokens)
+        else:
+            prompt = [int(t) for t in prompt]
+            if not prompt or max_new_tokens < 1:
+                raise ValueError("a request needs at least one prompt token and max_new_tokens >= 1")
+        rid = rid if rid is not None else f"r{len(self.requests)}"
+        if rid in self.requests:
+            raise ValueError(f"request id {rid!r} is already used")
+        if arrival < self.now:
+            raise ValueError(f"arrival {arrival} is in the past (the engine is at step {self.now})")
+        most = len(prompt) + max_new_tokens - 1  # the last generated token is never cached
+        if pages_needed(most, self.pool.page_size) > self.pool.num_pages:
+            raise ValueError(f"request {rid!r} can grow to {most} cached tokens = "
+                             f"{pages_needed(most, self.pool.page_size)} pages of {self.pool.page_size}, "
+                             f"but the pool has only {self.pool.num_pages} pages: it could never finish")
+        self.requests[rid] = Request(rid, prompt, max_new_tokens, arrival, order=len(self.requests))
+        return rid
+
+    def _in_state(self, state):
+        return sorted((r for r in self.requests.values() if r.state == state), key=lambda r: r.priority)
+
+    def _preempt(self, r: Request) -> None:
+        self.pool.release(r.table)
+        r.n_cached, r.state = 0, "waiting"
+        r.preemptions += 1
+
+    def _shared(self, r: Request, sources):
+        """(source request, tokens) of the longest prefix r can take from a running request."""
+        if not self.share_prefixes or not sources:
+            return None, 0
+        i, n = longest_shared_prefix(r.tokens, [s.tokens[:s.n_cached] for s in sources])
+        n = min(n, len(r.tokens) - 1)  # compute at least one token: its logits give the next token
+        return (sources[i], n) if n > 0 else (None, 0)
+
+    # ---- one step -------------------------------------------------------------------
+
+    def step(self) -> StepRecord | None:
+        """Run one step; None when every request has finished."""
+        if not self._in_state("running") and not self._in_state("waiting"):
+            future = self._in_state("future")
+            if not future:
+                return None
+            self.now = max(self.now, min(r.arrival for r in future))  # idle until the next arrival
+        for r in self._in_state("future"):
+            if r.arrival <= self.now:
+                r.state = "waiting"
+        running, waiting = self._in_state("running"), self._in_state("waiting")
+        sources = list(running)  # requests whose cached pages may be shared this step
+        est = {w.rid: self._shared(w, sources)[1] for w in waiting}
+        plan = schedule_step([(r.rid, r.n_pending, r.is_decode) for r in running],
+                             [(w.rid, len(w.tokens) - est[w.rid]) for w in waiting],
+                             self.token_budget, self.max_running)
+        planned = dict(plan)
+        done, chunks, admitted, preempted, copies = set(), [], [], [], []
+        admissions_open = True
+        for rid, n in plan:
+            r = self.requests[rid]
+            if rid not in planned:  # preempted earlier in this loop
+                continue
+            if r.state == "running":
+                cp = self._grow_running(r, n, done, planned, preempted)
+                if cp is None:  # r itself was preempted
+                    continue
+            else:
+                if preempted or not admissions_open:  # pages are short: no new request this step
+                    continue
+                src, shared = self._shared(r, [s for s in sources if s.state == "running"])
+                table = self.pool.share(src.table, shared) if shared else []
+                try:
+                    cp = self.pool.append(table, shared, n)
+                except OutOfPages:
+                    self.pool.release(table)
+                    admissions_open = False  # first come, first served: later arrivals wait too
+                    continue
+                r.table, r.n_cached, r.state = table, shared, "running"
+                r.shared_tokens += shared
+                admitted.append((rid, shared))
+            done.add(rid)
+            copies += [(rid,) + c for c in cp]
+            kind = "decode" if r.is_decode else "prefill"
+            path = "absorb" if kind == "decode" else choose_path(n, r.n_cached + n, **self.path_shapes)
+            chunks.append(Chunk(rid, r.n_cached, n, kind, path))
+        hidden = self._forward(chunks) if self.compute and chunks else None
+        finished = []
+        for i, c in enumerate(chunks):
+            r = self.requests[c.rid]
+            r.n_cached += c.n
+            r.computed_tokens += c.n
+            if r.n_pending == 0:  # every known token is cached: the last one's logits pick the next
+                if hidden is not None:
+                    z = logits_of(self.model, hidden[i])  # [vocab]
+                    r.logits.append(z)
+                    r.generated.append(int(np.argmax(z)))
+                else:
+                    r.generated.append(0)
+                if r.first_token_step is None:
+                    r.first_token_step = self.now
+                if len(r.generated) == r.max_new_tokens:
+                    self.pool.release(r.table)
+                    r.state, r.finish_step = "finished", self.now
+                    finished.append(r.rid)
+        live = self._in_state("running")
+        rec = StepRecord(self.now, chunks, admitted, preempted, finished, copies,
+                         seqlens={r.rid: r.n_cached for r in live},
+                         tables={r.rid: tuple(r.table) for r in live} if self.record_tables else {},
+                         pages_in_use=self.pool.pages_in_use)
+        self.trace.append(rec)
+        self.now += 1
+        return rec
+
+    def _grow_running(self, r: Request, n: int, done: set, planned: dict, preempted: list):
+        """Pages for n more tokens of running request r, preempting if the pool is full.
+        Returns the copy-on-write copies, or None when r itself had to be preempted."""
+        while True:
+            try:
+                return self.pool.append(r.table, r.n_cached, n)
+            except OutOfPages as e:
+                if self.on_full == "error":
+                    raise OutOfPages(f"step {self.now}: request {r.rid!r} cannot grow: {e}. "
+                                     f"Give the engine more pages, a smaller token budget or max_running, "
+                                     f"or on_full='preempt'") from None
+                victim = max((v for v in self._in_state("running") if v.rid not in done), key=lambda v: v.priority)
+                self._preempt(victim)
+                planned.pop(victim.rid, None)
+                preempted.append(victim.rid)
+                if victim is r:
+                    return None
+
+    # ---- the model over one step's tokens --------------------------------------------
+
+    def _forward(self, chunks):
+        """Run every chunk's new tokens through the model as one batch.
+
+        Token-wise work (norms, projections, MLP) runs on all T tokens at once; attention
+        runs per chunk over the request's cache, read through its block table, after the
+        chunk's own rows have been written. Returns the final hidden state of each
+        chunk's last token, [len(chunks), d_model]."""
+        cfg, pool = self.cfg.attn, self.pool
+        reqs = [self.requests[c.rid] for c in chunks]
+        tok = np.concatenate([r.tokens[c.start:c.n_ctx] for r, c in zip(reqs, chunks)])  # [T]
+        pos = np.concatenate([np.arange(c.start, c.n_ctx) for c in chunks])  # [T]
+        ends = np.cumsum([c.n for c in chunks])
+        spans = [slice(e - c.n, e) for e, c in zip(ends, chunks)]
+        x = self.model.embed[tok]  # [T, d_model]
+        for layer, blk in enumerate(self.model.blocks):
+            w = blk.mla
+            a = rms_norm(x, blk.attn_norm)
+            c_kv, k_rope = project_kv_latent(cfg, w, a, pos)  # [T, d_latent], [T, d_rope]
+            rows = np.concatenate([c_kv, k_rope], axis=-1)  # [T, d_cache]
+            for r, c, sl in zip(reqs, chunks, spans):
+                pool.write(layer, r.table, c.start, rows[sl])
+            q_nope, q_rope = project_queries(cfg, w, a, pos)  # [T, H, d_nope], [T, H, d_rope]
+            out = np.empty((len(tok), cfg.n_heads, cfg.d_v))  # [T, H, d_v]
+            use_kernel = [i for i, c in enumerate(chunks) if c.kind == "decode" and self.decode_backend == "kernel"]
+            for i, (r, c, sl) in enumerate(zip(reqs, chunks, spans)):
+                if i in use_kernel:
+                    continue
+                kv = pool.read(layer, r.table, c.n_ctx)  # [n_ctx, d_cache], through the block table
+                out[sl], _ = ATTEND[c.path](q_nope[sl], q_rope[sl], kv[:, :cfg.d_latent], kv[:, cfg.d_latent:],
+                                            w.w_uk, w.w_uv, cfg.softmax_scale, causal_mask(c.n, c.n_ctx))
+            if use_kernel:
+                out[[spans[i].start for i in use_kernel]] = self._kernel_decode(
+                    layer, w, [reqs[i] for i in use_kernel], [chunks[i] for i in use_kernel],
+                    q_nope[[spans[i].start for i in use_kernel]], q_rope[[spans[i].start for i in use_kernel]])
+            x = x + out.reshape(len(tok), -1) @ w.w_o
+            x = x + mlp(blk, rms_norm(x, blk.mlp_norm))
+        return x[ends - 1]  # [n_chunks, d_model]
+
+    def _kernel_decode(self, layer, w, reqs, chunks, q_nope, q_rope):
+        """Decode rows through the Triton kernel: q_nope [b, H, d_nope] -> out [b, H, d_v]."""
+        from .gpu import kernel_decode
+        q_lat = absorb_query(q_nope, w.w_uk)  # [b, H, d_latent]: the b decode rows as one S axis
+        o_lat, _ = kernel_decode(q_lat, q_rope, self.pool.data[layer], [r.table for r in reqs],
+                                 [c.n_ctx for c in chunks], self.cfg.attn.softmax_scale, **self.kernel_options)
+        return np.matmul(o_lat.transpose(1, 0, 2), w.w_uv).transpose(1, 0, 2)  # [H, b, 512] @ W_UV -> [b, H, d_v]
+
+    # ---- running to the end ----------------------------------------------------------
+
+    def run(self, max_steps: int = 100_000) -> dict:
+        """Step until every request has finished; returns rid -> Result."""
+        for _ in range(max_steps):
+            if self.step() is None:
+                return self.results()
+        raise RuntimeError(f"not finished after {max_steps} steps")
+
+    def results(self) -> dict:
+        out = {}
+        for rid, r in self.requests.items():
+            vocab = self.cfg.vocab
+            out[rid] = Result(list(r.generated), np.stack(r.logits) if r.logits else np.zeros((0, vocab)),
+                              r.arrival, r.first_token_step, r.finish_step, r.preemptions, r.shared_tokens,
+                              r.computed_tokens)
+        return out
+
+
+# ---- accounting over a trace -----------------------------------------------------------
+
+def chunk_path(chunk: Chunk, shapes: dict, policy: str = "chosen") -> str:
+    """The path a chunk takes under a policy: "chosen" (decode absorbs, a prefill chunk
+    takes choose_path's pick for these shapes), or "absorb"/"expand" for every chunk."""
+    if policy in ("absorb", "expand"):
+        return policy
+    if policy != "chosen":
+        raise ValueError(f"policy must be 'chosen', 'absorb' or 'expand', got {policy!r}")
+    return "absorb" if chunk.kind == "decode" else choose_path(chunk.n, chunk.n_ctx, **shapes)
+
+
+def step_attention_flops(chunks, shapes: dict, policy: str = "chosen") -> int:
+    """Attention FLOPs of one step's chunks (mlacourse.flops' accounting: the work that
+    differs between the paths, 2 per multiply-add) under a policy."""
+    return sum(attention_flops(c.n, c.n_ctx, **shapes)[chunk_path(c, shapes, policy)] for c in chunks)
