@@ -10,13 +10,14 @@ from __future__ import annotations
 import math
 
 
-def check(label: str, answer, expected, rel: float = 1e-6, abs_tol: float = 0.0) -> bool | None:
-    """Compare a learner's answer with the course's figure. Returns True when right, None
-    when `answer` is `...` (not attempted); raises AssertionError when wrong."""
+def check(label: str, answer, expected, rel: float = 1e-6, abs_tol: float = 0.0) -> None:
+    """Compare a learner's answer with the course's figure: prints "correct" when right, prints
+    "not attempted" when `answer` is `...`, raises AssertionError when wrong. Returns None, so
+    that a notebook cell ending with check(...) shows only the printed line."""
     if answer is Ellipsis:
         print(f"Exercise {label}: not attempted yet -- replace the ... with your answer and run the "
               f"cell again (a worked solution follows in the next cell).")
-        return None
+        return
     if isinstance(expected, str) or isinstance(answer, str):
         ok = str(answer).strip().lower() == str(expected).strip().lower()
         hint = "a word, compared without case"
@@ -32,4 +33,3 @@ def check(label: str, answer, expected, rel: float = 1e-6, abs_tol: float = 0.0)
         size = "" if isinstance(expected, str) else f" (the right answer has magnitude ~1e{math.floor(math.log10(abs(float(expected)) or 1)):d})"
         raise AssertionError(f"Exercise {label}: {answer!r} is not right{size}; compared with {hint}.")
     print(f"Exercise {label}: correct ({answer if isinstance(answer, str) else f'{float(answer):,.6g}'})")
-    return True
