@@ -181,6 +181,10 @@ def test_ch5_tp_vs_dp_threshold_and_corrections():
     assert grab("05", r"TP=4:\s+32 heads per GPU, intensity\s+([\d.]+)") == round(flops.decode_intensity_mla(h_q=32), 1) == 60.4
 
 
+def test_ch5_flashmla_release_date():
+    assert "FlashMLA released 2025-02-24 (Monday, day 1 of Open Source Week)" in printed("05")
+
+
 # ---- pictures and exercises ---------------------------------------------------------------
 
 @pytest.mark.parametrize("chapter,at_least", [("01", 3), ("02", 2), ("03", 2), ("04", 2), ("05", 3)])
