@@ -4,14 +4,18 @@ the judge grades against it; the kernel tests compare with it.
 
 Modules:
   config     model shapes (DeepSeek-V2, V3, a tiny demo config)
-  rope       rotary embedding on interleaved pairs
+  rope       rotary embedding: interleaved pairs (DeepSeek), rotate-half, YaRN scale
   attention  masks, softmax attention with LSE, LSE merge, split-KV
   layer      a full MLA layer: expand path, absorb path, chunked-prefix extend
   cache      KV-cache sizes for MHA/GQA/MQA/MLA
   flops      FLOPs per path, path choice, decode bytes and arithmetic intensity
-  hardware   GPU peaks with sources, ridge points
-  paged      paged cache build/gather (FlashMLA layout)
+  hardware   GPU peaks and memory capacities with sources, ridge points
+  paged      paged cache build/gather (FlashMLA layout), a page pool, fragmentation counts
   fp8        FlashMLA's 656-byte FP8 row: e4m3 + scales + bf16 rope
+  step       the whole decode step: attention weights (187M params in V3) beside the cache
+  deepseek   DeepSeek's names and layouts (reference MLA, Hugging Face), FP8 block weights
+  exercises  the check behind the chapters' "what if" exercises
+  diagrams   pictures drawn by matplotlib (imported on demand; the rest needs only numpy)
 """
-from . import attention, cache, config, flops, fp8, hardware, layer, paged, rope  # noqa: F401
+from . import attention, cache, config, deepseek, exercises, flops, fp8, hardware, layer, paged, rope, step  # noqa: F401
 from .config import DEEPSEEK_V2, DEEPSEEK_V3, TINY, MLAConfig  # noqa: F401

@@ -4,6 +4,8 @@ All "elements" counts are per token per layer; multiply by layers, tokens, batch
 bytes per element for a total (cache_bytes)."""
 from __future__ import annotations
 
+from .config import DEEPSEEK_V3 as _V3
+
 BYTES_PER_ELEMENT = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 
 # FlashMLA's FP8 cache row: 512 e4m3 latents + 4 float32 scales + 64 bf16 rope values.
@@ -35,7 +37,7 @@ def mla_expanded_elements(n_heads: int, d_nope: int, d_rope: int, d_v: int) -> i
     return n_heads * (d_nope + d_rope + d_v)
 
 
-def fp8_mla_row_bytes(d_latent: int = 512, d_rope: int = 64) -> int:
+def fp8_mla_row_bytes(d_latent: int = _V3.d_latent, d_rope: int = _V3.d_rope) -> int:
     """Bytes of one token in FlashMLA's FP8 layout: d_latent fp8 + scales + bf16 rope."""
     if d_latent % FP8_TILE:
         raise ValueError(f"d_latent must be a multiple of {FP8_TILE}, got {d_latent}")

@@ -37,6 +37,13 @@ class MLAConfig:
         return self.d_latent + self.d_rope
 
     @property
+    def attention_shapes(self) -> dict:
+        """The five widths the FLOP formulas take, as keyword arguments:
+        n_heads, d_nope, d_rope, d_v, d_latent (mlacourse.flops reads its defaults here)."""
+        return dict(n_heads=self.n_heads, d_nope=self.d_nope, d_rope=self.d_rope, d_v=self.d_v,
+                    d_latent=self.d_latent)
+
+    @property
     def softmax_scale(self) -> float:
         """1/sqrt(d_nope + d_rope): the dot product runs over the concatenated 192 dims.
 
@@ -48,7 +55,9 @@ class MLAConfig:
 # DeepSeek-V2 (arXiv:2405.04434): 60 layers, hidden 5120.
 DEEPSEEK_V2 = MLAConfig("DeepSeek-V2", n_heads=128, n_layers=60, d_model=5120, q_lora_rank=1536,
                         d_latent=512, d_nope=128, d_rope=64, d_v=128)
-# DeepSeek-V3 (arXiv:2412.19437): 61 layers, hidden 7168.
+# DeepSeek-V3 (arXiv:2412.19437): 61 layers, hidden 7168. The same numbers are in DeepSeek-V3's
+# inference/configs/config_671B.json (dim 7168, n_layers 61, n_heads 128, q_lora_rank 1536,
+# kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128).
 DEEPSEEK_V3 = MLAConfig("DeepSeek-V3", n_heads=128, n_layers=61, d_model=7168, q_lora_rank=1536,
                         d_latent=512, d_nope=128, d_rope=64, d_v=128)
 # Small enough to print and to run in a browser; same structure as V3.

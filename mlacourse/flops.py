@@ -7,26 +7,30 @@ W_O are the same for both paths). Bytes count what must cross device memory once
 from __future__ import annotations
 
 from .cache import BYTES_PER_ELEMENT
+from .config import DEEPSEEK_V3 as _V3
 
-V3_SHAPES = dict(n_heads=128, d_nope=128, d_rope=64, d_v=128, d_latent=512)
+# Every default width below is read from DEEPSEEK_V3 (config.py), the one place the shapes
+# are written down; V3_SHAPES is the same five widths as a dict of keyword arguments.
+V3_SHAPES = _V3.attention_shapes
+_H, _DN, _DR, _DV, _DC = _V3.n_heads, _V3.d_nope, _V3.d_rope, _V3.d_v, _V3.d_latent
 
 
-def expand_flops_per_cached_token(n_heads=128, d_nope=128, d_v=128, d_latent=512) -> int:
+def expand_flops_per_cached_token(n_heads=_H, d_nope=_DN, d_v=_DV, d_latent=_DC) -> int:
     """Up-project one cached latent into every head's k_nope and v: 2*d_latent*H*(d_nope+d_v)."""
     return 2 * d_latent * n_heads * (d_nope + d_v)
 
 
-def absorb_flops_per_new_token(n_heads=128, d_nope=128, d_v=128, d_latent=512) -> int:
+def absorb_flops_per_new_token(n_heads=_H, d_nope=_DN, d_v=_DV, d_latent=_DC) -> int:
     """Fold W_UK into one query and apply W_UV to its latent output: 2*H*d_latent*(d_nope+d_v)."""
     return 2 * n_heads * d_nope * d_latent + 2 * n_heads * d_latent * d_v
 
 
-def expand_flops_per_pair(n_heads=128, d_nope=128, d_rope=64, d_v=128) -> int:
+def expand_flops_per_pair(n_heads=_H, d_nope=_DN, d_rope=_DR, d_v=_DV) -> int:
     """One (query, key) pair in the expand path: QK over d_nope+d_rope, PV over d_v, all heads."""
     return 2 * n_heads * (d_nope + d_rope) + 2 * n_heads * d_v
 
 
-def absorb_flops_per_pair(n_heads=128, d_rope=64, d_latent=512) -> int:
+def absorb_flops_per_pair(n_heads=_H, d_rope=_DR, d_latent=_DC) -> int:
     """One pair in the absorb path: QK over d_latent+d_rope (576), PV over d_latent (512)."""
     return 2 * n_heads * (d_latent + d_rope) + 2 * n_heads * d_latent
 
@@ -39,7 +43,7 @@ def causal_pairs(n_new: int, n_ctx: int) -> int:
     return n_new * n_ctx - n_new * (n_new - 1) // 2
 
 
-def attention_flops(n_new, n_ctx, n_heads=128, d_nope=128, d_rope=64, d_v=128, d_latent=512):
+def attention_flops(n_new, n_ctx, n_heads=_H, d_nope=_DN, d_rope=_DR, d_v=_DV, d_latent=_DC):
     """FLOPs of both paths for n_new new tokens attending causally over n_ctx tokens.
 
     expand = n_ctx * (expand one cached token) + pairs * (expand pair)
@@ -53,13 +57,13 @@ def attention_flops(n_new, n_ctx, n_heads=128, d_nope=128, d_rope=64, d_v=128, d
     }
 
 
-def choose_path(n_new, n_ctx, n_heads=128, d_nope=128, d_rope=64, d_v=128, d_latent=512) -> str:
+def choose_path(n_new, n_ctx, n_heads=_H, d_nope=_DN, d_rope=_DR, d_v=_DV, d_latent=_DC) -> str:
     """The path with fewer FLOPs; a tie goes to 'absorb' (it also reads less memory)."""
     f = attention_flops(n_new, n_ctx, n_heads, d_nope, d_rope, d_v, d_latent)
     return "expand" if f["expand"] < f["absorb"] else "absorb"
 
 
-def crossover_new_tokens(n_heads=128, d_nope=128, d_rope=64, d_v=128, d_latent=512) -> float:
+def crossover_new_tokens(n_heads=_H, d_nope=_DN, d_rope=_DR, d_v=_DV, d_latent=_DC) -> float:
     """For n_ctx >> n_new, expand wins once n_new exceeds
     (expand one cached token) / (absorb pair - expand pair)
     = d_latent*(d_nope+d_v) / (2*d_latent - d_nope - d_v)   (n_heads and d_rope cancel)
@@ -103,7 +107,7 @@ def kv_only_intensity(h_q: int, s_q: int, d_k: int, d_v: int, kv_row_bytes: floa
     return 2 * h_q * s_q * (d_k + d_v) / kv_row_bytes
 
 
-def decode_intensity_mla(h_q=128, s_q=1, s_k=None, d_latent=512, d_rope=64, kv_row_bytes=None):
+def decode_intensity_mla(h_q=_H, s_q=1, s_k=None, d_latent=_DC, d_rope=_DR, kv_row_bytes=None):
     """MLA decode FLOP/byte. s_k None: the cache-dominated limit. kv_row_bytes defaults
     to bf16 (1152); pass 576 for FP8 without scales or 656 for FlashMLA's FP8 row."""
     d_k, d_v = d_latent + d_rope, d_latent
@@ -113,8 +117,9 @@ def decode_intensity_mla(h_q=128, s_q=1, s_k=None, d_latent=512, d_rope=64, kv_r
     return decode_flops(h_q, s_q, s_k, d_k, d_v) / decode_bytes(h_q, s_q, s_k, d_k, d_v, row)
 
 
-def decode_intensity_gqa(n_q_heads=64, n_kv_heads=8, head_dim=128, s_q=1, dtype="bf16"):
-    """GQA/MHA decode in the cache-dominated limit: each KV head serves n_q/n_kv query heads.
+def decode_intensity_gqa(n_q_heads, n_kv_heads, head_dim, s_q=1, dtype="bf16"):
+    """GQA/MHA decode in the cache-dominated limit: each KV head serves n_q/n_kv query heads
+    (the chapters' GQA example is Llama-2-70B's shape: 64 query heads, 8 KV heads, 128 dims).
     2 * n_q * s_q * head_dim * 2 FLOPs per cached token over n_kv * 2 * head_dim elements."""
     flops = 2 * n_q_heads * s_q * (head_dim + head_dim)
     return flops / (n_kv_heads * 2 * head_dim * BYTES_PER_ELEMENT[dtype])
@@ -123,3 +128,19 @@ def decode_intensity_gqa(n_q_heads=64, n_kv_heads=8, head_dim=128, s_q=1, dtype=
 def intensity_approx_2hs(h_q: int, s_q: int) -> int:
     """FlashMLA blog's shorthand: h_q*s_q*(d_k+d_v)/d_k ~ 2*h_q*s_q."""
     return 2 * h_q * s_q
+
+
+# ---- what each path materializes (chapter 3's picture) --------------------------------
+
+def materialized_shapes(path: str, n_new: int, n_ctx: int, n_heads=_H, d_nope=_DN, d_rope=_DR,
+                        d_v=_DV, d_latent=_DC) -> dict[str, tuple[int, ...]]:
+    """The arrays a path builds for one layer and one sequence besides the cached rows
+    [n_ctx, d_latent + d_rope] that both read, with the shapes mlacourse.layer gives them."""
+    if path == "expand":
+        return {"k per head": (n_heads, n_ctx, d_nope + d_rope), "v per head": (n_heads, n_ctx, d_v),
+                "q": (n_heads, n_new, d_nope + d_rope), "scores": (n_heads, n_new, n_ctx),
+                "out": (n_new, n_heads, d_v)}
+    if path == "absorb":
+        return {"q_lat + q_rope": (n_heads, n_new, d_latent + d_rope), "scores": (n_heads, n_new, n_ctx),
+                "o_lat": (n_heads, n_new, d_latent), "out": (n_new, n_heads, d_v)}
+    raise ValueError(f"unknown path {path!r}; known: 'expand', 'absorb'")

@@ -1,8 +1,11 @@
 """Every chapter executes without error, and is committed clean.
 
 Execution uses nbclient with the notebook's own folder as the working directory, like
-a learner opening it in Jupyter. The time each chapter takes is printed at the end of
-the run (see conftest.py), not asserted: it depends on the machine."""
+a learner opening it in Jupyter. Each chapter runs once per session (run_chapter), and
+tests/test_chapter_figures.py reads the same executed notebooks. The time each chapter
+takes is printed at the end of the run (see conftest.py); the total must stay under the
+3-minute budget."""
+import os
 import time
 from pathlib import Path
 
@@ -44,25 +47,44 @@ def test_notebook_is_committed_clean(path):
         f"{path.name}: the first cell should be a markdown title"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_executes(path, monkeypatch):
+_EXECUTED: dict[str, object] = {}  # chapter file name -> executed notebook (one run per session)
+
+
+def run_chapter(path: Path):
+    """Execute a chapter once per test session and return the executed notebook; later
+    callers (tests/test_chapter_figures.py) reuse it. Records the time and printed text."""
+    if path.name in _EXECUTED:
+        return _EXECUTED[path.name]
     from nbclient import NotebookClient
 
     # One BLAS thread per kernel: on a 2-core machine that is also running other tests,
     # multi-threaded OpenBLAS oversubscribes the cores and a chapter can take 5x longer.
-    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-
-    nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
-    start = time.perf_counter()
-    client.execute()
-    EXECUTION_TIMES[path.name] = time.perf_counter() - start
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    saved = {k: os.environ.get(k) for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    os.environ.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    try:
+        nb = nbformat.read(path, as_version=4)
+        client = NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
+                                resources={"metadata": {"path": str(path.parent)}})
+        start = time.perf_counter()
+        client.execute()
+        EXECUTION_TIMES[path.name] = time.perf_counter() - start
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     OUTPUT_TEXT[path.name] = "\n".join(
         o.get("text", "") if o.output_type == "stream" else o.get("data", {}).get("text/plain", "")
         for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    _EXECUTED[path.name] = nb
+    return nb
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_executes(path):
+    nb = run_chapter(path)
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors, f"{path.name}: {errors[0]['ename']}: {errors[0]['evalue']}"
     # the README's render command uses the same exporter: the executed chapter must render
     from nbconvert import HTMLExporter
@@ -71,13 +93,20 @@ def test_notebook_executes(path, monkeypatch):
 
 
 def test_every_listed_figure_is_printed_by_its_chapter():
-    """Runs after the chapters above (pytest keeps file order); skipped when they did not
-    all run in this session (e.g. `pytest -k 04`)."""
-    if len(OUTPUT_TEXT) < len(NOTEBOOKS):
-        pytest.skip("needs every chapter executed in this run")
+    for path in NOTEBOOKS:
+        run_chapter(path)
     missing = []
     for chapter, text in FIGURES:
         name = next(n for n in OUTPUT_TEXT if n.startswith(chapter + "_"))
         if text not in OUTPUT_TEXT[name]:
             missing.append(f"{name}: {text!r}")
     assert not missing, "figures no cell printed:\n  " + "\n  ".join(missing)
+
+
+def test_the_chapters_execute_in_under_three_minutes():
+    """The issue's budget for the whole set on a 2-core machine; the times are printed at the
+    end of the run (conftest.py)."""
+    for path in NOTEBOOKS:
+        run_chapter(path)
+    total = sum(EXECUTION_TIMES[p.name] for p in NOTEBOOKS)
+    assert total < 180, f"the chapters took {total:.0f} s together (budget 180 s): {EXECUTION_TIMES}"
