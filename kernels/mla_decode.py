@@ -435,9 +435,9 @@ def default_num_splits(b: int, s_q: int, h_q: int, max_seqlen_bound: int, num_sm
     return legacy_num_splits(b, s_q, h_q, max_seqlen_bound, num_sms, block_m, block_n, min_tiles_per_split)
 
 
-def _tile_options(call: Call):
+def _tile_options(call: Call, block_m=None):
     """BLOCK_M, BLOCK_N, num_warps, num_stages for versions 2-4 (options override)."""
-    block_m = call.take("block_m", default_block_m(call.s_q, call.h_q))
+    block_m = call.take("block_m", block_m or default_block_m(call.s_q, call.h_q))
     d_bn, d_warps, d_stages = default_launch(block_m, call.is_fp8)
     block_n = call.take("block_n", d_bn if call.gpu else 64)  # interpreter: wide tiles, fewer steps
     _check_tile("block_m", block_m)
@@ -490,8 +490,7 @@ def _launch_splitkv(call: Call):
             _combine_launch(call, o_part, lse_part, combine, num_splits)]
 
 
-def _get_plan(call: Call, block_m: int, block_n: int) -> DecodePlan:
-    plan = call.take("plan", None)
+def _get_plan(call: Call, plan, block_m: int, block_n: int) -> DecodePlan:
     num_sms = call.take("num_sms", None)
     if plan is None:
         plan = mla_decode_plan(call.cache_seqlens, call.h_q, call.s_q, num_sms, block_m=block_m, block_n=block_n)
@@ -511,8 +510,9 @@ def _partials(call: Call, plan: DecodePlan):
 
 
 def _launch_planned(call: Call):
-    block_m, block_n, warps, stages = _tile_options(call)
-    plan = _get_plan(call, block_m, call.take("plan_block_n", 64))
+    plan = call.take("plan", None)
+    block_m, block_n, warps, stages = _tile_options(call, plan.block_m if plan is not None else None)
+    plan = _get_plan(call, plan, block_m, call.take("plan_block_n", 64))
     o_part, lse_part = _partials(call, plan)
     launches = [Launch(f"planned BLOCK_M={block_m}", _planned_kernel, (plan.row_blocks, plan.num_parts),
                        dict(call.common_args(), seg_ptr=plan.segments, part_ptr=plan.part_start, out_ptr=call.out,
@@ -528,7 +528,7 @@ def _launch_planned(call: Call):
 def _launch_gluon(call: Call):
     from . import gluon_decode
     block_m = call.take("block_m", 64)
-    plan = _get_plan(call, block_m, call.take("plan_block_n", 64))
+    plan = _get_plan(call, call.take("plan", None), block_m, call.take("plan_block_n", 64))
     o_part, lse_part = _partials(call, plan)
     launches = gluon_decode.launches(call, plan, o_part, lse_part)
     if plan.combine.shape[0]:

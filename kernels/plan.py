@@ -50,13 +50,17 @@ class DecodePlan:
 
 
 def mla_decode_plan(cache_seqlens, h_q: int, s_q: int = 1, num_sms: int | None = None,
-                    block_m: int = PLAN_BLOCK_M, block_n: int = PLAN_BLOCK_N,
+                    block_m: int | None = None, block_n: int = PLAN_BLOCK_N,
                     overhead: int = FIXED_OVERHEAD_BLOCKS) -> DecodePlan:
     """Plan one decode batch. cache_seqlens [b] int32 (any device); num_sms defaults to
-    the device's SM count (132 on CPU, an H100/H200's, so the interpreter runs the GPU plan)."""
+    the device's SM count (132 on CPU, an H100/H200's, so the interpreter runs the GPU plan);
+    block_m (query rows per program) defaults to the kernels' choice: all s_q*h_q rows, at
+    least 16, at most 64."""
     if not isinstance(cache_seqlens, torch.Tensor) or cache_seqlens.dim() != 1:
         raise TypeError("cache_seqlens must be a 1-D torch tensor [b]")
     device = cache_seqlens.device
+    if block_m is None:
+        block_m = max(16, min(PLAN_BLOCK_M, 1 << max(0, s_q * h_q - 1).bit_length()))
     if num_sms is None:
         num_sms = sm_count(device)
     if num_sms < 1:
