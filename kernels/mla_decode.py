@@ -67,12 +67,17 @@ def _interpreting() -> bool:
 # ---------------------------------------------------------------------------------------
 
 @triton.jit
-def _tile_rows(bt_row_ptr, tok, tok_ok, stride_row, PAGE: tl.constexpr):
-    """Offsets of the cache rows of tokens `tok` [BLOCK_N] of one sequence.
+def _tile_rows(bt_row_ptr, start, tok, tok_ok, stride_row, PAGE: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Offsets of the cache rows of tokens `tok` = start + [0, BLOCK_N) of one sequence.
 
-    Token t lives at page bt_row[t // PAGE], slot t % PAGE. The block-table entry of a
-    token without tok_ok is never read (its offset is 0 and its row load is masked)."""
-    blk = tl.load(bt_row_ptr + tok // PAGE, mask=tok_ok, other=0).to(tl.int64)  # [N] page ids
+    Token t lives at page bt_row[t // PAGE], slot t % PAGE. When a tile fits in one page
+    (BLOCK_N <= PAGE, tiles aligned to BLOCK_N) its page id is one scalar read, which the
+    compiler keeps out of the pipelined tile copies; otherwise one id per token. The entry
+    of a token without tok_ok is never read (offset 0, row load masked)."""
+    if BLOCK_N <= PAGE:
+        blk = tl.load(bt_row_ptr + start // PAGE).to(tl.int64)  # the tile's page (a used entry)
+    else:
+        blk = tl.load(bt_row_ptr + tok // PAGE, mask=tok_ok, other=0).to(tl.int64)  # [N] page ids
     return (blk * PAGE + tok % PAGE) * stride_row  # [N] int64: elements (bf16/fp16) or bytes (FP8)
 
 
@@ -111,14 +116,11 @@ def _attend_range(q_lat, q_rope, kv_ptr, bt_row_ptr, stride_row, lo, hi, n_visib
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, _D_LAT], tl.float32)
-    tok = lo + tl.arange(0, BLOCK_N)  # [N]
-    kv_rows = _tile_rows(bt_row_ptr, tok, tok < hi, stride_row, PAGE)  # [N] offsets of the first tile's rows
-    for start in tl.range(lo, hi, BLOCK_N, num_stages=KV_STAGES):  # up to KV_STAGES tiles in flight
+    for start in tl.range(lo, hi, BLOCK_N, num_stages=KV_STAGES):  # the compiler pipelines the loads
         tok = start + tl.arange(0, BLOCK_N)
         tok_ok = tok < hi
+        kv_rows = _tile_rows(bt_row_ptr, start, tok, tok_ok, stride_row, PAGE, BLOCK_N)  # [N] this tile's rows
         k_lat, k_rope = _load_kv_tile(kv_ptr, kv_rows, tok_ok, IS_FP8, DTYPE)
-        # the next tile's page ids, one iteration ahead: the KV loads never wait on a table read
-        kv_rows = _tile_rows(bt_row_ptr, tok + BLOCK_N, tok + BLOCK_N < hi, stride_row, PAGE)
         s = tl.dot(q_lat, tl.trans(k_lat)) + tl.dot(q_rope, tl.trans(k_rope))  # [M, N] fp32
         s = s * qk_scale_log2
         visible = tok_ok[None, :] & (tok[None, :] < n_visible[:, None])  # [M, N]
@@ -203,7 +205,7 @@ def _naive_kernel(q_ptr, kv_ptr, bt_ptr, seqlens_ptr, out_ptr, lse_ptr,
     for start in range(0, hi, BLOCK_N):
         tok = start + tl.arange(0, BLOCK_N)
         tok_ok = tok < hi
-        kv_rows = _tile_rows(bt_row_ptr, tok, tok_ok, stride_row, PAGE)  # [N] offsets of this tile's rows
+        kv_rows = _tile_rows(bt_row_ptr, start, tok, tok_ok, stride_row, PAGE, BLOCK_N)  # [N] this tile's rows
         k_lat, k_rope = _load_kv_tile(kv_ptr, kv_rows, tok_ok, IS_FP8, tl.float32)
         s = tl.sum(k_lat * q_lat[None, :], axis=1) + tl.sum(k_rope * q_rope[None, :], axis=1)  # [N]
         s = tl.where(tok_ok, s * qk_scale_log2, float("-inf"))
@@ -435,11 +437,12 @@ def default_num_splits(b: int, s_q: int, h_q: int, max_seqlen_bound: int, num_sm
     return legacy_num_splits(b, s_q, h_q, max_seqlen_bound, num_sms, block_m, block_n, min_tiles_per_split)
 
 
-def _tile_options(call: Call, block_m=None):
+def _tile_options(call: Call, block_m=None, max_block_n=None):
     """BLOCK_M, BLOCK_N, num_warps, num_stages for versions 2-4 (options override)."""
     block_m = call.take("block_m", block_m or default_block_m(call.s_q, call.h_q))
     d_bn, d_warps, d_stages = default_launch(block_m, call.is_fp8)
-    block_n = call.take("block_n", d_bn if call.gpu else 64)  # interpreter: wide tiles, fewer steps
+    d_bn = d_bn if call.gpu else 64  # interpreter: wide tiles, fewer steps
+    block_n = call.take("block_n", min(d_bn, max_block_n or d_bn))
     _check_tile("block_m", block_m)
     _check_tile("block_n", block_n)
     return block_m, block_n, call.take("num_warps", d_warps), call.take("num_stages", d_stages)
@@ -511,8 +514,11 @@ def _partials(call: Call, plan: DecodePlan):
 
 def _launch_planned(call: Call):
     plan = call.take("plan", None)
-    block_m, block_n, warps, stages = _tile_options(call, plan.block_m if plan is not None else None)
+    block_m, block_n, warps, stages = _tile_options(call, plan.block_m if plan is not None else None,
+                                                    plan.block_n if plan is not None else None)
     plan = _get_plan(call, plan, block_m, call.take("plan_block_n", 64))
+    if plan.block_n % block_n:
+        raise ValueError(f"block_n={block_n} must divide the plan's block_n={plan.block_n} (pieces start on tiles)")
     o_part, lse_part = _partials(call, plan)
     launches = [Launch(f"planned BLOCK_M={block_m}", _planned_kernel, (plan.row_blocks, plan.num_parts),
                        dict(call.common_args(), seg_ptr=plan.segments, part_ptr=plan.part_start, out_ptr=call.out,
