@@ -147,6 +147,7 @@ SASS = dict(
     wait=re.compile(r"\bDEPBAR\.LE\s+SB0,\s*(0x[0-9a-f]+|\d+)"),
     tma=re.compile(r"\bUTMALDG\b|\bUBLKCP\b"),
     mbar_wait=re.compile(r"\bSYNCS\.PHASECHK"),
+    mbar_expect=re.compile(r"\bSYNCS\.ARRIVE"),
     sync_load=re.compile(r"\bLDG\.E\b"),
     local=re.compile(r"\b(LDL|STL)\b"),
 )
@@ -159,6 +160,7 @@ PTX = dict(
     wait=re.compile(r"\bcp\.async\.wait_group\s+(\d+)"),
     tma=re.compile(r"\bcp\.async\.bulk\.tensor"),
     mbar_wait=re.compile(r"\bmbarrier\.try_wait"),
+    mbar_expect=re.compile(r"\bmbarrier\.arrive\.expect_tx|\bmbarrier\.expect_tx"),
     sync_load=re.compile(r"\bld\.global\b"),
     local=re.compile(r"\b(ld|st)\.local\b"),
 )
@@ -184,7 +186,8 @@ def _lines(text, d):
 
 
 def kv_loop(text, d):
-    """The innermost backward-branch loop that holds MMA instructions: (body lines) or None."""
+    """The innermost backward-branch loop that holds MMA instructions:
+    (instructions before it, its body) or None."""
     ins, labels = _lines(text, d)
     loops = []
     for j, line in enumerate(ins):
@@ -193,8 +196,8 @@ def kv_loop(text, d):
             start = labels[m.group(1)]
             body = ins[start:j + 1]
             if any(d["mma"].search(x) for x in body):
-                loops.append(body)
-    return min(loops, key=len) if loops else None
+                loops.append((ins[:start], body))
+    return min(loops, key=lambda pb: len(pb[1])) if loops else None
 
 
 def mma_flop(line, d, num_warps):
@@ -209,40 +212,57 @@ def mma_flop(line, d, num_warps):
     return 2 * mm * n * k * num_warps
 
 
-def overlap(body, d, passes=3):
-    """Replay the loop `passes` times counting copy groups in flight; returns the fewest in
-    flight at any MMA of the last pass (0: every MMA waits for all copies)."""
-    in_flight, pending = 64, 0  # start as if the prologue had issued many
+def overlap(prologue, body, d, passes=3):
+    """Copy groups in flight at the MMAs of the loop's steady state: the instructions before
+    the loop run once (in program order, predicates ignored), then the body `passes` times.
+    cp.async: LDGSTS...LDGDEPBAR commits a group, DEPBAR.LE SB0,N leaves at most N.
+    TMA: the copies after one mbarrier expect are one group (one tile), an mbarrier wait
+    (SYNCS.PHASECHK) retires the oldest. Returns the fewest groups in flight at any MMA of the last pass."""
+    state = dict(in_flight=0, pending=False, tma_open=False)
     fewest = None
+
+    def step(line, record):
+        nonlocal fewest
+        if d["copy"].search(line):
+            state["pending"] = True
+        elif d["commit"].search(line):
+            if state["pending"]:
+                state["in_flight"] += 1
+                state["pending"] = False
+        elif d["wait"].search(line):
+            state["in_flight"] = min(state["in_flight"], int(d["wait"].search(line).group(1), 0))
+        elif d["tma"].search(line):
+            if not state["tma_open"]:
+                state["in_flight"] += 1
+                state["tma_open"] = True
+            return
+        elif d["mbar_wait"].search(line):
+            state["in_flight"] = max(0, state["in_flight"] - 1)
+        elif d["mma"].search(line) and record:
+            fewest = state["in_flight"] if fewest is None else min(fewest, state["in_flight"])
+        if d["mbar_wait"].search(line) or d["mma"].search(line) or d["mbar_expect"].search(line) \
+                or d["branch"].search(line):
+            state["tma_open"] = False  # the next TMA copy starts another tile
+
+    for line in prologue:
+        step(line, False)
     for p in range(passes):
         for line in body:
-            if d["copy"].search(line):
-                pending += 1
-            elif d["commit"].search(line):
-                if pending:
-                    in_flight += 1
-                    pending = 0
-            elif d["wait"].search(line):
-                in_flight = min(in_flight, int(d["wait"].search(line).group(1), 0))
-            elif d["tma"].search(line):
-                in_flight += 1
-            elif d["mbar_wait"].search(line):
-                in_flight = max(0, in_flight - 1)
-            elif d["mma"].search(line) and p == passes - 1:
-                fewest = in_flight if fewest is None else min(fewest, in_flight)
+            step(line, p == passes - 1)
     return fewest
 
 
 def analyse_loop(text, dialect, num_warps, block_m, block_n):
     d = SASS if dialect == "sass" else PTX
-    body = kv_loop(text, d)
-    if body is None:
+    found = kv_loop(text, d)
+    if found is None:
         return dict(loop=None)
+    prologue, body = found
     executed = sum(mma_flop(x, d, num_warps) for x in body)
     useful = 2 * block_m * block_n * (576 + 512) if block_m and block_n else None
     shapes = sorted({m.group(0) for x in body for m in [d["mma"].search(x)] if m})
     async_copies = sum(bool(d["copy"].search(x) or d["tma"].search(x)) for x in body)
-    in_flight = overlap(body, d) if async_copies else None
+    in_flight = overlap(prologue, body, d) if async_copies else None
     return dict(loop=dialect, instructions=len(body), mma=sum(bool(d["mma"].search(x)) for x in body),
                 mma_shapes=shapes, executed=executed, useful=useful,
                 ratio=round(executed / useful, 3) if useful else None,
