@@ -20,7 +20,7 @@ import sys
 
 import numpy as np
 
-from mlacourse.schedule import lengths_bench, lengths_flashmla, plan_decode, schedule_stats
+from mlacourse.schedule import lengths_bench, lengths_flashmla, schedule_stats, work_per_sm
 
 NUM_SMS = 132
 B = 128
@@ -85,38 +85,16 @@ def goals_met(table):
     return not bad, bad
 
 
-def work_per_sm(lens, h_q: int, s_q: int = 1, num_sms: int = NUM_SMS):
-    """Busy time per SM (KV blocks + overhead) for the first edition and for the plan."""
-    from mlacourse.schedule import (FIXED_OVERHEAD_BLOCKS, legacy_num_splits, legacy_programs, run_programs)
-    splits = legacy_num_splits(len(lens), s_q, h_q, int(max(lens)), num_sms)
-    legacy = [b1 - b0 + FIXED_OVERHEAD_BLOCKS for _, _, b0, b1 in legacy_programs(lens, h_q, s_q, splits)]
-    _, before = run_programs(legacy, num_sms)
-    plan = plan_decode(lens, h_q, s_q, num_sms)
-    after = np.repeat(plan.part_work, plan.row_blocks)
-    after = np.concatenate([after, np.zeros(num_sms - len(after))])
-    return before, after
-
-
 def plot_work_per_sm(path=None, seed: int = 0, h_q: int = 128):
-    """Bar chart: work per SM before (first edition) and after (plan) on FlashMLA's 8K batch."""
+    """Bar chart: work per SM before (first edition) and after (plan) on FlashMLA's 8K batch
+    (mlacourse.kernel_diagrams draws it; chapter 6 shows the same picture)."""
     import matplotlib
     if path is not None:
         matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    lens = lengths_flashmla(np.random.default_rng(seed), B, 8192, 1)
-    before, after = work_per_sm(lens, h_q)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.2), sharey=True)
-    for ax, w, title in ((axes[0], before, "first edition: grid (b, row blocks, splits)"),
-                         (axes[1], after, "v4: mla_decode_plan, persistent parts")):
-        ax.bar(np.arange(len(w)), w, width=1.0, color="tab:blue" if w is before else "tab:green")
-        ax.axhline(w.mean(), color="k", lw=1, ls="--", label=f"mean {w.mean():.0f}")
-        ax.set_title(f"{title}\nmax/mean = {w.max() / w.mean():.3f}", fontsize=9)
-        ax.set_xlabel("SM")
-        ax.legend(fontsize=8)
-    axes[0].set_ylabel("work (64-key blocks + overhead)")
-    fig.suptitle(f"b=128, FlashMLA lengths around 8K, h_q={h_q}, {NUM_SMS} SMs (model)", fontsize=10)
-    fig.tight_layout()
+    from mlacourse.kernel_diagrams import draw_work_per_sm
+    fig = draw_work_per_sm(lengths_flashmla(np.random.default_rng(seed), B, 8192, 1), h_q, NUM_SMS)
     if path is not None:
         fig.savefig(path, dpi=110)
         plt.close(fig)

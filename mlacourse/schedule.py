@@ -48,6 +48,7 @@ class Plan:
     combine: np.ndarray
     num_parts: int
     row_blocks: int
+    block_m: int
     block_n: int
     overhead: int
     part_work: np.ndarray = field(repr=False)  # [num_parts] blocks + overhead per part
@@ -108,7 +109,7 @@ def plan_decode(cache_seqlens, h_q: int, s_q: int, num_sms: int, block_n: int = 
         part_start.append(len(segments))
         part_work.append(0)
     return Plan(np.array(segments, dtype=np.int64).reshape(-1, 4), np.array(part_start, dtype=np.int64),
-                np.array(combine, dtype=np.int64).reshape(-1, 3), num_parts, rb, block_n, overhead,
+                np.array(combine, dtype=np.int64).reshape(-1, 3), num_parts, rb, block_m, block_n, overhead,
                 np.array(part_work, dtype=np.int64))
 
 
@@ -283,6 +284,20 @@ def schedule_stats(design: str, cache_seqlens, h_q: int, s_q: int, num_sms: int 
     partial_bytes = 2 * n_partials * n_rows * (512 + 1) * 4  # fp32 o_part and lse_part, written then read
     return ScheduleStats(design, len(progs), n_partials, split_seqs, float(busy.max()),
                          float(sum(work)) / num_sms, hbm / cache_bytes if cache_bytes else 1.0, partial_bytes)
+
+
+def work_per_sm(cache_seqlens, h_q: int, s_q: int = 1, num_sms: int = 132, block_n: int = 64,
+                overhead: int = FIXED_OVERHEAD_BLOCKS):
+    """Busy time per SM [num_sms] (KV blocks + overhead) of the first edition's grid and of
+    the plan: (before, after)."""
+    lens = np.asarray(cache_seqlens, dtype=np.int64)
+    splits = legacy_num_splits(len(lens), s_q, h_q, int(lens.max(initial=0)), num_sms, block_n=block_n)
+    legacy = [b1 - b0 + overhead for _, _, b0, b1 in legacy_programs(lens, h_q, s_q, splits, block_n)]
+    _, before = run_programs(legacy, num_sms)
+    plan = plan_decode(lens, h_q, s_q, num_sms, block_n=block_n, overhead=overhead)
+    after = np.repeat(plan.part_work, plan.row_blocks).astype(float)
+    after = np.concatenate([after, np.zeros(num_sms - len(after))])
+    return before, after
 
 
 # ---------------------------------------------------------------------------------------

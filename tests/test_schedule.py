@@ -124,6 +124,6 @@ def test_work_per_sm_plot(tmp_path):
     png = tmp_path / "w.png"
     schedule_report.plot_work_per_sm(str(png))
     assert png.stat().st_size > 5000
-    before, after = schedule_report.work_per_sm(S.lengths_flashmla(np.random.default_rng(0), 128, 8192, 1), 128)
+    before, after = S.work_per_sm(S.lengths_flashmla(np.random.default_rng(0), 128, 8192, 1), 128)
     assert len(before) == len(after) == 132
     assert after.max() / after.mean() < 1.05 < before.max() / before.mean()
