@@ -44,12 +44,13 @@ PAGE = 64
 ROW_BYTES = {"bf16": BF16_ROW_BYTES, "fp8": FP8_ROW_BYTES}
 
 
-def _versions():
+def versions():
+    """The version names of the launcher table (imports torch and triton: call it lazily, so
+    that the floors and the markdown writer work without them)."""
     from kernels.mla_decode import VERSION_TABLE
     return tuple(VERSION_TABLE)
 
 
-VERSIONS = _versions()
 PLANNED = ("planned", "gluon")  # versions that take a plan
 SLOW_FROM_SK = 16384  # naive and torch are skipped from this mean s_k on unless --all
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -58,8 +59,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description="Benchmark the Triton MLA decode kernel (needs a CUDA GPU).")
     p.add_argument("--quick", action="store_true", help="a small subset: s_k~8K, s_q=1, h_q 16 and 128")
-    p.add_argument("--versions", default=",".join(VERSIONS + ("torch",)),
-                   help=f"comma list from {','.join(VERSIONS)},torch (default: all; gluon runs on Hopper only)")
+    names = versions()
+    p.add_argument("--versions", default=",".join(names + ("torch",)),
+                   help=f"comma list from {','.join(names)},torch (default: all; gluon runs on Hopper only)")
     p.add_argument("--all", action="store_true",
                    help="also time naive and torch at s_k >= 16K (slow: naive reads the cache h_q*s_q times)")
     p.add_argument("--lengths", choices=("flashmla", "clipped"), default="flashmla",
@@ -71,9 +73,9 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     args.versions = [v.strip() for v in args.versions.split(",") if v.strip()]
-    bad = [v for v in args.versions if v not in VERSIONS + ("torch",)]
+    bad = [v for v in args.versions if v not in names + ("torch",)]
     if bad:
-        p.error(f"unknown version(s) {bad}; choose from {VERSIONS + ('torch',)}")
+        p.error(f"unknown version(s) {bad}; choose from {names + ('torch',)}")
     if args.png is None:
         args.png = os.path.splitext(args.out)[0] + "_roofline.png"
     return args
@@ -126,6 +128,9 @@ def render_markdown(meta: dict, rows: list, compile_table: str | None = None) ->
             kms = f"{r['kernel_ms']:.3f}" if r.get("kernel_ms") else "-"
             lines.append(head + f"| {r['ms']:.3f} | {kms} | {r['tflops']:.1f} | {r['tbs']:.2f} "
                          f"| {r.get('check', '')} |")
+    gluon_ran = any(r["version"] == "gluon" and r.get("ms") for r in rows)
+    lines += ["", "Version 5 (gluon): " + ("timed in this run." if gluon_ran else
+                                          "compiled, not yet run on a GPU (not timed in this run).")]
     lines += ["", TARGETS_MD, "", floors_md()]
     if compile_table:
         lines += ["", "## sm_90 compile report", "", compile_table.strip()]
@@ -185,7 +190,8 @@ def plot_roofline(rows, gpu_key: str, path: str):
     if gpu is not None:
         ax.plot(xs, [gpu.attainable_tflops(x) for x in xs], "k-", lw=1, label=f"{gpu.name} bf16 roof (datasheet)")
     shapes = "xso^Dv<>"
-    markers = {v: shapes[i % len(shapes)] for i, v in enumerate(VERSIONS + ("torch",))}
+    names = sorted({r["version"] for r in rows})
+    markers = {v: shapes[i % len(shapes)] for i, v in enumerate(names)}
     for v in markers:
         pts = [(r["flop"] / r["bytes"], r["tflops"]) for r in rows if r["version"] == v and r.get("ms")]
         if pts:

@@ -4,6 +4,7 @@ what the compiler made: resources from ptxas, and the KV loop from the SASS.
   python -m kernels.compile_report                  (from the repository root; a few minutes on 2 cores)
   python -m kernels.compile_report --only planned   (one version and the combine kernel)
   python -m kernels.compile_report --json           (machine-readable rows)
+  python -m kernels.compile_report --excerpt gluon  (one configuration's MMA layouts and SASS loop, JSON)
 
 The configurations come from the launcher table (kernels.mla_decode.VERSION_TABLE): each
 version's launcher is asked for its launches on a representative call with gpu=True, and
@@ -105,8 +106,9 @@ def specialize(launch):
     return sig, constexprs, attrs
 
 
-def compile_launch(launch):
-    """Compile one launch for sm_90; returns (compiled kernel, ptxas log)."""
+def compile_launch(launch, fresh=True):
+    """Compile one launch for sm_90; returns (compiled kernel, ptxas log). fresh=False lets
+    triton's on-disk cache answer (no ptxas log then): the chapter's excerpt uses it."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -116,8 +118,8 @@ def compile_launch(launch):
     if type(launch.kernel).__name__.startswith("Gluon"):
         from triton.experimental.gluon._runtime import GluonASTSource as source
     src = source(fn=launch.kernel, signature=sig, constexprs=constexprs, attrs=attrs)
-    triton.knobs.nvidia.dump_ptxas_log = True  # ptxas -v's resource report, printed by triton
-    triton.knobs.compilation.always_compile = True  # a cached kernel would skip ptxas and its report
+    triton.knobs.nvidia.dump_ptxas_log = fresh  # ptxas -v's resource report, printed by triton
+    triton.knobs.compilation.always_compile = fresh  # a cached kernel would skip ptxas and its report
     log = io.StringIO()
     with contextlib.redirect_stdout(log):
         k = triton.compile(src, target=GPUTarget("cuda", 90, 32),
@@ -293,6 +295,41 @@ def report_one(label, launch):
     return row
 
 
+_EXCERPT = re.compile(r"DEPBAR|HGMMA|HMMA|LDGSTS|LDGDEPBAR|UTMALDG|SYNCS\.PHASECHK|BRA")
+
+
+def loop_excerpt(body, limit=14):
+    """The KV loop's memory, wait and MMA instructions in program order, runs of the same
+    opcode folded into one line with a count."""
+    picked = [x.split("\t")[-1].rstrip(" ;") for x in body if _EXCERPT.search(x)]
+    out = []
+    for x in picked:
+        op = x.split()[0] if not x.startswith("@") else x.split()[1]
+        if out and out[-1][0] == op:
+            out[-1][2] += 1
+        else:
+            out.append([op, x, 1])
+    return [f"{x}" + (f"    ... x{n}" if n > 1 else "") for _, x, n in out][:limit]
+
+
+def excerpt(version="planned", h_q=128):
+    """What the compiler made of one shipped configuration (bf16, s_q=1): the MMA layouts of
+    its TTGIR, its KV loop in SASS (folded), and the loop analysis."""
+    from . import mla_decode as md
+
+    q, kv, bt, sl = _example_call(h_q, 1, False)
+    _, launches, _, _ = md.prepare(q, kv, bt, sl, 512, causal=True, gpu=True, version=version)
+    launch = launches[0]
+    k, _ = compile_launch(launch, fresh=False)
+    ttgir = [ln.strip() for ln in k.asm["ttgir"].splitlines() if re.match(r"\s*#mma\d* = ", ln)]
+    sass = sass_of(k)
+    found = kv_loop(sass, SASS) if sass else None
+    bm, bn = launch.constexprs.get("BLOCK_M", 64), launch.constexprs.get("BLOCK_N", 64)
+    return dict(label=launch.label, num_warps=launch.num_warps, ttgir_mma_layouts=ttgir,
+                sass_loop=loop_excerpt(found[1]) if found else [],
+                analysis=analyse_loop(sass, "sass", launch.num_warps, bm, bn) if sass else None)
+
+
 def _report_index(args):
     i, only = args
     label, launch = shipped_configs(only)[i]
@@ -311,6 +348,10 @@ def main(argv=None):
     jobs = int(argv[argv.index("--jobs") + 1]) if "--jobs" in argv else (os.cpu_count() or 1)
     if os.environ.get("TRITON_INTERPRET") == "1":
         sys.exit("compile_report: unset TRITON_INTERPRET (the interpreter cannot compile for a GPU)")
+    if "--excerpt" in argv:  # e.g. --excerpt planned: one configuration's TTGIR layouts and SASS loop, as JSON
+        row = excerpt(argv[argv.index("--excerpt") + 1])
+        print(json.dumps(row))
+        return row
     n = len(shipped_configs(only))
     work = [(i, only) for i in range(n)]
     if jobs > 1 and n > 1:

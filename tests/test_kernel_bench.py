@@ -119,7 +119,7 @@ def test_run_smoke_on_cpu(tmp_path, monkeypatch):
     # naive, tiled, splitkv, planned and torch side by side on two cases, then without naive and
     # torch; gluon is "not run" on a CPU
     assert len(calls) == len(kernel_calls) == 5 * 2 + 3
-    assert {r["version"] for r in rows} == set(bench.VERSIONS) | {"torch"}
+    assert {r["version"] for r in rows} == set(bench.versions()) | {"torch"}
     assert all(r["ms"] is None for r in rows if r["version"] == "gluon")
     assert all(r["tflops"] == r["flop"] / 0.5 / 1e9 for r in rows if r["ms"]), "rates from the kernel time"
     timed = [r for r in rows if r["ms"] is not None and r["version"] != "torch"]
