@@ -261,7 +261,8 @@ def analyse_loop(text, dialect, num_warps, block_m, block_n):
         return dict(loop=None)
     prologue, body = found
     executed = sum(mma_flop(x, d, num_warps) for x in body)
-    useful = 2 * block_m * block_n * (576 + 512) if block_m and block_n else None
+    from .dims import D_K, D_V
+    useful = 2 * block_m * block_n * (D_K + D_V) if block_m and block_n else None  # QK^T + PV
     shapes = sorted({m.group(0) for x in body for m in [d["mma"].search(x)] if m})
     async_copies = sum(bool(d["copy"].search(x) or d["tma"].search(x)) for x in body)
     in_flight = overlap(prologue, body, d) if async_copies else None
