@@ -1,9 +1,16 @@
-"""The course's Triton MLA decode kernel, its torch reference and its benchmark.
+"""The course's MLA decode kernels, their torch reference, reports and benchmark.
 
-  mla_decode   mla_decode_with_kvcache: versions naive -> tiled -> splitkv, bf16/fp16 or FP8 cache
-  reference    the float64/float32 torch reference the tests and the benchmark compare with
-  fp8          FlashMLA's 656-byte FP8 cache row, packed and unpacked in torch
-  bench        python kernels/bench.py  (needs a CUDA GPU)
+  mla_decode       mla_decode_with_kvcache: versions naive -> tiled -> splitkv -> planned (Triton)
+                   and gluon (Hopper, Gluon), dispatched through one table (VERSION_TABLE)
+  gluon_decode     version 5 in Gluon: compiled for sm_90, not yet run on a GPU
+  plan             mla_decode_plan: the batch's schedule on the device (like FlashMLA's get_mla_metadata)
+  dims             the model dimensions and LOG2E, named once
+  reference        the float64/float32 torch reference and `compare` (a record of the numbers)
+  fp8              FlashMLA's 656-byte FP8 cache row, packed and unpacked in torch
+  compile_report   python -m kernels.compile_report: sm_90 resources and the SASS of the KV loop
+  schedule_report  python -m kernels.schedule_report: per-SM work and modelled HBM traffic
+  triton36         python -m kernels.triton36 --install: the GPU machine's triton, for compile checks
+  bench            python kernels/bench.py  (needs a CUDA GPU)
 
 This package is named like a PyPI package (`kernels`); import it from the repository
 root, which must come first on sys.path (pytest.ini does that for the tests)."""

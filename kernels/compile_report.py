@@ -1,11 +1,27 @@
-"""Compile every shipped kernel configuration for sm_90 (Hopper) without a GPU and
-report shared memory, registers and spills.
+"""Compile every shipped kernel configuration for sm_90 (Hopper) without a GPU, and read
+what the compiler made: resources from ptxas, and the KV loop from the SASS.
 
-  python -m kernels.compile_report                  (from the repository root; ~1.5 min on 2 cores)
-  python -m kernels.compile_report --only splitkv   (the default version and its combine kernel)
+  python -m kernels.compile_report                  (from the repository root; a few minutes on 2 cores)
+  python -m kernels.compile_report --only planned   (one version and the combine kernel)
+  python -m kernels.compile_report --json           (machine-readable rows)
+  python -m kernels.compile_report --excerpt gluon  (one configuration's MMA layouts and SASS loop, JSON)
 
-Uses the ptxas that ships inside the triton wheel. Must run without TRITON_INTERPRET
-(the interpreter replaces @triton.jit functions); tests run it in a subprocess."""
+The configurations come from the launcher table (kernels.mla_decode.VERSION_TABLE): each
+version's launcher is asked for its launches on a representative call with gpu=True, and
+each launch is compiled with the specialization triton's launcher would give it (16-byte
+aligned pointers, integers divisible by 16, integers equal to 1 as constants).
+
+Per configuration: shared memory (triton's metadata), registers and spill bytes (ptxas -v),
+and from the SASS (cuobjdump, shipped in the triton wheel) of the innermost loop that holds
+the matrix instructions -- the KV loop, one tile per iteration:
+  executed MMA FLOP   every HGMMA/HMMA in the loop, times the warpgroups (or warps) that run it
+  useful MMA FLOP     2 * BLOCK_M * BLOCK_N * (576 + 512): QK^T plus PV for one tile
+  instructions        SASS instructions in the loop body (static count, branches included)
+  overlap             whether a copy of a later tile is still in flight at every MMA: the loop
+                      is replayed with a count of outstanding copy groups (LDGSTS+LDGDEPBAR
+                      commit one, DEPBAR.LE SB0,N leaves at most N; UTMALDG adds one, an
+                      mbarrier wait retires one)
+Must run without TRITON_INTERPRET (the interpreter cannot compile); tests run it in a subprocess."""
 from __future__ import annotations
 
 import contextlib
@@ -17,107 +33,359 @@ import sys
 import time
 
 SMEM_LIMIT_SM90 = 232_448  # bytes of shared memory one block may use on H100/H200 (227 KiB)
+SHAPES = ((1, 16), (1, 32), (1, 128))  # (s_q, h_q): BLOCK_M 16, 32 and 64 (h_q=64/128 share the 64-row tile)
 
 
-def shipped_configs():
-    """(label, kernel name, signature types, constexprs, num_warps, num_stages) for what
-    mla_decode_with_kvcache launches by default on a GPU, per version, dtype and cache."""
+def _example_call(h_q, s_q, is_fp8):
+    """Small CPU tensors shaped like a real call (the compile needs types and alignment only)."""
+    import torch
+
+    from .dims import D_K, FP8_ROW_BYTES
+    q = torch.zeros(2, s_q, h_q, D_K, dtype=torch.bfloat16)
+    kv = torch.zeros(4, 64, 1, FP8_ROW_BYTES if is_fp8 else D_K, dtype=torch.uint8 if is_fp8 else torch.bfloat16)
+    bt = torch.zeros(2, 4, dtype=torch.int32)
+    sl = torch.tensor([200, 130], dtype=torch.int32)
+    return q, kv, bt, sl
+
+
+def shipped_configs(only=None):
+    """[(label, Launch)] for every version, cache and BLOCK_M a GPU launch ships; the
+    combine kernel once. Gluon (bf16 only) where this triton has Gluon."""
     from . import mla_decode as md
-    import triton.language as tl
 
-    cfgs = []
-    for is_fp8 in (False, True):
-        kv = "*u8" if is_fp8 else "*bf16"
-        base = {"q_ptr": "*bf16", "kv_ptr": kv, "bt_ptr": "*i32", "seqlens_ptr": "*i32",
-                "h_q": "i32", "s_q": "i32", "stride_bt": "i32", "stride_row": "i32", "qk_scale_log2": "fp32"}
-        tag = "fp8" if is_fp8 else "bf16"
-        sig = dict(base, out_ptr="*bf16", lse_ptr="*fp32")
-        cfgs.append((f"naive {tag}", md._naive_kernel, sig,
-                     dict(BLOCK_N=16, PAGE=64, CAUSAL=False, IS_FP8=is_fp8), 4, 1))
-        for rows in (16, 32, 64):  # s_q*h_q; 64 stands for every larger count (BLOCK_M caps at 64)
-            bm = md.default_block_m(1, rows)
-            bn, warps, stages = md.default_launch(bm, is_fp8)
-            ce = dict(BLOCK_M=bm, BLOCK_N=bn, PAGE=64, CAUSAL=False, IS_FP8=is_fp8, DTYPE=tl.bfloat16,
-                      KV_STAGES=stages)
-            cfgs.append((f"tiled {tag} BLOCK_M={bm}", md._tiled_kernel, sig, ce, warps, stages))
-            sig_s = dict(base, o_part_ptr="*fp32", lse_part_ptr="*fp32", num_splits="i32")
-            cfgs.append((f"splitkv {tag} BLOCK_M={bm}", md._splitkv_kernel, sig_s, dict(ce, CAUSAL=True),
-                         warps, stages))
-    cfgs.append(("combine", md._combine_kernel,
-                 {"o_part_ptr": "*fp32", "lse_part_ptr": "*fp32", "out_ptr": "*bf16", "lse_ptr": "*fp32",
-                  "h_q": "i32", "s_q": "i32", "num_splits": "i32"}, dict(SPLITS_P2=64), 4, 1))
-    return cfgs
+    out, seen = [], set()
+    for name, version in md.VERSION_TABLE.items():
+        if only and name != only:
+            continue
+        for is_fp8 in (False, True):
+            if name == "gluon" and is_fp8:
+                continue
+            for s_q, h_q in SHAPES:
+                if name == "naive" and h_q != 16:
+                    continue  # one row per program: the shape does not change the kernel
+                if name == "gluon" and h_q != 128:
+                    continue  # 64-row tiles only
+                q, kv, bt, sl = _example_call(h_q, s_q, is_fp8)
+                try:
+                    _, launches, _, _ = md.prepare(q, kv, bt, sl, 512, causal=True, is_fp8_kvcache=is_fp8,
+                                                   gpu=True, version=name)
+                except ImportError as e:  # no Gluon in this triton
+                    out.append((f"{name}: not compiled ({e})", None))
+                    break
+                for launch in launches:
+                    tag = "fp8" if is_fp8 else "bf16"
+                    label = "combine" if launch.label == "combine" else f"{launch.label.split()[0]} {tag}" + \
+                        ("" if name == "naive" else f" {' '.join(launch.label.split()[1:])}")
+                    if label in seen:
+                        continue
+                    seen.add(label)
+                    out.append((label, launch))
+    return out
 
 
-def compile_one(fn, sig, constexprs, num_warps, num_stages):
+def specialize(launch):
+    """(signature, constexprs, attrs) as triton's launcher would specialize this launch."""
+    from triton.backends.compiler import BaseBackend
+    from triton.runtime.jit import native_specialize_impl
+
+    fn = launch.kernel
+    sig, constexprs, attrs = {}, dict(launch.constexprs), {}
+    for i, name in enumerate(fn.arg_names):
+        if name in launch.constexprs:
+            sig[name] = "constexpr"
+            continue
+        value = launch.args[name]
+        ty, key = native_specialize_impl(BaseBackend, value, False, True, True)
+        if ty == "constexpr":
+            sig[name] = "constexpr"
+            constexprs[name] = key
+            continue
+        sig[name] = ty
+        if key == "D":
+            attrs[(i,)] = [["tt.divisibility", 16]]
+    return sig, constexprs, attrs
+
+
+def compile_launch(launch, fresh=True):
+    """Compile one launch for sm_90; returns (compiled kernel, ptxas log). fresh=False lets
+    triton's on-disk cache answer (no ptxas log then): the chapter's excerpt uses it."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    full_sig = dict(sig)
-    for k in constexprs:
-        full_sig[k] = "constexpr"
-    order = {n: i for i, n in enumerate(fn.arg_names)}
-    full_sig = dict(sorted(full_sig.items(), key=lambda kv: order[kv[0]]))
-    # What triton's launcher specializes at run time: 16-byte aligned pointers (torch
-    # allocations) and integer arguments divisible by 16 (row stride 576 or 656 elements/bytes,
-    # h_q of 16, 64, 128). Without these the compiler must assume unaligned rows.
-    aligned = [n for n, t in full_sig.items() if t.startswith("*") or n in ("stride_row", "h_q")]
-    attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in aligned}
-    src = ASTSource(fn=fn, signature=full_sig, constexprs=constexprs, attrs=attrs)
-    triton.knobs.nvidia.dump_ptxas_log = True  # ptxas -v's resource report, printed by triton
-    triton.knobs.compilation.always_compile = True  # a cached kernel would skip ptxas and its report
+    sig, constexprs, attrs = specialize(launch)
+    source = ASTSource
+    if type(launch.kernel).__name__.startswith("Gluon"):
+        from triton.experimental.gluon._runtime import GluonASTSource as source
+    src = source(fn=launch.kernel, signature=sig, constexprs=constexprs, attrs=attrs)
+    triton.knobs.nvidia.dump_ptxas_log = fresh  # ptxas -v's resource report, printed by triton
+    triton.knobs.compilation.always_compile = fresh  # a cached kernel would skip ptxas and its report
     log = io.StringIO()
     with contextlib.redirect_stdout(log):
         k = triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                           options={"num_warps": num_warps, "num_stages": num_stages})
-    text = log.getvalue()
-    regs = re.findall(r"Used (\d+) registers", text)
-    spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text)
-    stack = re.findall(r"(\d+) bytes stack frame", text)
-    return {"shared": int(k.metadata.shared), "regs": int(regs[-1]) if regs else None,
-            "spill_stores": int(spills[-1][0]) if spills else None,
-            "spill_loads": int(spills[-1][1]) if spills else None,
-            "stack": int(stack[-1]) if stack else None, "num_warps": num_warps, "num_stages": num_stages,
-            "wgmma": "wgmma" in k.asm.get("ptx", "")}
+                           options={"num_warps": launch.num_warps, "num_stages": launch.num_stages})
+    return k, log.getvalue()
 
 
-def _compile_index(i):
-    label, fn, sig, ce, warps, stages = shipped_configs()[i]
+def sass_of(kernel):
+    """SASS text of a compiled kernel (cuobjdump from the triton wheel), or None."""
+    try:
+        from triton.tools.disasm import get_sass
+        return get_sass(kernel.asm["cubin"])
+    except Exception:  # noqa: BLE001 -- no cuobjdump: the PTX analysis still runs
+        return None
+
+
+# ---------------------------------------------------------------------------------------
+# Reading the loop
+# ---------------------------------------------------------------------------------------
+
+SASS = dict(
+    label=re.compile(r"^\s*(\.?L\w+|LBB\d+):\s*$"),
+    branch=re.compile(r"\bBRA\s+`?\(?(\.?L\w+|LBB\d+)"),
+    mma=re.compile(r"\b(HGMMA)\.(\d+)x(\d+)x(\d+)|\b(HMMA)\.(16816|1688|884)"),
+    copy=re.compile(r"\bLDGSTS\b"),
+    commit=re.compile(r"\bLDGDEPBAR\b"),
+    wait=re.compile(r"\bDEPBAR\.LE\s+SB0,\s*(0x[0-9a-f]+|\d+)"),
+    tma=re.compile(r"\bUTMALDG\b|\bUBLKCP\b"),
+    mbar_wait=re.compile(r"\bSYNCS\.PHASECHK"),
+    mbar_expect=re.compile(r"\bSYNCS\.ARRIVE"),
+    sync_load=re.compile(r"\bLDG\.E\b"),
+    local=re.compile(r"\b(LDL|STL)\b"),
+)
+PTX = dict(
+    label=re.compile(r"^\s*(\$L__\w+):"),
+    branch=re.compile(r"\bbra(?:\.uni)?\s+(\$L__\w+)"),
+    mma=re.compile(r"\b(wgmma)\.mma_async\.\w+\.\w+\.m(\d+)n(\d+)k(\d+)|\b(mma)\.sync\.aligned\.(m16n8k16|m16n8k8)"),
+    copy=re.compile(r"\bcp\.async\.(?:ca|cg)\.shared"),
+    commit=re.compile(r"\bcp\.async\.commit_group"),
+    wait=re.compile(r"\bcp\.async\.wait_group\s+(\d+)"),
+    tma=re.compile(r"\bcp\.async\.bulk\.tensor"),
+    mbar_wait=re.compile(r"\bmbarrier\.try_wait"),
+    mbar_expect=re.compile(r"\bmbarrier\.arrive\.expect_tx|\bmbarrier\.expect_tx"),
+    sync_load=re.compile(r"\bld\.global\b"),
+    local=re.compile(r"\b(ld|st)\.local\b"),
+)
+_HMMA_SHAPES = {"16816": (16, 8, 16), "1688": (16, 8, 8), "884": (8, 8, 4),
+                "m16n8k16": (16, 8, 16), "m16n8k8": (16, 8, 8)}
+
+
+def _lines(text, d):
+    """Instruction lines and label positions of one kernel's SASS or PTX."""
+    ins, labels = [], {}
+    for raw in text.splitlines():
+        line = raw.split("//")[0].strip()
+        if not line:
+            continue
+        m = d["label"].match(line)
+        if m:
+            labels[m.group(1)] = len(ins)
+            continue
+        if line.startswith((".", "{", "}", "Function:")) and not d["mma"].search(line):
+            continue
+        ins.append(line)
+    return ins, labels
+
+
+def kv_loop(text, d):
+    """The innermost backward-branch loop that holds MMA instructions:
+    (instructions before it, its body) or None."""
+    ins, labels = _lines(text, d)
+    loops = []
+    for j, line in enumerate(ins):
+        m = d["branch"].search(line)
+        if m and m.group(1) in labels and labels[m.group(1)] <= j:
+            start = labels[m.group(1)]
+            body = ins[start:j + 1]
+            if any(d["mma"].search(x) for x in body):
+                loops.append((ins[:start], body))
+    return min(loops, key=lambda pb: len(pb[1])) if loops else None
+
+
+def mma_flop(line, d, num_warps):
+    """Executed FLOP of one MMA instruction: wgmma runs once per warpgroup, mma.sync per warp."""
+    m = d["mma"].search(line)
+    if not m:
+        return 0
+    if m.group(1):  # HGMMA / wgmma: M x N x K per warpgroup
+        mm, n, k = int(m.group(2)), int(m.group(3)), int(m.group(4))
+        return 2 * mm * n * k * max(1, num_warps // 4)
+    mm, n, k = _HMMA_SHAPES[m.group(6)]
+    return 2 * mm * n * k * num_warps
+
+
+def overlap(prologue, body, d, passes=3):
+    """Copy groups in flight at the MMAs of the loop's steady state: the instructions before
+    the loop run once (in program order, predicates ignored), then the body `passes` times.
+    cp.async: LDGSTS...LDGDEPBAR commits a group, DEPBAR.LE SB0,N leaves at most N.
+    TMA: the copies after one mbarrier expect are one group (one tile), an mbarrier wait
+    (SYNCS.PHASECHK) retires the oldest. Returns the fewest groups in flight at any MMA of the last pass."""
+    state = dict(in_flight=0, pending=False, tma_open=False)
+    fewest = None
+
+    def step(line, record):
+        nonlocal fewest
+        if d["copy"].search(line):
+            state["pending"] = True
+        elif d["commit"].search(line):
+            if state["pending"]:
+                state["in_flight"] += 1
+                state["pending"] = False
+        elif d["wait"].search(line):
+            state["in_flight"] = min(state["in_flight"], int(d["wait"].search(line).group(1), 0))
+        elif d["tma"].search(line):
+            if not state["tma_open"]:
+                state["in_flight"] += 1
+                state["tma_open"] = True
+            return
+        elif d["mbar_wait"].search(line):
+            state["in_flight"] = max(0, state["in_flight"] - 1)
+        elif d["mma"].search(line) and record:
+            fewest = state["in_flight"] if fewest is None else min(fewest, state["in_flight"])
+        if d["mbar_wait"].search(line) or d["mma"].search(line) or d["mbar_expect"].search(line) \
+                or d["branch"].search(line):
+            state["tma_open"] = False  # the next TMA copy starts another tile
+
+    for line in prologue:
+        step(line, False)
+    for p in range(passes):
+        for line in body:
+            step(line, p == passes - 1)
+    return fewest
+
+
+def analyse_loop(text, dialect, num_warps, block_m, block_n):
+    d = SASS if dialect == "sass" else PTX
+    found = kv_loop(text, d)
+    if found is None:
+        return dict(loop=None)
+    prologue, body = found
+    executed = sum(mma_flop(x, d, num_warps) for x in body)
+    from .dims import D_K, D_V
+    useful = 2 * block_m * block_n * (D_K + D_V) if block_m and block_n else None  # QK^T + PV
+    shapes = sorted({m.group(0) for x in body for m in [d["mma"].search(x)] if m})
+    async_copies = sum(bool(d["copy"].search(x) or d["tma"].search(x)) for x in body)
+    in_flight = overlap(prologue, body, d) if async_copies else None
+    return dict(loop=dialect, instructions=len(body), mma=sum(bool(d["mma"].search(x)) for x in body),
+                mma_shapes=shapes, executed=executed, useful=useful,
+                ratio=round(executed / useful, 3) if useful else None,
+                async_copies=async_copies, sync_loads=sum(bool(d["sync_load"].search(x)) for x in body),
+                local_ops=sum(bool(d["local"].search(x)) for x in body),
+                in_flight_at_mma=in_flight, overlap=None if in_flight is None else in_flight >= 1)
+
+
+def report_one(label, launch):
     t = time.time()
-    r = compile_one(fn, sig, ce, warps, stages)
-    r.update(label=label, seconds=round(time.time() - t, 1), block_n=ce.get("BLOCK_N"))
-    return r
+    k, log = compile_launch(launch)
+    regs = re.findall(r"Used (\d+) registers", log)
+    spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    bm, bn = launch.constexprs.get("BLOCK_M"), launch.constexprs.get("BLOCK_N")
+    if "gluon" in label:
+        bm, bn = launch.constexprs.get("BLOCK_M", 64), launch.constexprs.get("BLOCK_N", 64)
+    row = dict(label=label, block_m=bm, block_n=bn, num_warps=launch.num_warps, num_stages=launch.num_stages,
+               shared=int(k.metadata.shared), regs=int(regs[-1]) if regs else None,
+               spill_stores=int(spills[-1][0]) if spills else None,
+               spill_loads=int(spills[-1][1]) if spills else None,
+               wgmma="wgmma" in k.asm.get("ptx", ""))
+    sass = sass_of(k)
+    loop = analyse_loop(sass, "sass", launch.num_warps, bm, bn) if sass else dict(loop=None)
+    if loop.get("loop") is None:  # no SASS (or no MMA loop in it): read the PTX
+        loop = analyse_loop(k.asm["ptx"], "ptx", launch.num_warps, bm, bn)
+    row.update(loop)
+    row["seconds"] = round(time.time() - t, 1)
+    return row
+
+
+_EXCERPT = re.compile(r"DEPBAR|HGMMA|HMMA|LDGSTS|LDGDEPBAR|UTMALDG|SYNCS\.PHASECHK|BRA")
+
+
+def loop_excerpt(body, limit=14):
+    """The KV loop's memory, wait and MMA instructions in program order, runs of the same
+    opcode folded into one line with a count."""
+    picked = [x.split("\t")[-1].rstrip(" ;") for x in body if _EXCERPT.search(x)]
+    out = []
+    for x in picked:
+        op = x.split()[0] if not x.startswith("@") else x.split()[1]
+        if out and out[-1][0] == op:
+            out[-1][2] += 1
+        else:
+            out.append([op, x, 1])
+    return [f"{x}" + (f"    ... x{n}" if n > 1 else "") for _, x, n in out][:limit]
+
+
+def excerpt(version="planned", h_q=128):
+    """What the compiler made of one shipped configuration (bf16, s_q=1): the MMA layouts of
+    its TTGIR, its KV loop in SASS (folded), and the loop analysis."""
+    from . import mla_decode as md
+
+    q, kv, bt, sl = _example_call(h_q, 1, False)
+    _, launches, _, _ = md.prepare(q, kv, bt, sl, 512, causal=True, gpu=True, version=version)
+    launch = launches[0]
+    k, _ = compile_launch(launch, fresh=False)
+    ttgir = [ln.strip() for ln in k.asm["ttgir"].splitlines() if re.match(r"\s*#mma\d* = ", ln)]
+    sass = sass_of(k)
+    found = kv_loop(sass, SASS) if sass else None
+    bm, bn = launch.constexprs.get("BLOCK_M", 64), launch.constexprs.get("BLOCK_N", 64)
+    return dict(label=launch.label, num_warps=launch.num_warps, ttgir_mma_layouts=ttgir,
+                sass_loop=loop_excerpt(found[1]) if found else [],
+                analysis=analyse_loop(sass, "sass", launch.num_warps, bm, bn) if sass else None)
+
+
+def _report_index(args):
+    i, only = args
+    label, launch = shipped_configs(only)[i]
+    if launch is None:
+        return dict(label=label, error="not compiled")
+    try:
+        return report_one(label, launch)
+    except Exception as e:  # noqa: BLE001 -- one failed compile is a row, not a crash
+        return dict(label=label, error=f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}")
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     as_json = "--json" in argv
-    only = argv[argv.index("--only") + 1] if "--only" in argv else None  # e.g. --only splitkv
+    only = argv[argv.index("--only") + 1] if "--only" in argv else None
     jobs = int(argv[argv.index("--jobs") + 1]) if "--jobs" in argv else (os.cpu_count() or 1)
     if os.environ.get("TRITON_INTERPRET") == "1":
         sys.exit("compile_report: unset TRITON_INTERPRET (the interpreter cannot compile for a GPU)")
-    picked = [i for i, c in enumerate(shipped_configs())
-              if not only or c[0].startswith(only) or c[0] == "combine"]
-    if jobs > 1:
+    if "--excerpt" in argv:  # e.g. --excerpt planned: one configuration's TTGIR layouts and SASS loop, as JSON
+        row = excerpt(argv[argv.index("--excerpt") + 1])
+        print(json.dumps(row))
+        return row
+    n = len(shipped_configs(only))
+    work = [(i, only) for i in range(n)]
+    if jobs > 1 and n > 1:
         import multiprocessing as mp
-        with mp.get_context("spawn").Pool(min(jobs, len(picked))) as pool:
-            rows = pool.map(_compile_index, picked)
+        with mp.get_context("spawn").Pool(min(jobs, n)) as pool:
+            rows = pool.map(_report_index, work)
     else:
-        rows = [_compile_index(i) for i in picked]
-    if as_json:
-        print(json.dumps(rows))
-    else:
-        print(format_table(rows))
+        rows = [_report_index(w) for w in work]
+    import triton
+    for r in rows:
+        r["triton"] = triton.__version__
+    print(json.dumps(rows) if as_json else format_table(rows))
     return rows
 
 
 def format_table(rows):
-    lines = ["| kernel | BLOCK_N | warps | stages | shared memory (B) | registers/thread | spill stores/loads (B) | wgmma |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| kernel | BLOCK_M x N | warps | stages | shared (B) | regs | spills st/ld (B) | MMA in KV loop "
+             "| executed/useful MMA | instr/tile | copies in flight at MMA | overlap |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['label']} | {r['block_n'] or '-'} | {r['num_warps']} | {r['num_stages']} | {r['shared']} "
-                     f"| {r['regs']} | {r['spill_stores']}/{r['spill_loads']} | {'yes' if r['wgmma'] else 'no'} |")
+        if r.get("error"):
+            lines.append(f"| {r['label']} | {r['error']} |" + " |" * 10)
+            continue
+        shapes = ", ".join(f"{r['mma']}x" if i == 0 else "" for i in range(1)) if r.get("mma") else "-"
+        if r.get("mma_shapes"):
+            shapes = f"{r['mma']}: " + ", ".join(s.split(".")[0] + "." + ".".join(s.split(".")[1:2]) if "." in s else s
+                                                   for s in r["mma_shapes"])
+        ratio = f"{r['ratio']:.2f}" if r.get("ratio") else "-"
+        ov = "-" if r.get("overlap") is None else ("yes" if r["overlap"] else "no")
+        inflight = "-" if r.get("in_flight_at_mma") is None else str(r["in_flight_at_mma"])
+        lines.append(f"| {r['label']} | {r['block_m'] or '-'} x {r['block_n'] or '-'} | {r['num_warps']} "
+                     f"| {r['num_stages']} | {r['shared']} | {r['regs']} | {r['spill_stores']}/{r['spill_loads']} "
+                     f"| {shapes} | {ratio} | {r.get('instructions', '-')} | {inflight} | {ov} |")
     return "\n".join(lines)
 
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import torch
 
-D_LATENT, D_ROPE, TILE, E4M3_MAX = 512, 64, 128, 448.0
+from .dims import D_LATENT, D_ROPE
+from .dims import FP8_ROW_BYTES as ROW_BYTES  # 656
+from .dims import FP8_TILE as TILE
+
+E4M3_MAX = 448.0
 N_TILES = D_LATENT // TILE
-ROW_BYTES = D_LATENT + 4 * N_TILES + 2 * D_ROPE  # 656
 
 
 def _to_e4m3_exact(x64: torch.Tensor) -> torch.Tensor:

@@ -1,4 +1,4 @@
-"""MLA decode over a paged latent cache, in Triton: three versions, naive to fast.
+"""MLA decode over a paged latent cache, in Triton: versions from naive to fast.
 
 After weight absorption, MLA decode is multi-query attention with one shared KV head
 of width 576 (512 latent + 64 rope) whose first 512 dims double as V:
@@ -8,18 +8,32 @@ of width 576 (512 latent + 64 rope) whose first 512 dims double as V:
   block_table   [b, max_blocks] int32
   cache_seqlens [b] int32
   out           [b, s_q, h_q, 512]   q's dtype
-  lse           [b, h_q, s_q] float32, natural log; -inf (and out 0) for rows that see no key
+  lse           [b, h_q, s_q] float32, natural log
 
-The versions (choose with version=...):
-  "naive"    one program per query row (one head of one query token); loops over the
-             keys with vector FMAs. Every head re-reads the whole cache: h_q*s_q passes.
-  "tiled"    one program per block of BLOCK_M query rows (heads x query tokens share
-             the single KV head -- the MQA insight); QK and PV are tensor-core dots on a
-             [BLOCK_M, BLOCK_N] tile; the cache is read once per row block.
-  "splitkv"  tiled, plus the key range of each sequence cut into num_splits pieces that
-             run in parallel (flash-decoding); a second kernel merges the partial
-             results with their log-sum-exps. The default.
-Each version reads bf16/fp16 caches and FlashMLA's FP8 rows (is_fp8_kvcache=True):
+Rows that see no key (a zero-length sequence, or a causal row before the first key)
+return out = 0 and lse = -inf, the value log(0) of an empty sum; FlashMLA returns +inf
+there. Both mean "no key": a caller merging partial results by lse must treat either as
+"weight 0" (with -inf, exp(lse - m) is already 0).
+
+The versions (choose with version=...; all dispatch through VERSION_TABLE below):
+  1 "naive"    one program per query row (one head of one query token); loops over the
+               keys with vector FMAs. Every head re-reads the whole cache: h_q*s_q passes.
+  2 "tiled"    one program per block of BLOCK_M query rows (heads x query tokens share
+               the single KV head -- the MQA insight); QK and PV are tensor-core dots on a
+               [BLOCK_M, BLOCK_N] tile; the cache is read once per row block.
+  3 "splitkv"  tiled, plus the key range of each sequence cut into num_splits pieces that
+               run in parallel (flash-decoding); a second kernel merges the partial
+               results with their log-sum-exps. One split count for every sequence.
+  4 "planned"  persistent programs over a plan (kernels.plan.mla_decode_plan, FlashMLA's
+               get_mla_metadata): each program takes an equal share of (sequence, KV block)
+               work that may span sequences; only sequences cut by a share boundary are
+               merged. The default.
+  5 "gluon"    Hopper-only, in Gluon (kernels/gluon_decode.py): TMA page tiles in an
+               mbarrier pipeline, two warpgroups splitting QK^T by keys and PV by output
+               columns. Compiled for sm_90, not yet run on a GPU.
+In every version the row blocks of one sequence are adjacent in launch order (grid axis 0),
+so they run at the same time and read each KV tile from HBM once (the second from L2).
+Versions 1-4 read bf16/fp16 caches and FlashMLA's FP8 rows (is_fp8_kvcache=True):
 _load_kv_tile dequantizes a tile in registers.
 
 Softmax runs in base 2: scores are multiplied by softmax_scale*log2(e) once, exp2
@@ -27,16 +41,21 @@ replaces exp, and lse is converted back to natural log when it is stored."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
+from typing import Callable
 
 import torch
 import triton
 import triton.language as tl
 
-D_LATENT, D_ROPE = 512, 64
-D_K = D_LATENT + D_ROPE  # 576
-FP8_ROW_BYTES = D_LATENT + 16 + 2 * D_ROPE  # 656
-LOG2E = 1.4426950408889634
-VERSIONS = ("naive", "tiled", "splitkv")
+from .dims import D_K, D_LATENT, FP8_ROW_BYTES, LOG2E
+from .plan import DecodePlan, mla_decode_plan, sm_count
+
+# the same constants, as compile-time values the kernels can read
+_D_LAT = tl.constexpr(D_LATENT)
+_D_ROPE = tl.constexpr(D_K - D_LATENT)
+_D_K = tl.constexpr(D_K)
+_LN2 = tl.constexpr(1.0 / LOG2E)  # base-2 lse * ln 2 = natural lse
 
 
 def _interpreting() -> bool:
@@ -48,12 +67,17 @@ def _interpreting() -> bool:
 # ---------------------------------------------------------------------------------------
 
 @triton.jit
-def _tile_rows(bt_row_ptr, tok, tok_ok, stride_row, PAGE: tl.constexpr):
-    """Offsets of the cache rows of tokens `tok` [BLOCK_N] of one sequence.
+def _tile_rows(bt_row_ptr, start, tok, tok_ok, stride_row, PAGE: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Offsets of the cache rows of tokens `tok` = start + [0, BLOCK_N) of one sequence.
 
-    Token t lives at page bt_row[t // PAGE], slot t % PAGE. The block-table entry of a
-    token without tok_ok is never read (its offset is 0 and its row load is masked)."""
-    blk = tl.load(bt_row_ptr + tok // PAGE, mask=tok_ok, other=0).to(tl.int64)  # [N] page ids
+    Token t lives at page bt_row[t // PAGE], slot t % PAGE. When a tile fits in one page
+    (BLOCK_N <= PAGE, tiles aligned to BLOCK_N) its page id is one scalar read, which the
+    compiler keeps out of the pipelined tile copies; otherwise one id per token. The entry
+    of a token without tok_ok is never read (offset 0, row load masked)."""
+    if BLOCK_N <= PAGE:
+        blk = tl.load(bt_row_ptr + start // PAGE).to(tl.int64)  # the tile's page (a used entry)
+    else:
+        blk = tl.load(bt_row_ptr + tok // PAGE, mask=tok_ok, other=0).to(tl.int64)  # [N] page ids
     return (blk * PAGE + tok % PAGE) * stride_row  # [N] int64: elements (bf16/fp16) or bytes (FP8)
 
 
@@ -61,21 +85,21 @@ def _tile_rows(bt_row_ptr, tok, tok_ok, stride_row, PAGE: tl.constexpr):
 def _load_kv_tile(kv_ptr, row, tok_ok, IS_FP8: tl.constexpr, DTYPE: tl.constexpr):
     """Load the cache rows at offsets `row` [BLOCK_N]; rows without tok_ok are not read (0).
     Returns k_lat [BLOCK_N, 512] and k_rope [BLOCK_N, 64] in DTYPE."""
-    d_lat = tl.arange(0, 512)
-    d_rope = tl.arange(0, 64)
+    d_lat = tl.arange(0, _D_LAT)
+    d_rope = tl.arange(0, _D_ROPE)
     if IS_FP8:
         # FlashMLA row: 512 e4m3 codes | 4 float32 scales | 64 bf16 rope values
         codes = tl.load(kv_ptr + row[:, None] + d_lat[None, :], mask=tok_ok[:, None], other=0)  # [N, 512] u8
         vals = codes.to(tl.float8e4nv, bitcast=True).to(tl.float32)
-        scale_ptr = (kv_ptr + row + 512).to(tl.pointer_type(tl.float32))  # [N] -> 4 scales each
+        scale_ptr = (kv_ptr + row + _D_LAT).to(tl.pointer_type(tl.float32))  # [N] -> 4 scales each
         scales = tl.load(scale_ptr[:, None] + tl.arange(0, 4)[None, :], mask=tok_ok[:, None], other=0.0)
-        vals = tl.reshape(vals, [vals.shape[0], 4, 128]) * scales[:, :, None]  # tile k of 128 values * scale k
-        k_lat = tl.reshape(vals, [vals.shape[0], 512]).to(DTYPE)
-        rope_ptr = (kv_ptr + row + 528).to(tl.pointer_type(tl.bfloat16))
+        vals = tl.reshape(vals, [vals.shape[0], 4, _D_LAT // 4]) * scales[:, :, None]  # tile k of 128 values * scale k
+        k_lat = tl.reshape(vals, [vals.shape[0], _D_LAT]).to(DTYPE)
+        rope_ptr = (kv_ptr + row + _D_LAT + 16).to(tl.pointer_type(tl.bfloat16))
         k_rope = tl.load(rope_ptr[:, None] + d_rope[None, :], mask=tok_ok[:, None], other=0.0).to(DTYPE)
     else:
         k_lat = tl.load(kv_ptr + row[:, None] + d_lat[None, :], mask=tok_ok[:, None], other=0.0).to(DTYPE)
-        k_rope = tl.load(kv_ptr + row[:, None] + 512 + d_rope[None, :], mask=tok_ok[:, None], other=0.0).to(DTYPE)
+        k_rope = tl.load(kv_ptr + row[:, None] + _D_LAT + d_rope[None, :], mask=tok_ok[:, None], other=0.0).to(DTYPE)
     return k_lat, k_rope
 
 
@@ -91,15 +115,12 @@ def _attend_range(q_lat, q_rope, kv_ptr, bt_row_ptr, stride_row, lo, hi, n_visib
     scores) and l [BLOCK_M] (running sum of exp2(score - m))."""
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
-    acc = tl.zeros([BLOCK_M, 512], tl.float32)
-    tok = lo + tl.arange(0, BLOCK_N)  # [N]
-    kv_rows = _tile_rows(bt_row_ptr, tok, tok < hi, stride_row, PAGE)  # [N] offsets of the first tile's rows
-    for start in tl.range(lo, hi, BLOCK_N, num_stages=KV_STAGES):  # up to KV_STAGES tiles in flight
+    acc = tl.zeros([BLOCK_M, _D_LAT], tl.float32)
+    for start in tl.range(lo, hi, BLOCK_N, num_stages=KV_STAGES):  # the compiler pipelines the loads
         tok = start + tl.arange(0, BLOCK_N)
         tok_ok = tok < hi
+        kv_rows = _tile_rows(bt_row_ptr, start, tok, tok_ok, stride_row, PAGE, BLOCK_N)  # [N] this tile's rows
         k_lat, k_rope = _load_kv_tile(kv_ptr, kv_rows, tok_ok, IS_FP8, DTYPE)
-        # the next tile's page ids, one iteration ahead: the KV loads never wait on a table read
-        kv_rows = _tile_rows(bt_row_ptr, tok + BLOCK_N, tok + BLOCK_N < hi, stride_row, PAGE)
         s = tl.dot(q_lat, tl.trans(k_lat)) + tl.dot(q_rope, tl.trans(k_rope))  # [M, N] fp32
         s = s * qk_scale_log2
         visible = tok_ok[None, :] & (tok[None, :] < n_visible[:, None])  # [M, N]
@@ -124,6 +145,41 @@ def _row_limits(rows, row_ok, seqlen, h_q, s_q, CAUSAL: tl.constexpr):
         return tl.where(row_ok, seqlen, 0)
 
 
+@triton.jit
+def _load_q_block(q_ptr, i_b, rows, row_ok, n_rows, DTYPE: tl.constexpr):
+    """q_lat [M, 512], q_rope [M, 64] of query rows `rows` of sequence i_b (masked rows 0)."""
+    q_rows = q_ptr + (i_b * n_rows + rows).to(tl.int64) * _D_K  # [M]
+    q_lat = tl.load(q_rows[:, None] + tl.arange(0, _D_LAT)[None, :], mask=row_ok[:, None], other=0.0).to(DTYPE)
+    q_rope = tl.load(q_rows[:, None] + _D_LAT + tl.arange(0, _D_ROPE)[None, :], mask=row_ok[:, None],
+                     other=0.0).to(DTYPE)
+    return q_lat, q_rope
+
+
+@triton.jit
+def _store_final(out_ptr, lse_ptr, i_b, rows, row_ok, h_q, s_q, acc, m_i, l_i):
+    """out = acc / l in out's dtype and lse = (m + log2 l) * ln 2; rows that saw no key: 0 and -inf."""
+    seen = l_i > 0
+    l_safe = tl.where(seen, l_i, 1.0)
+    out = tl.where(seen[:, None], acc / l_safe[:, None], 0.0)
+    lse = tl.where(seen, (m_i + tl.log2(l_safe)) * _LN2, float("-inf"))
+    o_rows = out_ptr + (i_b * s_q * h_q + rows).to(tl.int64) * _D_LAT
+    tl.store(o_rows[:, None] + tl.arange(0, _D_LAT)[None, :], out.to(out_ptr.dtype.element_ty), mask=row_ok[:, None])
+    i_s, i_h = rows // h_q, rows % h_q
+    tl.store(lse_ptr + (i_b * h_q + i_h) * s_q + i_s, lse, mask=row_ok)
+
+
+@triton.jit
+def _store_partial(o_part_ptr, lse_part_ptr, slot, rows, row_ok, n_rows, acc, m_i, l_i):
+    """One piece of a split sequence: o_part[slot, rows] = acc / l (fp32), lse_part in base 2
+    (-inf: the piece saw no key for that row)."""
+    seen = l_i > 0
+    l_safe = tl.where(seen, l_i, 1.0)
+    part = slot.to(tl.int64) * n_rows + rows  # [M]
+    tl.store(o_part_ptr + part[:, None] * _D_LAT + tl.arange(0, _D_LAT)[None, :],
+             tl.where(seen[:, None], acc / l_safe[:, None], 0.0), mask=row_ok[:, None])
+    tl.store(lse_part_ptr + part, tl.where(seen, m_i + tl.log2(l_safe), float("-inf")), mask=row_ok)
+
+
 # ---------------------------------------------------------------------------------------
 # Version 1: naive -- one query row per program, vector FMAs, no tensor cores
 # ---------------------------------------------------------------------------------------
@@ -132,24 +188,24 @@ def _row_limits(rows, row_ok, seqlen, h_q, s_q, CAUSAL: tl.constexpr):
 def _naive_kernel(q_ptr, kv_ptr, bt_ptr, seqlens_ptr, out_ptr, lse_ptr,
                   h_q, s_q, stride_bt, stride_row, qk_scale_log2,
                   BLOCK_N: tl.constexpr, PAGE: tl.constexpr, CAUSAL: tl.constexpr, IS_FP8: tl.constexpr):
-    i_b = tl.program_id(0)
-    row = tl.program_id(1)  # row = i_s * h_q + i_h of the flattened [s_q * h_q] query rows
+    row = tl.program_id(0)  # row = i_s * h_q + i_h of the flattened [s_q * h_q] query rows
+    i_b = tl.program_id(1)  # rows of one sequence are adjacent in launch order: they share its KV in L2
     n_rows = s_q * h_q
     seqlen = tl.load(seqlens_ptr + i_b)
     hi = seqlen
     if CAUSAL:
         hi = tl.minimum(seqlen - s_q + 1 + row // h_q, seqlen)  # bottom-right aligned
-    q_row = q_ptr + (i_b * n_rows + row).to(tl.int64) * 576
-    q_lat = tl.load(q_row + tl.arange(0, 512)).to(tl.float32)  # [512]
-    q_rope = tl.load(q_row + 512 + tl.arange(0, 64)).to(tl.float32)  # [64]
+    q_row = q_ptr + (i_b * n_rows + row).to(tl.int64) * _D_K
+    q_lat = tl.load(q_row + tl.arange(0, _D_LAT)).to(tl.float32)  # [512]
+    q_rope = tl.load(q_row + _D_LAT + tl.arange(0, _D_ROPE)).to(tl.float32)  # [64]
     bt_row_ptr = bt_ptr + i_b.to(tl.int64) * stride_bt
     m_i = float("-inf")
     l_i = 0.0
-    acc = tl.zeros([512], tl.float32)
+    acc = tl.zeros([_D_LAT], tl.float32)
     for start in range(0, hi, BLOCK_N):
         tok = start + tl.arange(0, BLOCK_N)
         tok_ok = tok < hi
-        kv_rows = _tile_rows(bt_row_ptr, tok, tok_ok, stride_row, PAGE)  # [N] offsets of this tile's rows
+        kv_rows = _tile_rows(bt_row_ptr, start, tok, tok_ok, stride_row, PAGE, BLOCK_N)  # [N] this tile's rows
         k_lat, k_rope = _load_kv_tile(kv_ptr, kv_rows, tok_ok, IS_FP8, tl.float32)
         s = tl.sum(k_lat * q_lat[None, :], axis=1) + tl.sum(k_rope * q_rope[None, :], axis=1)  # [N]
         s = tl.where(tok_ok, s * qk_scale_log2, float("-inf"))
@@ -161,8 +217,8 @@ def _naive_kernel(q_ptr, kv_ptr, bt_ptr, seqlens_ptr, out_ptr, lse_ptr,
         m_i = m_new
     seen = l_i > 0
     out = tl.where(seen, acc / tl.where(seen, l_i, 1.0), 0.0)
-    lse = tl.where(seen, (m_i + tl.log2(tl.where(seen, l_i, 1.0))) / 1.4426950408889634, float("-inf"))
-    tl.store(out_ptr + (i_b * n_rows + row).to(tl.int64) * 512 + tl.arange(0, 512),
+    lse = tl.where(seen, (m_i + tl.log2(tl.where(seen, l_i, 1.0))) * _LN2, float("-inf"))
+    tl.store(out_ptr + (i_b * n_rows + row).to(tl.int64) * _D_LAT + tl.arange(0, _D_LAT),
              out.to(out_ptr.dtype.element_ty))
     i_s, i_h = row // h_q, row % h_q
     tl.store(lse_ptr + (i_b * h_q + i_h) * s_q + i_s, lse)
@@ -177,26 +233,16 @@ def _tiled_kernel(q_ptr, kv_ptr, bt_ptr, seqlens_ptr, out_ptr, lse_ptr,
                   h_q, s_q, stride_bt, stride_row, qk_scale_log2,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PAGE: tl.constexpr,
                   CAUSAL: tl.constexpr, IS_FP8: tl.constexpr, DTYPE: tl.constexpr, KV_STAGES: tl.constexpr):
-    i_b = tl.program_id(0)
-    rows = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)  # [M] flattened (i_s, i_h) rows
-    n_rows = s_q * h_q
-    row_ok = rows < n_rows
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)  # [M] flattened (i_s, i_h) rows
+    i_b = tl.program_id(1)  # the row blocks of one sequence are adjacent in launch order
     seqlen = tl.load(seqlens_ptr + i_b)
+    row_ok = rows < s_q * h_q
     n_visible = _row_limits(rows, row_ok, seqlen, h_q, s_q, CAUSAL)  # [M]
-    q_rows = q_ptr + (i_b * n_rows + rows).to(tl.int64) * 576  # [M]
-    q_lat = tl.load(q_rows[:, None] + tl.arange(0, 512)[None, :], mask=row_ok[:, None], other=0.0).to(DTYPE)
-    q_rope = tl.load(q_rows[:, None] + 512 + tl.arange(0, 64)[None, :], mask=row_ok[:, None], other=0.0).to(DTYPE)
+    q_lat, q_rope = _load_q_block(q_ptr, i_b, rows, row_ok, s_q * h_q, DTYPE)
     acc, m_i, l_i = _attend_range(q_lat, q_rope, kv_ptr, bt_ptr + i_b.to(tl.int64) * stride_bt, stride_row,
                                   0, seqlen, n_visible, qk_scale_log2, BLOCK_M, BLOCK_N, PAGE, IS_FP8, DTYPE,
                                   KV_STAGES)
-    seen = l_i > 0
-    l_safe = tl.where(seen, l_i, 1.0)
-    out = tl.where(seen[:, None], acc / l_safe[:, None], 0.0)
-    lse = tl.where(seen, (m_i + tl.log2(l_safe)) / 1.4426950408889634, float("-inf"))
-    o_rows = out_ptr + (i_b * n_rows + rows).to(tl.int64) * 512
-    tl.store(o_rows[:, None] + tl.arange(0, 512)[None, :], out.to(out_ptr.dtype.element_ty), mask=row_ok[:, None])
-    i_s, i_h = rows // h_q, rows % h_q
-    tl.store(lse_ptr + (i_b * h_q + i_h) * s_q + i_s, lse, mask=row_ok)
+    _store_final(out_ptr, lse_ptr, i_b, rows, row_ok, h_q, s_q, acc, m_i, l_i)
 
 
 # ---------------------------------------------------------------------------------------
@@ -208,75 +254,157 @@ def _splitkv_kernel(q_ptr, kv_ptr, bt_ptr, seqlens_ptr, o_part_ptr, lse_part_ptr
                     h_q, s_q, stride_bt, stride_row, qk_scale_log2, num_splits,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PAGE: tl.constexpr,
                     CAUSAL: tl.constexpr, IS_FP8: tl.constexpr, DTYPE: tl.constexpr, KV_STAGES: tl.constexpr):
-    """Partial results: o_part [b, num_splits, s_q*h_q, 512] fp32 (normalized within the
-    split), lse_part [b, num_splits, s_q*h_q] fp32 in base 2 (-inf: the split saw no key)."""
-    i_b = tl.program_id(0)
-    rows = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
+    """Partial results: slot i_b * num_splits + i_split of o_part [slots, s_q*h_q, 512] fp32
+    (normalized within the split) and lse_part [slots, s_q*h_q] fp32 in base 2."""
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    i_b = tl.program_id(1)
     i_split = tl.program_id(2)
-    n_rows = s_q * h_q
-    row_ok = rows < n_rows
+    row_ok = rows < s_q * h_q
     seqlen = tl.load(seqlens_ptr + i_b)
     # split i_split covers whole tiles [lo, hi) of this sequence; late splits may be empty
     tiles_per_split = tl.cdiv(tl.cdiv(seqlen, BLOCK_N), num_splits)
     lo = i_split * tiles_per_split * BLOCK_N
     hi = tl.minimum(lo + tiles_per_split * BLOCK_N, seqlen)
     n_visible = _row_limits(rows, row_ok, seqlen, h_q, s_q, CAUSAL)
-    q_rows = q_ptr + (i_b * n_rows + rows).to(tl.int64) * 576
-    q_lat = tl.load(q_rows[:, None] + tl.arange(0, 512)[None, :], mask=row_ok[:, None], other=0.0).to(DTYPE)
-    q_rope = tl.load(q_rows[:, None] + 512 + tl.arange(0, 64)[None, :], mask=row_ok[:, None], other=0.0).to(DTYPE)
+    q_lat, q_rope = _load_q_block(q_ptr, i_b, rows, row_ok, s_q * h_q, DTYPE)
     acc, m_i, l_i = _attend_range(q_lat, q_rope, kv_ptr, bt_ptr + i_b.to(tl.int64) * stride_bt, stride_row,
                                   lo, hi, n_visible, qk_scale_log2, BLOCK_M, BLOCK_N, PAGE, IS_FP8, DTYPE,
                                   KV_STAGES)
-    seen = l_i > 0
-    l_safe = tl.where(seen, l_i, 1.0)
-    part = (i_b * num_splits + i_split).to(tl.int64) * n_rows + rows  # [M]
-    tl.store(o_part_ptr + part[:, None] * 512 + tl.arange(0, 512)[None, :],
-             tl.where(seen[:, None], acc / l_safe[:, None], 0.0), mask=row_ok[:, None])
-    tl.store(lse_part_ptr + part, tl.where(seen, m_i + tl.log2(l_safe), float("-inf")), mask=row_ok)
+    _store_partial(o_part_ptr, lse_part_ptr, i_b * num_splits + i_split, rows, row_ok, s_q * h_q, acc, m_i, l_i)
 
 
 @triton.jit
-def _combine_kernel(o_part_ptr, lse_part_ptr, out_ptr, lse_ptr, h_q, s_q, num_splits,
+def _combine_kernel(o_part_ptr, lse_part_ptr, combine_ptr, out_ptr, lse_ptr, h_q, s_q,
                     SPLITS_P2: tl.constexpr):
-    """One program per (sequence, query row): out = sum_i w_i * o_i with
-    w_i = exp2(lse_i - lse) and lse = log2(sum_i exp2(lse_i)) -- mlacourse's merge_attention."""
-    i_b = tl.program_id(0)
-    row = tl.program_id(1)
+    """One program per (split sequence, query row). combine [n, 3]: (sequence, first slot,
+    slots). out = sum_i w_i * o_i with w_i = exp2(lse_i - lse), lse = log2(sum_i exp2(lse_i))
+    -- mlacourse.attention.merge_attention."""
+    row = tl.program_id(0)
+    k = tl.program_id(1)
     n_rows = s_q * h_q
+    i_b = tl.load(combine_ptr + k * 3)
+    base = tl.load(combine_ptr + k * 3 + 1)
+    count = tl.load(combine_ptr + k * 3 + 2)
     splits = tl.arange(0, SPLITS_P2)
-    part = (i_b * num_splits + splits).to(tl.int64) * n_rows + row  # [SPLITS_P2]
-    lse_parts = tl.load(lse_part_ptr + part, mask=splits < num_splits, other=float("-inf"))
+    part = (base + splits).to(tl.int64) * n_rows + row  # [SPLITS_P2]
+    lse_parts = tl.load(lse_part_ptr + part, mask=splits < count, other=float("-inf"))
     m = tl.max(lse_parts, axis=0)
     m_safe = tl.where(m == float("-inf"), 0.0, m)
     total = tl.sum(tl.exp2(lse_parts - m_safe), axis=0)
     seen = total > 0
     lse2 = tl.where(seen, m_safe + tl.log2(tl.where(seen, total, 1.0)), float("-inf"))
     lse2_safe = tl.where(seen, lse2, 0.0)
-    acc = tl.zeros([512], tl.float32)
-    for i in range(0, num_splits):
-        p = (i_b * num_splits + i).to(tl.int64) * n_rows + row
-        w = tl.exp2(tl.load(lse_part_ptr + p) - lse2_safe)  # 0 for an empty split
-        acc += w * tl.load(o_part_ptr + p * 512 + tl.arange(0, 512))
-    tl.store(out_ptr + (i_b * n_rows + row).to(tl.int64) * 512 + tl.arange(0, 512),
+    acc = tl.zeros([_D_LAT], tl.float32)
+    for i in range(0, count):
+        p = (base + i).to(tl.int64) * n_rows + row
+        w = tl.exp2(tl.load(lse_part_ptr + p) - lse2_safe)  # 0 for a piece that saw no key
+        acc += w * tl.load(o_part_ptr + p * _D_LAT + tl.arange(0, _D_LAT))
+    tl.store(out_ptr + (i_b * n_rows + row).to(tl.int64) * _D_LAT + tl.arange(0, _D_LAT),
              acc.to(out_ptr.dtype.element_ty))
     i_s, i_h = row // h_q, row % h_q
-    tl.store(lse_ptr + (i_b * h_q + i_h) * s_q + i_s, lse2 / 1.4426950408889634)
+    tl.store(lse_ptr + (i_b * h_q + i_h) * s_q + i_s, lse2 * _LN2)
 
 
 # ---------------------------------------------------------------------------------------
-# Host side: checks, configuration, launch
+# Version 4: planned -- persistent programs walk a plan's segments (FlashMLA's scheduler)
 # ---------------------------------------------------------------------------------------
 
-_SM_COUNT = {}
+@triton.jit
+def _planned_kernel(q_ptr, kv_ptr, bt_ptr, seqlens_ptr, seg_ptr, part_ptr, out_ptr, lse_ptr,
+                    o_part_ptr, lse_part_ptr, h_q, s_q, stride_bt, stride_row, qk_scale_log2,
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PAGE: tl.constexpr,
+                    CAUSAL: tl.constexpr, IS_FP8: tl.constexpr, DTYPE: tl.constexpr, KV_STAGES: tl.constexpr):
+    """Grid (row_blocks, num_parts): row block fastest, so the row blocks of one part run
+    together on the same keys. Part p runs segments part_start[p] .. part_start[p+1]-1,
+    each (sequence, first token, end token, slot): slot -1 writes out/lse, else a partial."""
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    part = tl.program_id(1)
+    n_rows = s_q * h_q
+    row_ok = rows < n_rows
+    seg_lo = tl.load(part_ptr + part)
+    seg_hi = tl.load(part_ptr + part + 1)
+    for j in range(seg_lo, seg_hi):
+        i_b = tl.load(seg_ptr + j * 4)
+        lo = tl.load(seg_ptr + j * 4 + 1)
+        hi = tl.load(seg_ptr + j * 4 + 2)
+        slot = tl.load(seg_ptr + j * 4 + 3)
+        seqlen = tl.load(seqlens_ptr + i_b)
+        n_visible = _row_limits(rows, row_ok, seqlen, h_q, s_q, CAUSAL)
+        q_lat, q_rope = _load_q_block(q_ptr, i_b, rows, row_ok, n_rows, DTYPE)
+        acc, m_i, l_i = _attend_range(q_lat, q_rope, kv_ptr, bt_ptr + i_b.to(tl.int64) * stride_bt, stride_row,
+                                      lo, hi, n_visible, qk_scale_log2, BLOCK_M, BLOCK_N, PAGE, IS_FP8, DTYPE,
+                                      KV_STAGES)
+        if slot < 0:
+            _store_final(out_ptr, lse_ptr, i_b, rows, row_ok, h_q, s_q, acc, m_i, l_i)
+        else:
+            _store_partial(o_part_ptr, lse_part_ptr, slot, rows, row_ok, n_rows, acc, m_i, l_i)
 
 
-def _sm_count(device) -> int:
-    if device.type != "cuda":
-        return 132  # the interpreter has no SMs; an H100/H200's count keeps the heuristic testable
-    idx = device.index if device.index is not None else torch.cuda.current_device()
-    if idx not in _SM_COUNT:
-        _SM_COUNT[idx] = torch.cuda.get_device_properties(idx).multi_processor_count
-    return _SM_COUNT[idx]
+# ---------------------------------------------------------------------------------------
+# Host side: checks, configuration, one table of per-version launchers
+# ---------------------------------------------------------------------------------------
+
+@dataclass
+class Launch:
+    """One kernel launch: kernel[grid](**args, **constexprs, num_warps=..., num_stages=...).
+    The compile report compiles exactly these (kernels/compile_report.py)."""
+    label: str
+    kernel: object
+    grid: tuple
+    args: dict
+    constexprs: dict
+    num_warps: int
+    num_stages: int = 1
+
+    def __call__(self):
+        self.kernel[self.grid](**self.args, **self.constexprs, num_warps=self.num_warps, num_stages=self.num_stages)
+
+
+@dataclass
+class Call:
+    """One mla_decode_with_kvcache call, checked. gpu=True builds the configuration a GPU
+    launch ships (the compile report uses it on CPU tensors)."""
+    q: torch.Tensor  # [b, s_q, h_q, 576]
+    kv_cache: torch.Tensor  # [num_blocks, page, 1, 576] or uint8 [..., 656]
+    block_table: torch.Tensor  # [b, max_blocks] int32
+    cache_seqlens: torch.Tensor  # [b] int32
+    out: torch.Tensor  # [b, s_q, h_q, 512]
+    lse: torch.Tensor  # [b, h_q, s_q] fp32
+    causal: bool
+    is_fp8: bool
+    qk_scale_log2: float
+    options: dict
+    gpu: bool
+    b: int = field(init=False)
+    s_q: int = field(init=False)
+    h_q: int = field(init=False)
+    page: int = field(init=False)
+
+    def __post_init__(self):
+        self.b, self.s_q, self.h_q = self.q.shape[:3]
+        self.page = self.kv_cache.shape[1]
+
+    @property
+    def n_rows(self):
+        return self.s_q * self.h_q
+
+    @property
+    def dtype(self):
+        # The interpreter runs bf16 dots on raw bit patterns: compute in fp32 there only.
+        if not self.gpu:
+            return tl.float32
+        return tl.bfloat16 if self.q.dtype == torch.bfloat16 else tl.float16
+
+    def common_args(self):
+        return dict(q_ptr=self.q, kv_ptr=self.kv_cache, bt_ptr=self.block_table, seqlens_ptr=self.cache_seqlens,
+                    h_q=self.h_q, s_q=self.s_q, stride_bt=self.block_table.stride(0),
+                    stride_row=self.kv_cache.stride(1), qk_scale_log2=self.qk_scale_log2)
+
+    def common_constexprs(self):
+        return dict(PAGE=self.page, CAUSAL=bool(self.causal), IS_FP8=bool(self.is_fp8))
+
+    def take(self, name, default):
+        return self.options.pop(name, default)
 
 
 def default_block_m(s_q: int, h_q: int) -> int:
@@ -285,16 +413,15 @@ def default_block_m(s_q: int, h_q: int) -> int:
 
 
 def default_launch(block_m: int, is_fp8: bool = False):
-    """(BLOCK_N, num_warps, num_stages) shipped for a BLOCK_M on a GPU.
+    """(BLOCK_N, num_warps, num_stages) shipped for a BLOCK_M on a GPU (versions 2-4).
 
     Chosen from sm_90 compiles (python -m kernels.compile_report), not from timings --
     no GPU run has tuned them yet. Registers are the limit: the fp32 accumulator
-    [BLOCK_M, 512] alone is 128 registers per thread at BLOCK_M=64 over 8 warps. A wider
-    KV tile (BLOCK_N=32) halves how often that accumulator is rescaled per key, and costs
-    about 100 bytes of spills at BLOCK_M=64; FP8 tiles, dequantized in registers, stay at
-    16 rows below BLOCK_M=64. BLOCK_M=64 is the first size whose dots compile to Hopper's
-    wgmma (smaller ones use mma.sync). num_stages=2: the next KV tile's cp.async copy
-    overlaps this tile's math."""
+    [BLOCK_M, 512] alone is 128 registers per thread at BLOCK_M=64 over 8 warps. FP8
+    tiles, dequantized in registers, stay at 16 rows below BLOCK_M=64. BLOCK_M=64 is the
+    first size whose dots compile to Hopper's wgmma (smaller ones use mma.sync). Whether
+    the next tile's copies overlap this tile's MMAs is read off the SASS by the compile
+    report, not assumed here."""
     if block_m <= 32:
         return (16 if is_fp8 else 32), (4 if block_m <= 16 else 8), 2
     return 32, 8, 2
@@ -302,18 +429,142 @@ def default_launch(block_m: int, is_fp8: bool = False):
 
 def default_num_splits(b: int, s_q: int, h_q: int, max_seqlen_bound: int, num_sms: int,
                        block_m: int | None = None, block_n: int = 64, min_tiles_per_split: int = 4) -> int:
-    """How many pieces to cut each sequence's keys into.
-
-    Aim for about two programs per SM over the whole grid (b * row blocks * splits),
-    but keep at least min_tiles_per_split KV tiles per split, so that a split's
-    fixed cost (loading q, writing a 512-wide partial row) stays small next to its
-    loop. max_seqlen_bound is an upper bound on the longest sequence (the host uses
-    block_table width * page size, which needs no device sync)."""
+    """Version 3's split count (mlacourse.schedule.legacy_num_splits): about two programs
+    per SM over the grid, at least min_tiles_per_split KV tiles per split, at most 64.
+    max_seqlen_bound bounds the longest sequence (block_table width * page size: no sync)."""
+    from mlacourse.schedule import legacy_num_splits
     block_m = block_m or default_block_m(s_q, h_q)
-    programs = b * triton.cdiv(s_q * h_q, block_m)
-    want = triton.cdiv(2 * num_sms, programs)
-    most = max(1, triton.cdiv(max_seqlen_bound, block_n * min_tiles_per_split))
-    return int(max(1, min(want, most, 64)))
+    return legacy_num_splits(b, s_q, h_q, max_seqlen_bound, num_sms, block_m, block_n, min_tiles_per_split)
+
+
+def _tile_options(call: Call, block_m=None, max_block_n=None):
+    """BLOCK_M, BLOCK_N, num_warps, num_stages for versions 2-4 (options override)."""
+    block_m = call.take("block_m", block_m or default_block_m(call.s_q, call.h_q))
+    d_bn, d_warps, d_stages = default_launch(block_m, call.is_fp8)
+    d_bn = d_bn if call.gpu else 64  # interpreter: wide tiles, fewer steps
+    block_n = call.take("block_n", min(d_bn, max_block_n or d_bn))
+    _check_tile("block_m", block_m)
+    _check_tile("block_n", block_n)
+    return block_m, block_n, call.take("num_warps", d_warps), call.take("num_stages", d_stages)
+
+
+def _launch_naive(call: Call):
+    block_n = call.take("block_n", 16)
+    _check_tile("block_n", block_n)
+    num_warps = call.take("num_warps", 4)
+    return [Launch("naive", _naive_kernel, (call.n_rows, call.b),
+                   dict(call.common_args(), out_ptr=call.out, lse_ptr=call.lse),
+                   dict(call.common_constexprs(), BLOCK_N=block_n), num_warps)]
+
+
+def _launch_tiled(call: Call):
+    block_m, block_n, warps, stages = _tile_options(call)
+    return [Launch(f"tiled BLOCK_M={block_m}", _tiled_kernel, (triton.cdiv(call.n_rows, block_m), call.b),
+                   dict(call.common_args(), out_ptr=call.out, lse_ptr=call.lse),
+                   dict(call.common_constexprs(), BLOCK_M=block_m, BLOCK_N=block_n, DTYPE=call.dtype,
+                        KV_STAGES=stages), warps, stages)]
+
+
+def _combine_launch(call: Call, o_part, lse_part, combine, max_count):
+    return Launch("combine", _combine_kernel, (call.n_rows, combine.shape[0]),
+                  dict(o_part_ptr=o_part, lse_part_ptr=lse_part, combine_ptr=combine, out_ptr=call.out,
+                       lse_ptr=call.lse, h_q=call.h_q, s_q=call.s_q),
+                  dict(SPLITS_P2=triton.next_power_of_2(max(1, max_count))), 4)
+
+
+def _launch_splitkv(call: Call):
+    block_m, block_n, warps, stages = _tile_options(call)
+    num_splits = call.take("num_splits", None)
+    if num_splits is None:
+        num_splits = default_num_splits(call.b, call.s_q, call.h_q, call.block_table.shape[1] * call.page,
+                                        sm_count(call.q.device), block_m, block_n)
+    if num_splits < 1:
+        raise ValueError(f"num_splits must be >= 1, got {num_splits}")
+    dev = call.q.device
+    o_part = torch.empty(call.b * num_splits, call.n_rows, D_LATENT, dtype=torch.float32, device=dev)
+    lse_part = torch.empty(call.b * num_splits, call.n_rows, dtype=torch.float32, device=dev)
+    seqs = torch.arange(call.b, dtype=torch.int32)
+    combine = torch.stack([seqs, seqs * num_splits, torch.full_like(seqs, num_splits)], 1).to(dev)  # every sequence
+    return [Launch(f"splitkv BLOCK_M={block_m}", _splitkv_kernel,
+                   (triton.cdiv(call.n_rows, block_m), call.b, num_splits),
+                   dict(call.common_args(), o_part_ptr=o_part, lse_part_ptr=lse_part, num_splits=num_splits),
+                   dict(call.common_constexprs(), BLOCK_M=block_m, BLOCK_N=block_n, DTYPE=call.dtype,
+                        KV_STAGES=stages), warps, stages),
+            _combine_launch(call, o_part, lse_part, combine, num_splits)]
+
+
+def _get_plan(call: Call, plan, block_m: int, block_n: int) -> DecodePlan:
+    num_sms = call.take("num_sms", None)
+    if plan is None:
+        plan = mla_decode_plan(call.cache_seqlens, call.h_q, call.s_q, num_sms, block_m=block_m, block_n=block_n)
+    elif num_sms is not None:
+        raise TypeError("pass either plan= or num_sms=, not both (a plan already fixes its SM count)")
+    plan.check(call.b, call.s_q, call.h_q, call.q.device)
+    if plan.block_m != block_m:
+        raise ValueError(f"the plan was made for block_m={plan.block_m}, the launch uses block_m={block_m}")
+    return plan
+
+
+def _partials(call: Call, plan: DecodePlan):
+    dev = call.q.device
+    o_part = torch.empty(max(1, plan.num_slots), call.n_rows, D_LATENT, dtype=torch.float32, device=dev)
+    lse_part = torch.empty(max(1, plan.num_slots), call.n_rows, dtype=torch.float32, device=dev)
+    return o_part, lse_part
+
+
+def _launch_planned(call: Call):
+    plan = call.take("plan", None)
+    block_m, block_n, warps, stages = _tile_options(call, plan.block_m if plan is not None else None,
+                                                    plan.block_n if plan is not None else None)
+    plan = _get_plan(call, plan, block_m, call.take("plan_block_n", 64))
+    if plan.block_n % block_n:
+        raise ValueError(f"block_n={block_n} must divide the plan's block_n={plan.block_n} (pieces start on tiles)")
+    o_part, lse_part = _partials(call, plan)
+    launches = [Launch(f"planned BLOCK_M={block_m}", _planned_kernel, (plan.row_blocks, plan.num_parts),
+                       dict(call.common_args(), seg_ptr=plan.segments, part_ptr=plan.part_start, out_ptr=call.out,
+                            lse_ptr=call.lse, o_part_ptr=o_part, lse_part_ptr=lse_part),
+                       dict(call.common_constexprs(), BLOCK_M=block_m, BLOCK_N=block_n, DTYPE=call.dtype,
+                            KV_STAGES=stages), warps, stages)]
+    if plan.combine.shape[0]:  # only sequences that a share boundary cut
+        launches.append(_combine_launch(call, o_part, lse_part, plan.combine,
+                                        int(plan.host.combine[:, 2].max())))
+    return launches
+
+
+def _launch_gluon(call: Call):
+    from . import gluon_decode
+    block_m = call.take("block_m", 64)
+    plan = _get_plan(call, call.take("plan", None), block_m, call.take("plan_block_n", 64))
+    o_part, lse_part = _partials(call, plan)
+    launches = gluon_decode.launches(call, plan, o_part, lse_part)
+    if plan.combine.shape[0]:
+        launches.append(_combine_launch(call, o_part, lse_part, plan.combine, int(plan.host.combine[:, 2].max())))
+    return launches
+
+
+@dataclass(frozen=True)
+class Version:
+    number: int
+    name: str
+    launch: Callable[[Call], list]  # the launches for one call
+    summary: str
+    status: str  # what has been checked, in words
+    interpreter: bool = True  # runs in Triton's CPU interpreter
+
+
+_TESTED = "tested in Triton's CPU interpreter; compiled for sm_90; not yet timed on a GPU"
+# One table: a new version is one launcher function and one row here (kernels/README.md).
+VERSION_TABLE = {v.name: v for v in [
+    Version(1, "naive", _launch_naive, "one program per query row, vector FMAs", _TESTED),
+    Version(2, "tiled", _launch_tiled, "BLOCK_M query rows share each KV tile (tensor cores)", _TESTED),
+    Version(3, "splitkv", _launch_splitkv, "tiled + one split count for all sequences, LSE combine", _TESTED),
+    Version(4, "planned", _launch_planned, "persistent programs over a balanced plan; combine only split sequences",
+            _TESTED),
+    Version(5, "gluon", _launch_gluon, "Hopper Gluon: TMA page tiles, mbarrier pipeline, two warpgroups",
+            "compiled, not yet run on a GPU", interpreter=False),
+]}
+VERSIONS = tuple(VERSION_TABLE)
+DEFAULT_VERSION = "planned"
 
 
 def _check(q, kv_cache, block_table, cache_seqlens, head_dim_v, is_fp8_kvcache):
@@ -340,6 +591,10 @@ def _check(q, kv_cache, block_table, cache_seqlens, head_dim_v, is_fp8_kvcache):
         what = "FP8 rows (uint8, 656 bytes each)" if is_fp8_kvcache else f"{q.dtype} rows of {D_K} (q's dtype)"
         raise TypeError(f"kv_cache must hold {what}, got {kv_cache.dtype} with last dim {d_kv}"
                         + ("" if is_fp8_kvcache or kv_cache.dtype != torch.uint8 else "; pass is_fp8_kvcache=True"))
+    if is_fp8_kvcache and kv_cache.data_ptr() % 16:
+        raise ValueError(f"an FP8 kv_cache must start at a 16-byte aligned address (its float32 scales and bf16 "
+                         f"rope are read through wider pointers; a GPU faults on misaligned ones), got data_ptr() % 16 "
+                         f"= {kv_cache.data_ptr() % 16}: pass a fresh tensor or .clone() it")
     if page < 16 or page > 256 or page & (page - 1):
         raise ValueError(f"page_block_size must be a power of two in 16..256, got {page}")
     if block_table.dtype != torch.int32 or block_table.dim() != 2 or block_table.shape[0] != b:
@@ -354,81 +609,49 @@ def _check(q, kv_cache, block_table, cache_seqlens, head_dim_v, is_fp8_kvcache):
     devs = {t.device for t in (q, kv_cache, block_table, cache_seqlens)}
     if len(devs) != 1:
         raise ValueError(f"all inputs must be on one device, got {sorted(str(x) for x in devs)}")
-    return b, s_q, h_q, page
+
+
+def prepare(q, kv_cache, block_table, cache_seqlens, head_dim_v=D_LATENT, softmax_scale=None, causal=False,
+            is_fp8_kvcache=False, gpu=None, **options):
+    """Check the inputs and build the launches of one call, without running them.
+    Returns (version, launches, out, lse)."""
+    version = options.pop("version", DEFAULT_VERSION)
+    if version not in VERSION_TABLE:
+        raise ValueError(f"version must be one of {VERSIONS}, got {version!r}")
+    _check(q, kv_cache, block_table, cache_seqlens, head_dim_v, is_fp8_kvcache)
+    scale = softmax_scale if softmax_scale is not None else D_K ** -0.5
+    b, s_q, h_q = q.shape[:3]
+    out = torch.empty(b, s_q, h_q, D_LATENT, dtype=q.dtype, device=q.device)
+    lse = torch.empty(b, h_q, s_q, dtype=torch.float32, device=q.device)
+    call = Call(q, kv_cache, block_table, cache_seqlens, out, lse, bool(causal), bool(is_fp8_kvcache),
+                float(scale) * LOG2E, options, (not _interpreting()) if gpu is None else gpu)
+    launches = VERSION_TABLE[version].launch(call) if b else []
+    if options:
+        raise TypeError(f"unknown option(s) for version {version!r}: {sorted(options)}")
+    return VERSION_TABLE[version], launches, out, lse
 
 
 def mla_decode_with_kvcache(q, kv_cache, block_table, cache_seqlens, head_dim_v=D_LATENT, softmax_scale=None,
                             causal=False, is_fp8_kvcache=False, **options):
     """Paged MLA decode, FlashMLA's calling convention. Returns (out, lse).
 
-    options:
-      version      "naive" | "tiled" | "splitkv" (default)
+    out [b, s_q, h_q, 512] in q's dtype; lse [b, h_q, s_q] float32, natural log, -inf for
+    rows that see no key (FlashMLA: +inf). options:
+      version      "naive" | "tiled" | "splitkv" | "planned" (default) | "gluon" (Hopper GPU only)
+      plan         a kernels.plan.mla_decode_plan(...) for this batch (planned, gluon; made here if absent)
+      num_sms      SMs to plan for when no plan is given (default: the device's)
       num_splits   split-KV pieces per sequence (splitkv; default: default_num_splits)
       block_m, block_n, num_warps, num_stages   tile shape and launch overrides
-    Not checked (it would need a device sync): cache_seqlens[i] <= max_blocks * page_block_size.
-    """
-    version = options.pop("version", "splitkv")
-    if version not in VERSIONS:
-        raise ValueError(f"version must be one of {VERSIONS}, got {version!r}")
-    b, s_q, h_q, page = _check(q, kv_cache, block_table, cache_seqlens, head_dim_v, is_fp8_kvcache)
-    scale = softmax_scale if softmax_scale is not None else D_K ** -0.5
-    qk_scale_log2 = float(scale) * LOG2E
-    interp = _interpreting()
-    # The interpreter runs bf16 dots on raw bit patterns: compute in fp32 there only.
-    dtype = tl.float32 if interp else (tl.bfloat16 if q.dtype == torch.bfloat16 else tl.float16)
-    n_rows = s_q * h_q
-    out = torch.empty(b, s_q, h_q, D_LATENT, dtype=q.dtype, device=q.device)
-    lse = torch.empty(b, h_q, s_q, dtype=torch.float32, device=q.device)
-    stride_row = kv_cache.stride(1)  # elements (or bytes for FP8) from one token's row to the next
-    common = dict(PAGE=page, CAUSAL=bool(causal), IS_FP8=bool(is_fp8_kvcache))
-    if b == 0:
-        return out, lse
-    if version == "naive":
-        block_n = options.pop("block_n", 16)
-        _check_tile("block_n", block_n)
-        launch = dict(num_warps=options.pop("num_warps", 4))
-        _no_more_options(options, version)
-        _naive_kernel[(b, n_rows)](q, kv_cache, block_table, cache_seqlens, out, lse,
-                                   h_q, s_q, block_table.stride(0), stride_row, qk_scale_log2,
-                                   BLOCK_N=block_n, **common, **launch)
-        return out, lse
-    block_m = options.pop("block_m", default_block_m(s_q, h_q))
-    d_bn, d_warps, d_stages = default_launch(block_m, is_fp8_kvcache)
-    block_n = options.pop("block_n", 64 if interp else d_bn)  # wide tiles: fewer interpreted steps
-    _check_tile("block_m", block_m)
-    _check_tile("block_n", block_n)
-    launch = dict(num_warps=options.pop("num_warps", d_warps), num_stages=options.pop("num_stages", d_stages))
-    grid_m = triton.cdiv(n_rows, block_m)
-    if version == "tiled":
-        _no_more_options(options, version)
-        _tiled_kernel[(b, grid_m)](q, kv_cache, block_table, cache_seqlens, out, lse,
-                                   h_q, s_q, block_table.stride(0), stride_row, qk_scale_log2,
-                                   BLOCK_M=block_m, BLOCK_N=block_n, DTYPE=dtype,
-                                   KV_STAGES=launch["num_stages"], **common, **launch)
-        return out, lse
-    num_splits = options.pop("num_splits", None)
-    _no_more_options(options, version)
-    if num_splits is None:
-        num_splits = default_num_splits(b, s_q, h_q, block_table.shape[1] * page, _sm_count(q.device),
-                                        block_m, block_n)
-    if num_splits < 1:
-        raise ValueError(f"num_splits must be >= 1, got {num_splits}")
-    o_part = torch.empty(b, num_splits, n_rows, D_LATENT, dtype=torch.float32, device=q.device)
-    lse_part = torch.empty(b, num_splits, n_rows, dtype=torch.float32, device=q.device)
-    _splitkv_kernel[(b, grid_m, num_splits)](q, kv_cache, block_table, cache_seqlens, o_part, lse_part,
-                                             h_q, s_q, block_table.stride(0), stride_row, qk_scale_log2,
-                                             num_splits, BLOCK_M=block_m, BLOCK_N=block_n, DTYPE=dtype,
-                                             KV_STAGES=launch["num_stages"], **common, **launch)
-    _combine_kernel[(b, n_rows)](o_part, lse_part, out, lse, h_q, s_q, num_splits,
-                                 SPLITS_P2=triton.next_power_of_2(num_splits), num_warps=4)
+    Not checked (it would need a device sync): cache_seqlens[i] <= max_blocks * page_block_size."""
+    version, launches, out, lse = prepare(q, kv_cache, block_table, cache_seqlens, head_dim_v, softmax_scale,
+                                          causal, is_fp8_kvcache, **options)
+    if launches and not version.interpreter and _interpreting():
+        raise RuntimeError(f"version {version.name!r} has no CPU interpreter (Gluon); it needs a Hopper GPU")
+    for launch in launches:
+        launch()
     return out, lse
 
 
 def _check_tile(name, value):
     if value < 16 or value & (value - 1):
         raise ValueError(f"{name} must be a power of two >= 16 (tl.dot's smallest tile), got {value}")
-
-
-def _no_more_options(options, version):
-    if options:
-        raise TypeError(f"unknown option(s) for version {version!r}: {sorted(options)}")

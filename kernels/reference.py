@@ -7,14 +7,14 @@ mlacourse.fp8 (an implementation independent of kernels.fp8), and computes in fl
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from mlacourse import fp8 as np_fp8
 
-D_LATENT, D_ROPE = 512, 64
-D_K = D_LATENT + D_ROPE
+from .dims import D_K, D_LATENT
 
 
 def gather_sequence(kv_cache, block_table, cache_seqlens, i: int, is_fp8_kvcache: bool = False):
@@ -85,14 +85,43 @@ def reference_decode_padded(q, kv_cache, block_table, cache_seqlens, head_dim_v=
     return out.to(q.dtype), lse.float()
 
 
-def compare(name, got, ref, atol, rtol):
-    """FlashMLA-style check. Returns (ok, message): max abs/rel error and where,
-    N of M elements within |got-ref| <= atol + rtol*|ref|, cosine difference.
-    -inf in ref must be -inf in got; NaN never passes."""
+@dataclass
+class Comparison:
+    """The numbers of one FlashMLA-style check (kernels.reference.compare)."""
+    name: str
+    ok: bool  # every element within atol + rtol*|ref|, infinities matched, no NaN
+    n_ok: int  # elements within tolerance
+    n: int  # elements
+    max_abs: float  # largest |got - ref| (inf where an infinity or NaN does not match)
+    where: tuple  # index of max_abs
+    got_at: float  # got[where]
+    ref_at: float  # ref[where]
+    max_rel: float  # largest |got - ref| / |ref| over finite ratios
+    cos_diff: float  # 1 - 2<g, r> / (|g|^2 + |r|^2) over finite pairs
+    atol: float
+    rtol: float
+
+    @property
+    def message(self) -> str:
+        if self.n == 0:
+            return f"{self.name}: empty"
+        return (f"{self.name}: {'ok' if self.ok else 'MISMATCH'}; max abs err {self.max_abs:.3e} at {self.where} "
+                f"(got {self.got_at:.6g}, expected {self.ref_at:.6g}); max rel err {self.max_rel:.3e}; "
+                f"tolerance atol={self.atol:g} rtol={self.rtol:g}; {self.n_ok} of {self.n} elements within "
+                f"tolerance; cosine difference {self.cos_diff:.3e}")
+
+    def __str__(self):
+        return self.message
+
+
+def compare(name, got, ref, atol, rtol) -> Comparison:
+    """FlashMLA-style check of got against ref: elementwise |got-ref| <= atol + rtol*|ref|,
+    -inf in ref must be -inf in got (and +inf +inf), NaN never passes. Returns the numbers
+    (a Comparison); its .message is the failure text."""
     got64 = got.detach().to(torch.float64).cpu()
     ref64 = ref.detach().to(torch.float64).cpu()
     if got64.shape != ref64.shape:
-        return False, f"{name}: shape {tuple(got64.shape)}, expected {tuple(ref64.shape)}"
+        raise ValueError(f"{name}: shape {tuple(got64.shape)}, expected {tuple(ref64.shape)}")
     inf_ref, inf_got = torch.isinf(ref64), torch.isinf(got64)
     same_inf = inf_ref & inf_got & (torch.sign(ref64) == torch.sign(got64))
     g = torch.where(same_inf, torch.zeros_like(got64), got64)
@@ -102,17 +131,13 @@ def compare(name, got, ref, atol, rtol):
     ok_el = err <= atol + rtol * r.abs()
     n_ok, n = int(ok_el.sum()), ok_el.numel()
     if n == 0:
-        return True, f"{name}: empty"
+        return Comparison(name, True, 0, 0, 0.0, (), 0.0, 0.0, 0.0, 0.0, atol, rtol)
     rel = err / r.abs().clamp_min(1e-30)
-    worst = np.unravel_index(int(torch.argmax(err)), tuple(err.shape))
+    worst = tuple(int(x) for x in np.unravel_index(int(torch.argmax(err)), tuple(err.shape)))
     fin = torch.isfinite(g) & torch.isfinite(r)
     gf, rf = torch.where(fin, g, 0.0).flatten(), torch.where(fin, r, 0.0).flatten()
     denom = float((gf * gf).sum() + (rf * rf).sum())
     cos_diff = 1 - 2 * float((gf * rf).sum()) / denom if denom > 0 else 0.0
-    ok = n_ok == n
-    msg = (f"{name}: {'ok' if ok else 'MISMATCH'}; max abs err {float(err.max()):.3e} at {tuple(int(x) for x in worst)} "
-           f"(got {float(got64[worst]):.6g}, expected {float(ref64[worst]):.6g}); "
-           f"max rel err {float(rel[torch.isfinite(rel)].max()) if torch.isfinite(rel).any() else 0.0:.3e}; "
-           f"tolerance atol={atol:g} rtol={rtol:g}; {n_ok} of {n} elements within tolerance; "
-           f"cosine difference {cos_diff:.3e}")
-    return ok, msg
+    max_rel = float(rel[torch.isfinite(rel)].max()) if torch.isfinite(rel).any() else 0.0
+    return Comparison(name, n_ok == n, n_ok, n, float(err.max()), worst, float(got64[worst]), float(ref64[worst]),
+                      max_rel, cos_diff, atol, rtol)

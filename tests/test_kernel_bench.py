@@ -29,19 +29,31 @@ def test_work_matches_flashmla_formula():
     assert nbytes - nbytes8 == (1152 - 656) * lens.sum()
 
 
-def test_lengths_are_clipped_varlen():
-    lens = bench.draw_lengths(np.random.default_rng(0), 128, 8192, 2)
-    assert lens.min() >= 2 and lens.max() <= 2 * 8192 and len(set(lens.tolist())) > 100
-    assert abs(lens.mean() - 8192) < 1200
+def test_lengths_flashmla_unclipped_and_clipped():
+    lens = bench.draw_lengths(np.random.default_rng(0), 4096, 8192, 2)  # FlashMLA's draw, the default
+    assert lens.min() >= 2 and lens.max() > 2 * 8192 and len(set(lens.tolist())) > 1000
+    assert abs(lens.mean() - 8192) < 300
+    clipped = bench.draw_lengths(np.random.default_rng(0), 128, 8192, 2, "clipped")
+    assert clipped.min() >= 2 and clipped.max() <= 2 * 8192 and len(set(clipped.tolist())) > 100
+    assert bench.parse_args([]).lengths == "flashmla"
+
+
+def test_kernel_time_from_the_profiler_on_cpu():
+    """The profiler path runs (on a GPU it sums CUDA kernel times; here CPU operator times)."""
+    import torch
+    a = torch.randn(256, 256)
+    ms = bench.kernel_time_ms(lambda: a @ a, reps=3, device="cpu")
+    assert 0 < ms < 1000
 
 
 def test_markdown_and_roofline_with_fake_timings(tmp_path):
     rows = []
     for v, ms in (("tiled", 2.0), ("splitkv", 1.0), ("naive", None)):
         flop, nbytes = bench.work([8192] * 128, 1, 128, "bf16")
-        r = dict(cache="bf16", s_k_mean=8192.0, s_q=1, h_q=128, version=v, flop=flop, bytes=nbytes, ms=ms)
+        r = dict(cache="bf16", s_k_mean=8192.0, s_k_max=16000, s_q=1, h_q=128, version=v, flop=flop, bytes=nbytes,
+                 ms=ms)
         if ms is not None:
-            r.update(tflops=flop / ms / 1e9, tbs=nbytes / ms / 1e9, check="1.0e-03")
+            r.update(kernel_ms=ms, tflops=flop / ms / 1e9, tbs=nbytes / ms / 1e9, check="1.0e-03")
         else:
             r["note"] = "skipped (use --all)"
         rows.append(r)
@@ -49,7 +61,7 @@ def test_markdown_and_roofline_with_fake_timings(tmp_path):
                 command="python kernels/bench.py --quick")
     md = bench.render_markdown(meta, rows)
     # 2*128*8192*128*1088 FLOP = 292.06e9 FLOP, in 1 ms: 292.1 TFLOPS
-    assert "| bf16 | 8192 | 1 | 128 | splitkv | 1.000 | 292.1 |" in md, md
+    assert "| bf16 | 8192 | 16000 | 1 | 128 | splitkv | 1.000 | 1.000 | 292.1 |" in md, md
     assert "| naive | not run |" in md and "FAKE GPU" in md and "Targets (not results)" in md
     png = tmp_path / "roof.png"
     bench.plot_roofline(rows, bench.gpu_key("NVIDIA H200"), str(png))
@@ -88,19 +100,28 @@ def test_run_smoke_on_cpu(tmp_path, monkeypatch):
     """The whole run() pipeline on CPU in Triton's interpreter: tiny cases, a fake timer
     (1 ms), output into tmp_path. Checks plumbing, not speed."""
     args = bench.parse_args(["--b", "2", "--out", str(tmp_path / "B.md")])
-    calls = []
+    calls, kernel_calls = [], []
 
     def fake_timer(fn):
         fn()
         calls.append(1)
         return 1.0
 
+    def fake_kernel_timer(fn):
+        kernel_calls.append(1)
+        return 0.5
+
     monkeypatch.setattr(bench, "SLOW_FROM_SK", 100)  # stands in for 16K: skip naive/torch from mean s_k 100
     import torch
     device = "cuda" if torch.cuda.is_available() else "cpu"  # CPU: Triton's interpreter (conftest)
-    rows = bench.run(args, device=device, timer=fake_timer, cases=[("bf16", 40, 1, 16), ("fp8", 40, 1, 16),
-                                                                    ("bf16", 120, 2, 16)])
-    assert len(calls) == 4 * 2 + 2  # 4 versions on two cases, then only tiled and splitkv
+    rows = bench.run(args, device=device, timer=fake_timer, kernel_timer=fake_kernel_timer,
+                     cases=[("bf16", 40, 1, 16), ("fp8", 40, 1, 16), ("bf16", 120, 2, 16)])
+    # naive, tiled, splitkv, planned and torch side by side on two cases, then without naive and
+    # torch; gluon is "not run" on a CPU
+    assert len(calls) == len(kernel_calls) == 5 * 2 + 3
+    assert {r["version"] for r in rows} == set(bench.versions()) | {"torch"}
+    assert all(r["ms"] is None for r in rows if r["version"] == "gluon")
+    assert all(r["tflops"] == r["flop"] / 0.5 / 1e9 for r in rows if r["ms"]), "rates from the kernel time"
     timed = [r for r in rows if r["ms"] is not None and r["version"] != "torch"]
     assert all("FAIL" not in r["check"] for r in timed), [r["check"] for r in timed]
     text = (tmp_path / "B.md").read_text()

@@ -1,0 +1,94 @@
+"""mla_decode_plan: the schedule of one decode batch, computed once and reused by every
+layer (FlashMLA's get_mla_metadata plays this role).
+
+The arithmetic is mlacourse.schedule.plan_decode (numpy); this module puts its tables on
+the device in the layout the planned kernels read:
+
+  segments    [n_seg, 4] int32   (sequence, first token, end token, partial slot or -1)
+  part_start  [num_parts + 1] int32   part p runs segments part_start[p] .. part_start[p+1]-1
+  combine     [n_split, 3] int32  (sequence, first slot, slots) for sequences cut into pieces
+
+A segment with slot -1 is a whole sequence: its program writes out and lse directly. The
+pieces of a split sequence write normalized partial rows to slots base..base+n-1, which
+the combine kernel merges by their log-sum-exps. The plan reads cache_seqlens on the host
+(one device-to-host copy per batch, not per layer)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from mlacourse.schedule import FIXED_OVERHEAD_BLOCKS, Plan, plan_decode
+
+PLAN_BLOCK_M = 64  # query rows per program of the planned kernels
+PLAN_BLOCK_N = 64  # the planner's unit of work, in keys (FlashMLA's page and KV tile)
+
+
+@dataclass
+class DecodePlan:
+    b: int
+    s_q: int
+    h_q: int
+    block_m: int
+    block_n: int
+    num_parts: int
+    row_blocks: int
+    num_slots: int
+    segments: torch.Tensor  # [n_seg, 4] int32
+    part_start: torch.Tensor  # [num_parts + 1] int32
+    combine: torch.Tensor  # [n_split, 3] int32
+    host: Plan  # the numpy plan (work per part, for reports)
+
+    def check(self, b: int, s_q: int, h_q: int, device):
+        if (self.b, self.s_q, self.h_q) != (b, s_q, h_q):
+            raise ValueError(f"this plan was made for b={self.b}, s_q={self.s_q}, h_q={self.h_q}; the call has "
+                             f"b={b}, s_q={s_q}, h_q={h_q}: make one plan per batch shape with mla_decode_plan")
+        if self.segments.device != torch.device(device) and not (self.segments.device.type == "cuda" ==
+                                                                  torch.device(device).type):
+            raise ValueError(f"plan tensors are on {self.segments.device}, the inputs on {device}")
+
+
+def mla_decode_plan(cache_seqlens, h_q: int, s_q: int = 1, num_sms: int | None = None,
+                    block_m: int | None = None, block_n: int = PLAN_BLOCK_N,
+                    overhead: int = FIXED_OVERHEAD_BLOCKS) -> DecodePlan:
+    """Plan one decode batch. cache_seqlens [b] int32 (any device); num_sms defaults to
+    the device's SM count (132 on CPU, an H100/H200's, so the interpreter runs the GPU plan);
+    block_m (query rows per program) defaults to the kernels' choice: all s_q*h_q rows, at
+    least 16, at most 64."""
+    if not isinstance(cache_seqlens, torch.Tensor) or cache_seqlens.dim() != 1:
+        raise TypeError("cache_seqlens must be a 1-D torch tensor [b]")
+    device = cache_seqlens.device
+    if block_m is None:
+        block_m = max(16, min(PLAN_BLOCK_M, 1 << max(0, s_q * h_q - 1).bit_length()))
+    if num_sms is None:
+        num_sms = sm_count(device)
+    if num_sms < 1:
+        raise ValueError(f"num_sms must be >= 1, got {num_sms}")
+    lens = cache_seqlens.detach().to("cpu", torch.int64).numpy()
+    p = plan_decode(lens, h_q, s_q, num_sms, block_n=block_n, block_m=block_m, overhead=overhead)
+    seg = p.segments.copy()
+    tokens = np.empty_like(seg)
+    tokens[:, 0] = seg[:, 0]
+    tokens[:, 1] = seg[:, 1] * block_n
+    tokens[:, 2] = np.minimum(seg[:, 2] * block_n, lens[seg[:, 0]]) if len(seg) else seg[:, 2]
+    tokens[:, 3] = seg[:, 3]
+
+    def dev(a):
+        return torch.from_numpy(np.ascontiguousarray(a, dtype=np.int32)).to(device)
+
+    return DecodePlan(len(lens), s_q, h_q, block_m, block_n, p.num_parts, p.row_blocks, p.num_slots,
+                      dev(tokens.reshape(-1, 4)), dev(p.part_start), dev(p.combine.reshape(-1, 3)), p)
+
+
+_SM_COUNT = {}
+
+
+def sm_count(device) -> int:
+    device = torch.device(device)
+    if device.type != "cuda":
+        return 132  # the interpreter has no SMs; an H100/H200's count keeps the GPU plan testable
+    idx = device.index if device.index is not None else torch.cuda.current_device()
+    if idx not in _SM_COUNT:
+        _SM_COUNT[idx] = torch.cuda.get_device_properties(idx).multi_processor_count
+    return _SM_COUNT[idx]

@@ -1,0 +1,316 @@
+"""Work schedules for paged MLA decode, and a model of the HBM traffic they cause.
+
+Plain numpy (it runs in the browser too). Two designs are modelled:
+
+  legacy_schedule  the split-KV kernel's grid (b, row_blocks, num_splits): one split
+                   count for every sequence, from an upper bound on the longest one;
+                   launch order = sequence fastest, so the row blocks of one sequence
+                   run b programs apart.
+  plan_decode      a FlashMLA-style planner (like its get_mla_metadata): num_parts
+                   persistent programs per row block, each given an equal share of
+                   (sequence, KV-block) work that may span sequence boundaries, with a
+                   fixed overhead per piece of a sequence; a sequence is split only where
+                   a share boundary falls inside it, and only split sequences need the
+                   combine step. The row blocks of one part are adjacent in launch order
+                   (row block fastest), so they run at the same time on the same keys.
+
+Work is counted in KV blocks of block_n tokens plus `overhead` blocks per piece (loading
+q, writing the output row). `l2_traffic` replays the reads of a schedule through an LRU
+model of the L2 cache to estimate how many bytes come from HBM per byte of the cache."""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+L2_BYTES_HOPPER = 50 * 2**20  # H100/H200 SXM: 50 MB of L2 (NVIDIA Hopper architecture whitepaper)
+FIXED_OVERHEAD_BLOCKS = 5  # a piece's fixed cost in KV blocks (FlashMLA's get_mla_metadata uses 5)
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+def row_blocks(s_q: int, h_q: int, block_m: int = 64) -> int:
+    """Programs needed to cover the s_q*h_q query rows of one sequence."""
+    return cdiv(s_q * h_q, block_m)
+
+
+@dataclass
+class Plan:
+    """A planned schedule. Segments are pieces of one sequence's key range:
+    segments [n_seg, 4] int: (sequence, first KV block, end KV block, partial slot or -1);
+    part_start [num_parts + 1]: part p runs segments part_start[p] .. part_start[p+1]-1;
+    combine [n_split_seqs, 3]: (sequence, first slot, number of slots) for split sequences."""
+    segments: np.ndarray
+    part_start: np.ndarray
+    combine: np.ndarray
+    num_parts: int
+    row_blocks: int
+    block_m: int
+    block_n: int
+    overhead: int
+    part_work: np.ndarray = field(repr=False)  # [num_parts] blocks + overhead per part
+
+    @property
+    def num_slots(self) -> int:
+        return int(self.combine[:, 2].sum()) if len(self.combine) else 0
+
+    @property
+    def programs(self) -> int:
+        return self.num_parts * self.row_blocks
+
+
+def plan_decode(cache_seqlens, h_q: int, s_q: int, num_sms: int, block_n: int = 64, block_m: int = 64,
+                overhead: int = FIXED_OVERHEAD_BLOCKS) -> Plan:
+    """Cut the batch's (sequence, KV block) work into equal shares, one per persistent part.
+
+    A piece of a sequence costs `overhead` + its blocks. The greedy walk fills each part
+    up to a budget, cutting a sequence where the budget runs out; the smallest budget
+    that needs at most num_parts parts is found by bisection."""
+    lens = np.asarray(cache_seqlens, dtype=np.int64)
+    if lens.ndim != 1 or (lens < 0).any():
+        raise ValueError(f"cache_seqlens must be a 1-D array of lengths >= 0, got {lens!r}")
+    rb = row_blocks(s_q, h_q, block_m)
+    num_parts = max(1, num_sms // rb)
+    blocks = cdiv(lens, block_n)  # [b]
+    lo = overhead + max(1, cdiv(int(blocks.sum() + overhead * len(lens)), num_parts) - overhead)
+    hi = lo
+    while len(_greedy(blocks, hi, overhead)) > num_parts:  # grow until feasible
+        hi *= 2
+    while lo < hi:  # smallest budget whose greedy walk fits in num_parts
+        mid = (lo + hi) // 2
+        if len(_greedy(blocks, mid, overhead)) <= num_parts:
+            hi = mid
+        else:
+            lo = mid + 1
+    parts = _greedy(blocks, lo, overhead)
+    pieces = {}
+    for p in parts:
+        for seq, b0, b1 in p:
+            pieces[seq] = pieces.get(seq, 0) + 1
+    slot_base, next_slot, combine = {}, 0, []
+    for seq in sorted(pieces):
+        if pieces[seq] > 1:
+            slot_base[seq] = next_slot
+            combine.append((seq, next_slot, pieces[seq]))
+            next_slot += pieces[seq]
+    seen = {}
+    segments, part_start, part_work = [], [0], []
+    for p in parts:
+        for seq, b0, b1 in p:
+            k = seen.get(seq, 0)
+            seen[seq] = k + 1
+            segments.append((seq, b0, b1, slot_base[seq] + k if seq in slot_base else -1))
+        part_start.append(len(segments))
+        part_work.append(sum(b1 - b0 + overhead for _, b0, b1 in p))
+    while len(part_start) < num_parts + 1:  # parts with nothing to do
+        part_start.append(len(segments))
+        part_work.append(0)
+    return Plan(np.array(segments, dtype=np.int64).reshape(-1, 4), np.array(part_start, dtype=np.int64),
+                np.array(combine, dtype=np.int64).reshape(-1, 3), num_parts, rb, block_m, block_n, overhead,
+                np.array(part_work, dtype=np.int64))
+
+
+def _greedy(blocks, budget: int, overhead: int):
+    """Parts as lists of (seq, first block, end block), each costing at most `budget`
+    (> overhead): fill a part, cutting the current sequence where the budget runs out."""
+    parts, cur, room = [], [], budget
+    for seq, n in enumerate(blocks.tolist()):
+        start = 0
+        while True:
+            if room - overhead <= 0:
+                parts.append(cur)  # this part is full
+                cur, room = [], budget
+            take = min(n - start, room - overhead)
+            cur.append((seq, start, start + take))
+            room -= overhead + take
+            start += take
+            if start >= n:
+                break
+    if cur:
+        parts.append(cur)
+    return parts
+
+
+def plan_seq_of_slot(plan: Plan) -> np.ndarray:
+    """For each partial slot, its sequence (a check that slots are contiguous per sequence)."""
+    out = np.full(plan.num_slots, -1, dtype=np.int64)
+    for seq, base, n in plan.combine.tolist():
+        out[base:base + n] = seq
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# The legacy design, for comparison
+# ---------------------------------------------------------------------------------------
+
+def legacy_num_splits(b: int, s_q: int, h_q: int, max_seqlen_bound: int, num_sms: int, block_m: int = 64,
+                      block_n: int = 64, min_tiles_per_split: int = 4) -> int:
+    """The split-KV version's split count: about two programs per SM over the grid, at
+    least min_tiles_per_split tiles per split, at most 64 (kernels.mla_decode)."""
+    programs = b * row_blocks(s_q, h_q, block_m)
+    want = cdiv(2 * num_sms, programs)
+    most = max(1, cdiv(max_seqlen_bound, block_n * min_tiles_per_split))
+    return int(max(1, min(want, most, 64)))
+
+
+def legacy_programs(cache_seqlens, h_q: int, s_q: int, num_splits: int, block_n: int = 64, block_m: int = 64,
+                    seq_fastest: bool = True):
+    """Programs of the grid (b, row_blocks, splits) in launch order: (seq, row block, first
+    block, end block). CUDA launches blockIdx.x fastest; the legacy grid puts the sequence
+    on x, so the row blocks of one sequence are b programs apart (seq_fastest=True)."""
+    lens = np.asarray(cache_seqlens, dtype=np.int64)
+    rb = row_blocks(s_q, h_q, block_m)
+    progs = []
+    order = [(i, m, s) for s in range(num_splits) for m in range(rb) for i in range(len(lens))] if seq_fastest \
+        else [(i, m, s) for s in range(num_splits) for i in range(len(lens)) for m in range(rb)]
+    for i, m, s in order:
+        n_blocks = cdiv(int(lens[i]), block_n)
+        per = cdiv(n_blocks, num_splits)
+        b0, b1 = min(s * per, n_blocks), min((s + 1) * per, n_blocks)
+        progs.append((i, m, b0, b1))
+    return progs
+
+
+def planned_programs(plan: Plan):
+    """Programs of the planned grid (row_blocks, num_parts) in launch order (row block
+    fastest): (part, row block, list of (seq, first block, end block))."""
+    progs = []
+    for p in range(plan.num_parts):
+        segs = [tuple(int(x) for x in plan.segments[j, :3])
+                for j in range(plan.part_start[p], plan.part_start[p + 1])]
+        for m in range(plan.row_blocks):
+            progs.append((p, m, segs))
+    return progs
+
+
+# ---------------------------------------------------------------------------------------
+# Machine model: programs on SMs, reads through an LRU L2
+# ---------------------------------------------------------------------------------------
+
+def run_programs(programs_work, num_sms: int):
+    """Greedy block scheduler: programs (a list of work amounts, launch order) start on the
+    first free SM, one resident program per SM (the 64-row kernels use >110 KB of shared
+    memory). Returns start times [n] and per-SM busy time [num_sms]."""
+    free = np.zeros(num_sms)
+    starts = np.zeros(len(programs_work))
+    for j, w in enumerate(programs_work):
+        sm = int(np.argmin(free))
+        starts[j] = free[sm]
+        free[sm] += w
+    return starts, free
+
+
+def l2_traffic(reads, l2_bytes: int, tile_bytes: int):
+    """reads: (time, key) for every KV-tile read; returns bytes fetched from HBM under an
+    LRU cache of l2_bytes (a read hits if its tile is still resident)."""
+    cap = max(1, l2_bytes // tile_bytes)
+    lru = OrderedDict()
+    misses = 0
+    for _, key in sorted(reads, key=lambda r: r[0]):
+        if key in lru:
+            lru.move_to_end(key)
+        else:
+            misses += 1
+            lru[key] = None
+            if len(lru) > cap:
+                lru.popitem(last=False)
+    return misses * tile_bytes
+
+
+@dataclass
+class ScheduleStats:
+    design: str
+    programs: int
+    splits: int  # pieces beyond one per sequence (partial results the combine must merge)
+    split_seqs: int  # sequences cut into more than one piece
+    work_max: float  # busiest SM, in KV blocks (+ overhead)
+    work_mean: float  # total work / num_sms
+    hbm_per_kv: float  # modelled KV bytes from HBM / cache bytes
+    partial_bytes: int  # o_part + lse_part written and read back by the combine
+
+    @property
+    def imbalance(self) -> float:
+        return self.work_max / self.work_mean if self.work_mean else 1.0
+
+
+def _reads_and_work(progs, overhead, kv_row_bytes, block_n):
+    """progs: (key, list of (seq, b0, b1)); returns work per program and the (offset, key) reads."""
+    work, reads = [], []
+    for _, segs in progs:
+        w = sum(b1 - b0 + overhead for _, b0, b1 in segs)
+        work.append(w)
+        t = 0.0
+        off = []
+        for seq, b0, b1 in segs:
+            t += overhead
+            for blk in range(b0, b1):
+                off.append((t + 0.5, (seq, blk)))
+                t += 1
+        reads.append(off)
+    return work, reads
+
+
+def schedule_stats(design: str, cache_seqlens, h_q: int, s_q: int, num_sms: int = 132, block_n: int = 64,
+                   block_m: int = 64, overhead: int = FIXED_OVERHEAD_BLOCKS, kv_row_bytes: int = 1152,
+                   l2_bytes: int = L2_BYTES_HOPPER, max_seqlen_bound: int | None = None,
+                   seq_fastest: bool = True) -> ScheduleStats:
+    """Per-SM work, programs, splits and modelled HBM traffic of one design on one batch.
+    design: "legacy" (split-KV grid) or "planned" (plan_decode)."""
+    lens = np.asarray(cache_seqlens, dtype=np.int64)
+    n_rows = s_q * h_q
+    if design == "legacy":
+        bound = int(max_seqlen_bound if max_seqlen_bound is not None else lens.max(initial=0))
+        splits = legacy_num_splits(len(lens), s_q, h_q, bound, num_sms, block_m, block_n)
+        raw = legacy_programs(lens, h_q, s_q, splits, block_n, block_m, seq_fastest)
+        progs = [((i, m), [(i, b0, b1)]) for i, m, b0, b1 in raw]
+        n_partials = len(lens) * splits if splits > 1 else 0
+        split_seqs = len(lens) if splits > 1 else 0
+    elif design == "planned":
+        plan = plan_decode(lens, h_q, s_q, num_sms, block_n, block_m, overhead)
+        progs = [((p, m), segs) for p, m, segs in planned_programs(plan)]
+        n_partials = plan.num_slots
+        split_seqs = len(plan.combine)
+    else:
+        raise ValueError(f"design must be 'legacy' or 'planned', got {design!r}")
+    work, reads = _reads_and_work(progs, overhead, kv_row_bytes, block_n)
+    starts, busy = run_programs(work, num_sms)
+    all_reads = [(starts[j] + t, key) for j, r in enumerate(reads) for t, key in r]
+    tile_bytes = block_n * kv_row_bytes
+    cache_bytes = int(cdiv(lens, block_n).sum()) * tile_bytes
+    hbm = l2_traffic(all_reads, l2_bytes, tile_bytes)
+    partial_bytes = 2 * n_partials * n_rows * (512 + 1) * 4  # fp32 o_part and lse_part, written then read
+    return ScheduleStats(design, len(progs), n_partials, split_seqs, float(busy.max()),
+                         float(sum(work)) / num_sms, hbm / cache_bytes if cache_bytes else 1.0, partial_bytes)
+
+
+def work_per_sm(cache_seqlens, h_q: int, s_q: int = 1, num_sms: int = 132, block_n: int = 64,
+                overhead: int = FIXED_OVERHEAD_BLOCKS):
+    """Busy time per SM [num_sms] (KV blocks + overhead) of the first edition's grid and of
+    the plan: (before, after)."""
+    lens = np.asarray(cache_seqlens, dtype=np.int64)
+    splits = legacy_num_splits(len(lens), s_q, h_q, int(lens.max(initial=0)), num_sms, block_n=block_n)
+    legacy = [b1 - b0 + overhead for _, _, b0, b1 in legacy_programs(lens, h_q, s_q, splits, block_n)]
+    _, before = run_programs(legacy, num_sms)
+    plan = plan_decode(lens, h_q, s_q, num_sms, block_n=block_n, overhead=overhead)
+    after = np.repeat(plan.part_work, plan.row_blocks).astype(float)
+    after = np.concatenate([after, np.zeros(num_sms - len(after))])
+    return before, after
+
+
+# ---------------------------------------------------------------------------------------
+# Length distributions
+# ---------------------------------------------------------------------------------------
+
+def lengths_bench(rng, b: int, mean_sk: int, s_q: int):
+    """kernels/bench.py's first edition: normal around mean_sk (sd mean_sk/2), clipped to [s_q, 2*mean_sk]."""
+    lens = rng.normal(mean_sk, mean_sk / 2, size=b).round()
+    return np.clip(lens, s_q, 2 * mean_sk).astype(np.int64)
+
+
+def lengths_flashmla(rng, b: int, mean_sk: int, s_q: int):
+    """FlashMLA's test/benchmark draw: max(normal(mean_sk, mean_sk/2), s_q), no upper clip."""
+    lens = rng.normal(mean_sk, mean_sk / 2, size=b)
+    return np.maximum(lens, s_q).astype(np.int64)

@@ -1,0 +1,85 @@
+"""Version 5 (Gluon, Hopper only): what can be checked without a GPU, and the GPU tests.
+
+Gluon has no CPU interpreter. tests/test_kernel_compile.py compiles it for sm_90 under
+triton 3.9 and 3.6 and checks its loop (executed/useful MMA = 1.00, next tile in flight at
+every MMA). Here: its input contract, its label, and -- on a Hopper GPU only -- its results
+against the float64 reference at FlashMLA's tolerances."""
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernels.mla_decode import VERSION_TABLE, mla_decode_with_kvcache, prepare
+from kernels.plan import mla_decode_plan
+from kernels.reference import compare, reference_decode
+from tests.test_kernels import GPU_LSE_TOL, GPU_OUT_TOL, make_case
+
+ROOT = Path(__file__).resolve().parent.parent
+LABEL = "compiled, not yet run on a GPU"
+
+
+def test_gluon_is_labelled_everywhere():
+    from kernels import gluon_decode
+    assert VERSION_TABLE["gluon"].status == LABEL == gluon_decode.STATUS
+    for doc in ("kernels/README.md", "README.md", "kernels/BENCHMARKS.md"):
+        text = (ROOT / doc).read_text()
+        assert "gluon" in text.lower() and LABEL in text, f"{doc} must say the Gluon version is {LABEL!r}"
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(fp8=True), "bf16 caches only"),
+    (dict(page=16), "page_block_size >= 64"),
+    (dict(dtype=torch.float16), "bfloat16"),
+])
+def test_gluon_input_contract(change, match):
+    kw = dict(page=64, fp8=False, dtype=torch.bfloat16)
+    kw.update(change)
+    q, cache, bt, sl = make_case([5, 70], page=kw["page"], h_q=16, fp8=kw["fp8"], dtype=kw["dtype"])
+    with pytest.raises((ValueError, TypeError), match=match):
+        prepare(q, cache, bt, sl, 512, is_fp8_kvcache=kw["fp8"], gpu=True, version="gluon")
+
+
+def test_gluon_plan_must_have_64_rows():
+    q, cache, bt, sl = make_case([5, 70], page=64, h_q=16)
+    plan16 = mla_decode_plan(sl, 16, 1, num_sms=4)  # 16 rows per program: the Triton versions' choice
+    with pytest.raises(ValueError, match="block_m"):
+        prepare(q, cache, bt, sl, 512, gpu=True, version="gluon", plan=plan16)
+    _, launches, _, _ = prepare(q, cache, bt, sl, 512, gpu=True, version="gluon",
+                                plan=mla_decode_plan(sl, 16, 1, num_sms=4, block_m=64))
+    assert launches[0].grid == (1, 4) and launches[0].num_warps == 8
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU path")
+def test_gluon_says_it_needs_a_gpu():
+    q, cache, bt, sl = make_case([5, 70], page=64, h_q=16)
+    with pytest.raises(RuntimeError, match="Hopper GPU"):
+        mla_decode_with_kvcache(q, cache, bt, sl, 512, version="gluon")
+
+
+def _hopper():
+    return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lens, s_q, h_q, causal", [
+    ([0, 1, 63, 64, 65, 700, 4097], 1, 128, False),
+    ([1] * 20 + [16384], 1, 16, False),
+    ([3, 130, 2048], 2, 128, True),
+    ([2000] * 8, 1, 64, True),
+])
+def test_gluon_on_hopper(lens, s_q, h_q, causal):
+    """Against the float64 reference at FlashMLA's tolerances; NaN-poisoned unused slots,
+    out-of-range unused table entries (make_case). Skipped without a Hopper GPU."""
+    if not _hopper():
+        pytest.skip("version 'gluon' needs a Hopper (sm_90) GPU")
+    q, cache, bt, sl = make_case(lens, page=64, s_q=s_q, h_q=h_q, seed=len(lens))
+    out, lse = mla_decode_with_kvcache(q, cache, bt, sl, 512, softmax_scale=192 ** -0.5, causal=causal,
+                                       version="gluon")
+    ref_out, ref_lse = reference_decode(q, cache, bt, sl, 512, 192 ** -0.5, causal)
+    c = compare("gluon out", out, ref_out, **GPU_OUT_TOL)
+    assert c.ok and c.cos_diff < 1e-5, c.message
+    c = compare("gluon lse", lse, ref_lse, **GPU_LSE_TOL)
+    assert c.ok, c.message
+    if 0 in lens:
+        assert torch.all(lse[lens.index(0)] == -math.inf)
