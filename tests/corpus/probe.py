@@ -145,8 +145,31 @@ def run_one(a: Attempt, seed: int, shim_dir: str | None, specs) -> None:
         msg = m.group(1).strip()
         named = next((x.name for x in specs[a.number].mistakes if x.message.startswith(msg[:60])),
                      msg[:40] + "...")
-    first = next((ln.strip() for ln in text.splitlines() if ln.strip().startswith("✗")), "")
-    a.runs[seed] = (passed, named, first)
+    a.runs[seed] = (passed, named, classify(text))
+
+
+WHY = [  # (text in the judge's report, short tag), first match wins
+    ("could not be imported", "import_error"), ("could not be loaded", "import_failed"),
+    ("still running after", "timeout"), ("out of memory", "memory"),
+    ("tried to stop the program", "exit"), ("ended (exit code", "exit"),
+    ("crashed", "crash"), ("modified its input", "mutated_input"),
+    ("raised an exception", "exception"), ("returned shape", "wrong_shape"),
+    ("NaN and", "not_finite"), ("is nan", "not_finite"), ("is inf", "not_finite"),
+    ("is -inf", "not_finite"), ("of your result is NaN", "not_finite"),
+    ("returned keys", "wrong_type"), ("returned None", "wrong_type"),
+    ("should be a number", "wrong_type"), ("should return", "wrong_type"),
+    ("must be one of", "wrong_type"), ("returned a ", "wrong_type"),
+    ("returned an ", "wrong_type"), ("defines no function", "missing_function"),
+    ("does not match the reference", "mismatch"), ("expected", "mismatch"),
+]
+
+
+def classify(text: str) -> str:
+    """A short tag for the judge's first failure (empty when it passed)."""
+    if "PASSED" in text:
+        return ""
+    body = text.split("First failure", 1)[-1] if "First failure" in text else text
+    return next((tag for key, tag in WHY if key in body), "?")
 
 
 def git_status() -> str:
@@ -191,7 +214,7 @@ def main(argv=None) -> int:
     after = git_status()
 
     holes, false_fails, named_wrong = [], [], []
-    print(f"{'attempt':58} {'expect':6} {'passed on':10} verdict   named mistake")
+    print(f"{'attempt':58} {'expect':6} {'passed on':10} {'verdict':10} {'why (seed ' + str(seeds[0]) + ')':15} named mistake")
     for a in items:
         passed_on = [s for s in seeds if a.runs[s][0]]
         ok = (not passed_on) if a.expect == "fail" else (len(passed_on) == len(seeds))
@@ -206,7 +229,8 @@ def main(argv=None) -> int:
         elif named:
             note = f"{named}   (header names none)"
             named_wrong.append((a, named))
-        print(f"{a.name:58} {a.expect:6} {','.join(map(str, passed_on)) or '-':10} {verdict:9} {note}")
+        why = a.runs[seeds[0]][2]
+        print(f"{a.name:58} {a.expect:6} {','.join(map(str, passed_on)) or '-':10} {verdict:10} {why:15} {note}")
         if verdict == "HOLE":
             holes.append((a, passed_on))
         elif verdict == "FALSE-FAIL":
@@ -227,7 +251,7 @@ def main(argv=None) -> int:
         print(f"  {a.name}  seeds {','.join(map(str, on))}: {a.slip}")
     print(f"FALSE FAILS (a right attempt failed): {len(false_fails)}")
     for a, on in false_fails:
-        print(f"  {a.name}  seeds {','.join(map(str, on))}: {a.runs[on[0]][2]}")
+        print(f"  {a.name}  seeds {','.join(map(str, on))}: failed with {a.runs[on[0]][2]}")
     print(f"MISTAKE NAMING that differs from the header: {len(named_wrong)}")
     for a, named in named_wrong:
         print(f"  {a.name}: judge named {named or 'none'}, header says {a.mistake or 'none'}")
