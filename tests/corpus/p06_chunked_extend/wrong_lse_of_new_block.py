@@ -1,5 +1,5 @@
 """expect: fail
-slip: out is merged correctly but the returned lse is the new block s alone.
+slip: out is merged correctly but the returned lse is the new block's own.
 mistake: lse of the last part only
 """
 import numpy as np

@@ -1,5 +1,5 @@
 """expect: fail
-slip: averages the parts outputs instead of weighting them by exp(lse_part - lse).
+slip: averages the parts' outputs instead of weighting them by exp(lse_part - lse).
 mistake: parts averaged
 """
 import numpy as np
