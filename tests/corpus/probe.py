@@ -183,7 +183,8 @@ def git_status() -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-p", "--problems", help="comma-separated problem numbers (default: all)")
-    ap.add_argument("-s", "--seeds", default="1,2,3", help="comma-separated seeds (default 1,2,3)")
+    ap.add_argument("-s", "--seeds", default="1,2,3",
+                    help="seeds: a list and/or ranges, e.g. 1,2,3 or 1-30 (default 1,2,3)")
     ap.add_argument("-j", "--jobs", type=int, default=2, help="judges run at once (default 2)")
     ap.add_argument("-k", "--match", help="only files whose name contains this text")
     ap.add_argument("--lint", action="store_true", help="only check the headers")
@@ -201,7 +202,10 @@ def main(argv=None) -> int:
         print(f"{len(items)} attempts, {len(bad)} header problems")
         return 1 if bad else 0
 
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = []
+    for part in args.seeds.split(","):
+        lo, _, hi = part.partition("-")
+        seeds += list(range(int(lo), int(hi or lo) + 1))
     before = git_status()
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="corpus-shim-") as shim_dir:
