@@ -1,0 +1,16 @@
+"""expect: fail
+slip: leaves a sys.exit() at module level (a leftover from a script), so the file never loads.
+reason: exit
+"""
+import sys
+
+
+def kv_cache_bytes(kind, n_tokens, n_layers, bytes_per_element=2, n_heads=128, head_dim=128,
+                   n_kv_heads=8, d_latent=512, d_rope=64):
+    per = {"mha": 2 * n_heads * head_dim, "gqa": 2 * n_kv_heads * head_dim,
+           "mqa": 2 * head_dim, "mla": d_latent + d_rope}[kind]
+    return per * n_tokens * n_layers * bytes_per_element
+
+
+print(kv_cache_bytes("mla", 32768, 61))
+sys.exit(0)

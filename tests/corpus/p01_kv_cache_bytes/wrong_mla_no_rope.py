@@ -1,0 +1,12 @@
+"""expect: fail
+slip: the MLA count stores only the latent and forgets the d_rope rotary key numbers.
+mistake: MLA without rope
+"""
+
+
+def kv_cache_bytes(kind, n_tokens, n_layers, bytes_per_element=2, n_heads=128, head_dim=128,
+                   n_kv_heads=8, d_latent=512, d_rope=64):
+    per = {"mha": 2 * n_heads * head_dim, "gqa": 2 * n_kv_heads * head_dim,
+           "mqa": 2 * head_dim,
+           "mla": d_latent}[kind]         # slip: + d_rope missing
+    return per * n_tokens * n_layers * bytes_per_element

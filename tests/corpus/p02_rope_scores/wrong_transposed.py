@@ -1,0 +1,19 @@
+"""expect: fail
+slip: returns the scores as [T, n_heads] instead of [n_heads, T].
+reason: wrong_shape
+"""
+import numpy as np
+
+
+def _rot(x, pos, theta):
+    d = x.shape[-1]
+    ang = np.asarray(pos, dtype=np.float64)[..., None] * theta ** (-np.arange(0, d, 2) / d)
+    out = np.empty_like(x)
+    out[..., 0::2] = x[..., 0::2] * np.cos(ang) - x[..., 1::2] * np.sin(ang)
+    out[..., 1::2] = x[..., 0::2] * np.sin(ang) + x[..., 1::2] * np.cos(ang)
+    return out
+
+
+def rope_scores(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta=10000.0):
+    s = np.einsum("hd,thd->th", q_nope, k_nope) + _rot(k_rope, k_pos, theta) @ _rot(q_rope, q_pos, theta).T
+    return s / np.sqrt(q_nope.shape[1] + q_rope.shape[1])      # slip: [T, H]

@@ -1,0 +1,14 @@
+"""expect: fail
+slip: masks future scores by setting them to 0 instead of -inf, so they still get weight.
+"""
+import numpy as np
+
+
+def expand_prefill(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale):
+    T = c_kv.shape[0]
+    k = np.einsum("tc,hcd->htd", c_kv, w_uk)
+    v = np.einsum("tc,hcd->htd", c_kv, w_uv)
+    s = (np.einsum("shd,htd->hst", q_nope, k) + np.einsum("shr,tr->hst", q_rope, k_rope)) * scale
+    s = s * np.tril(np.ones((T, T)))                        # slip: 0 is not -inf
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return np.einsum("hst,htd->shd", p / p.sum(-1, keepdims=True), v)

@@ -1,0 +1,13 @@
+"""expect: fail
+slip: exp of the raw scores without subtracting the row max -- overflows once scores pass ~709.
+"""
+import numpy as np
+
+
+def expand_prefill(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale):
+    T = c_kv.shape[0]
+    k = np.einsum("tc,hcd->htd", c_kv, w_uk)
+    v = np.einsum("tc,hcd->htd", c_kv, w_uv)
+    s = (np.einsum("shd,htd->hst", q_nope, k) + np.einsum("shr,tr->hst", q_rope, k_rope)) * scale
+    p = np.exp(s) * np.tril(np.ones((T, T)))                # slip: no max subtracted
+    return np.einsum("hst,htd->shd", p / p.sum(-1, keepdims=True), v)

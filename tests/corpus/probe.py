@@ -1,0 +1,270 @@
+"""Grade the hidden corpus of learner attempts with the judge and list the holes.
+
+    .venv/bin/python tests/corpus/probe.py                 # every problem, seeds 1 2 3
+    .venv/bin/python tests/corpus/probe.py -p 4,5 -s 1     # some problems, one seed
+    .venv/bin/python tests/corpus/probe.py --lint          # only check the file headers
+
+Each attempt is graded exactly as a teacher would: ``judge.py N --file PATH --seed S``
+(exit code 0 means it passed). A HOLE is a file marked ``expect: fail`` that passes on
+some seed; a FALSE FAIL is a file marked ``expect: pass`` that fails on some seed. For
+files whose header names a ``mistake:``, the table also shows which mistake the judge
+named on the first failing seed ("-" when it named none), so a wrong or missing "Likely
+slip" line shows up too.
+
+Problem 10's contract is changing from ``(out, lse)`` to ``(out, lse, o_parts,
+lse_parts)``. The corpus is written to the new one; while the judge still has the old
+one (its statement does not mention ``o_parts``) each p10 attempt is graded through a
+shim that passes on only the first two values it returns, and the table says so.
+
+The judge's own files must not change while the corpus runs (some attempts try to
+tamper with them); the probe compares ``git status`` of those paths before and after and
+reports any change.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+KEYS = ("expect", "slip", "mistake", "reason")
+REASONS = {"uses_reference", "timeout", "memory", "exit", "crash", "wrong_type", "wrong_shape",
+           "not_finite", "mutated_input", "tamper"}
+GUARDED = ["grader", "mlacourse", "solutions", "practice", "kernels", "judge.py"]
+
+
+@dataclass
+class Attempt:
+    path: Path
+    number: int
+    slug: str
+    expect: str
+    slip: str
+    mistake: str | None = None
+    reason: str | None = None
+    runs: dict = field(default_factory=dict)  # seed -> (passed, named mistake, first line)
+
+    @property
+    def name(self) -> str:
+        return f"{self.path.parent.name}/{self.path.name}"
+
+
+def parse_header(path: Path) -> dict:
+    """The ``key: value`` lines at the top of the file's docstring."""
+    doc = ast.get_docstring(ast.parse(path.read_text()), clean=True) or ""
+    out = {}
+    for line in doc.splitlines():
+        m = re.match(r"^(\w+):\s*(.*)$", line.strip())
+        if not m or m.group(1) not in KEYS:
+            break
+        out[m.group(1)] = m.group(2).strip()
+    return out
+
+
+def attempts(problems=None) -> list[Attempt]:
+    """Every attempt file of the corpus (optionally only some problem numbers)."""
+    found = []
+    for folder in sorted(HERE.glob("p[0-9][0-9]_*")):
+        number, slug = int(folder.name[1:3]), folder.name[4:]
+        if problems and number not in problems:
+            continue
+        for path in sorted(folder.glob("*.py")):
+            h = parse_header(path)
+            found.append(Attempt(path, number, slug, h.get("expect", ""), h.get("slip", ""),
+                                 h.get("mistake"), h.get("reason")))
+    return found
+
+
+def lint(items, specs) -> list[str]:
+    """Header problems: missing keys, names that do not match the file, unknown mistakes."""
+    bad = []
+    for a in items:
+        want = "pass" if a.path.name.startswith("right_") else "fail"
+        if not a.path.name.startswith(("right_", "wrong_")):
+            bad.append(f"{a.name}: file name must start with right_ or wrong_")
+        if a.expect != want:
+            bad.append(f"{a.name}: 'expect: {a.expect}' but the file name says {want}")
+        if not a.slip:
+            bad.append(f"{a.name}: no 'slip:' line")
+        if a.reason and a.reason not in REASONS:
+            bad.append(f"{a.name}: unknown reason {a.reason!r}")
+        spec = specs.get(a.number)
+        if spec is None:
+            bad.append(f"{a.name}: no problem {a.number}")
+        elif spec.slug != a.slug:
+            bad.append(f"{a.name}: folder slug {a.slug!r} but problem {a.number} is {spec.slug!r}")
+        elif a.mistake and a.mistake not in {m.name for m in spec.mistakes}:
+            bad.append(f"{a.name}: mistake {a.mistake!r} is not among problem {a.number}'s "
+                       f"MISTAKES (not an error if the spec renamed it; update the header)")
+    return bad
+
+
+def p10_new_contract(spec) -> bool:
+    return "o_parts" in spec.statement
+
+
+SHIM = '''
+import importlib.util as _u
+_spec = _u.spec_from_file_location("corpus_attempt", {path!r})
+_mod = _u.module_from_spec(_spec)
+_spec.loader.exec_module(_mod)
+
+def split_kv_decode(q, kv, d_v, scale, n_splits):
+    r = _mod.split_kv_decode(q, kv, d_v, scale, n_splits)
+    if isinstance(r, (tuple, list)) and len(r) == 4:
+        return tuple(r[:2])
+    return r
+'''
+
+
+def run_one(a: Attempt, seed: int, shim_dir: str | None, specs) -> None:
+    path = str(a.path)
+    if shim_dir is not None:
+        shim = Path(shim_dir) / f"shim_{a.path.stem}.py"
+        shim.write_text(SHIM.format(path=path))
+        path = str(shim)
+    cmd = [sys.executable, str(ROOT / "judge.py"), str(a.number), "--file", path, "--seed", str(seed)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT)
+        text, passed = p.stdout + p.stderr, p.returncode == 0
+    except subprocess.TimeoutExpired:
+        text, passed = "probe: the judge itself did not finish in 900 s", False
+    named = None
+    m = re.search(r"Likely (?:slip|cause): (.*)", text)
+    if m:
+        msg = m.group(1).strip()
+        named = next((x.name for x in specs[a.number].mistakes if x.message.startswith(msg[:60])),
+                     msg[:40] + "...")
+    a.runs[seed] = (passed, named, classify(text))
+
+
+WHY = [  # (text in the judge's report, short tag), first match wins
+    ("could not be imported", "import_error"), ("could not be loaded", "import_failed"),
+    ("still running after", "timeout"), ("out of memory", "memory"),
+    ("tried to stop the program", "exit"), ("ended (exit code", "exit"),
+    ("crashed", "crash"), ("modified its input", "mutated_input"),
+    ("raised an exception", "exception"), ("returned shape", "wrong_shape"),
+    ("NaN and", "not_finite"), ("is nan", "not_finite"), ("is inf", "not_finite"),
+    ("is -inf", "not_finite"), ("of your result is NaN", "not_finite"),
+    ("returned keys", "wrong_type"), ("returned None", "wrong_type"),
+    ("should be a number", "wrong_type"), ("should return", "wrong_type"),
+    ("must be one of", "wrong_type"), ("returned a ", "wrong_type"),
+    ("returned an ", "wrong_type"), ("defines no function", "missing_function"),
+    ("does not match the reference", "mismatch"), ("expected", "mismatch"),
+]
+
+
+def classify(text: str) -> str:
+    """A short tag for the judge's first failure (empty when it passed)."""
+    if "PASSED" in text:
+        return ""
+    body = text.split("First failure", 1)[-1] if "First failure" in text else text
+    return next((tag for key, tag in WHY if key in body), "?")
+
+
+def git_status() -> str:
+    try:
+        return subprocess.run(["git", "status", "--porcelain", "--", *GUARDED], cwd=ROOT,
+                              capture_output=True, text=True).stdout
+    except OSError:
+        return ""
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-p", "--problems", help="comma-separated problem numbers (default: all)")
+    ap.add_argument("-s", "--seeds", default="1,2,3",
+                    help="seeds: a list and/or ranges, e.g. 1,2,3 or 1-30 (default 1,2,3)")
+    ap.add_argument("-j", "--jobs", type=int, default=2, help="judges run at once (default 2)")
+    ap.add_argument("-k", "--match", help="only files whose name contains this text")
+    ap.add_argument("--lint", action="store_true", help="only check the headers")
+    args = ap.parse_args(argv)
+
+    sys.path.insert(0, str(ROOT))
+    from grader.runner import discover  # noqa: E402 -- the probe runs from anywhere
+    specs = {p.number: p for p in discover()}
+    problems = {int(x) for x in args.problems.split(",")} if args.problems else None
+    items = [a for a in attempts(problems) if not args.match or args.match in a.name]
+    bad = lint(items, specs)
+    for line in bad:
+        print("LINT", line)
+    if args.lint:
+        print(f"{len(items)} attempts, {len(bad)} header problems")
+        return 1 if bad else 0
+
+    seeds = []
+    for part in args.seeds.split(","):
+        lo, _, hi = part.partition("-")
+        seeds += list(range(int(lo), int(hi or lo) + 1))
+    before = git_status()
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="corpus-shim-") as shim_dir:
+        def job(pair):
+            a, seed = pair
+            shim = shim_dir if a.number == 10 and not p10_new_contract(specs[10]) else None
+            run_one(a, seed, shim, specs)
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            list(pool.map(job, [(a, s) for a in items for s in seeds]))
+    after = git_status()
+
+    holes, false_fails, named_wrong = [], [], []
+    print(f"{'attempt':58} {'expect':6} {'passed on':10} {'verdict':10} {'why (seed ' + str(seeds[0]) + ')':15} named mistake")
+    for a in items:
+        passed_on = [s for s in seeds if a.runs[s][0]]
+        ok = (not passed_on) if a.expect == "fail" else (len(passed_on) == len(seeds))
+        verdict = "ok" if ok else ("HOLE" if a.expect == "fail" else "FALSE-FAIL")
+        fail_seeds = [s for s in seeds if not a.runs[s][0]]
+        named = a.runs[fail_seeds[0]][1] if fail_seeds else None
+        note = ""
+        if a.mistake:
+            note = f"{named or '-'}" + ("" if named == a.mistake else f"   (header: {a.mistake})")
+            if fail_seeds and named != a.mistake:
+                named_wrong.append((a, named))
+        elif named:
+            note = f"{named}   (header names none)"
+            named_wrong.append((a, named))
+        why = a.runs[seeds[0]][2]
+        print(f"{a.name:58} {a.expect:6} {','.join(map(str, passed_on)) or '-':10} {verdict:10} {why:15} {note}")
+        if verdict == "HOLE":
+            holes.append((a, passed_on))
+        elif verdict == "FALSE-FAIL":
+            false_fails.append((a, fail_seeds))
+
+    print()
+    print("per problem (right / wrong files; holes; false fails):")
+    for n in sorted({a.number for a in items}):
+        mine = [a for a in items if a.number == n]
+        r = sum(a.expect == "pass" for a in mine)
+        shim = " (p10 graded through the old-contract shim)" if n == 10 and not p10_new_contract(specs[10]) else ""
+        print(f"  p{n:02d} {specs[n].slug:20} {r:3} right {len(mine) - r:3} wrong   "
+              f"{sum(h[0].number == n for h in holes):3} holes {sum(f[0].number == n for f in false_fails):3} "
+              f"false fails{shim}")
+    print()
+    print(f"HOLES (a wrong attempt passed): {len(holes)}")
+    for a, on in holes:
+        print(f"  {a.name}  seeds {','.join(map(str, on))}: {a.slip}")
+    print(f"FALSE FAILS (a right attempt failed): {len(false_fails)}")
+    for a, on in false_fails:
+        print(f"  {a.name}  seeds {','.join(map(str, on))}: failed with {a.runs[on[0]][2]}")
+    print(f"MISTAKE NAMING that differs from the header: {len(named_wrong)}")
+    for a, named in named_wrong:
+        print(f"  {a.name}: judge named {named or 'none'}, header says {a.mistake or 'none'}")
+    if before != after:
+        print("TAMPER: the judge's files changed while the corpus ran:")
+        print(textwrap.indent(after, "  "))
+    print(f"\n{len(items)} attempts x {len(seeds)} seeds in {time.monotonic() - t0:.0f} s")
+    return 1 if holes or false_fails or before != after or bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
