@@ -276,7 +276,8 @@ def check(case, result):
     if not isinstance(result, (tuple, list)) or len(result) != 4:
         size = f" of length {len(result)}" if isinstance(result, (tuple, list)) else ""
         return fail(f"{fn} should return a 4-tuple ({first}, table, refcount, free); got a "
-                    f"{type(result).__name__}{size}.", "wrong_type")
+                    f"{type(result).__name__}{size}. The judge sees only what your function returns, so "
+                    "return the lists too, even where you changed them in place.", "wrong_type")
     if fn == APPEND:
         exp = reference_append(**copy.deepcopy(case.args))
         want0 = None if exp[0] is None else [tuple(c) for c in exp[0]]
