@@ -57,10 +57,10 @@ order, and the lists afterwards, with `table` emptied.
 
 You may change the lists in place (as the engine does) and return them, or build new
 ones. The judge sends only valid states (ones the allocator itself reaches), so you need
-not validate the input. It compares everything returned exactly, after every operation
-of random operation sequences: page sizes 1–256, pools of 1–64 pages, shared prefixes,
-out-of-pages situations, pools with exactly enough pages. The reference is
-`mlacourse.engine.pages`.
+not validate the input. Hidden cases replay random operation sequences (new requests,
+shared prefixes, appends, releases; page sizes 1–256, pools of 1–64 pages, out of pages,
+exactly enough pages): each operation is one call, given the state the reference reached,
+and everything returned is compared exactly. The reference is `mlacourse.engine.pages`.
 """
 
 HINTS = [
