@@ -10,7 +10,7 @@ Modules:
   cache      KV-cache sizes for MHA/GQA/MQA/MLA
   flops      FLOPs per path, path choice, decode bytes and arithmetic intensity
   hardware   GPU peaks and memory capacities with sources, ridge points
-  paged      paged cache build/gather (FlashMLA layout), a page pool, fragmentation counts
+  paged      paged cache build/gather (FlashMLA layout), page counts and slack (the allocator: engine.pages)
   fp8        FlashMLA's 656-byte FP8 row: e4m3 + scales + bf16 rope
   step       the whole decode step: attention weights (187M params in V3) beside the cache
   deepseek   DeepSeek's names and layouts (reference MLA, Hugging Face), FP8 block weights

@@ -51,11 +51,18 @@ def make_paged_cache(seqs, page_block_size: int, rng: np.random.Generator, extra
 
 
 # ---- why pages: memory accounting for a serving engine ----------------------------------
+# The page allocator itself (block tables, reference counts, copy-on-write) lives in
+# mlacourse/engine/pages.py: share_prefix, append_slots, release.
 
 def pages_needed(n_tokens, page_block_size: int):
-    """Pages that hold n_tokens (ceil division); works on ints and integer arrays."""
+    """Pages that hold n_tokens rows: ceil(n_tokens / page_block_size). Works on an int
+    (returns an int) and on an integer array (returns an array)."""
     if page_block_size < 1:
         raise ValueError(f"page_block_size must be >= 1, got {page_block_size}")
+    if isinstance(n_tokens, (int, np.integer)):  # the engine's hot path: plain ints
+        if n_tokens < 0:
+            raise ValueError(f"token counts must be >= 0, got {n_tokens}")
+        return -(-int(n_tokens) // page_block_size)
     n = np.asarray(n_tokens)
     if np.any(n < 0):
         raise ValueError("token counts must be >= 0")
@@ -65,8 +72,9 @@ def pages_needed(n_tokens, page_block_size: int):
 
 def paged_slack(lengths, page_block_size: int) -> int:
     """Token slots allocated but unused when each sequence holds whole pages: at most
-    page_block_size - 1 per sequence (its last, partly filled page)."""
-    lengths = np.asarray(lengths)
+    page_block_size - 1 per sequence (its last, partly filled page),
+    sum_i (ceil(n_i / P) * P - n_i)."""
+    lengths = np.asarray(lengths, dtype=np.int64)
     return int((pages_needed(lengths, page_block_size) * page_block_size - lengths).sum())
 
 
@@ -78,75 +86,3 @@ def contiguous_slack(lengths, reserved: int) -> int:
     if np.any(lengths > reserved):
         raise ValueError(f"a sequence of {int(lengths.max())} tokens does not fit a slab of {reserved}")
     return int((reserved - lengths).sum())
-
-
-class PagePool:
-    """A page allocator with block tables and reference counts, the bookkeeping behind a
-    paged KV cache (vLLM's PagedAttention, SGLang, FlashMLA's block_table argument).
-
-    * growth never copies: append() adds pages; rows already cached stay where they are;
-    * sequences can share the full pages of a common prefix (fork): a page is freed when
-      its last user frees it;
-    * the only slack is each sequence's last, partly filled page."""
-
-    def __init__(self, num_pages: int, page_block_size: int):
-        if num_pages < 1 or page_block_size < 1:
-            raise ValueError("num_pages and page_block_size must be >= 1")
-        self.page_block_size = page_block_size
-        self.refcount = np.zeros(num_pages, dtype=np.int64)
-        self.tables: dict[int, list[int]] = {}
-        self.lengths: dict[int, int] = {}
-        self._next_id = 0
-
-    def _alloc(self) -> int:
-        free = np.flatnonzero(self.refcount == 0)
-        if not len(free):
-            raise MemoryError(f"out of pages: all {len(self.refcount)} are in use")
-        self.refcount[free[0]] = 1
-        return int(free[0])
-
-    def new_sequence(self) -> int:
-        sid, self._next_id = self._next_id, self._next_id + 1
-        self.tables[sid], self.lengths[sid] = [], 0
-        return sid
-
-    def append(self, sid: int, n_tokens: int = 1) -> list[int]:
-        """Grow sequence sid by n_tokens; returns the pages it had to allocate."""
-        new = []
-        while pages_needed(self.lengths[sid] + n_tokens, self.page_block_size) > len(self.tables[sid]):
-            new.append(self._alloc())
-            self.tables[sid].append(new[-1])
-        self.lengths[sid] += n_tokens
-        return new
-
-    def fork(self, sid: int) -> int:
-        """A new sequence that shares sid's full pages (its cached prefix) by reference; a
-        partly filled last page is copied into a fresh page (copy-on-write), since both
-        sequences will write their next tokens there. Returns the new id."""
-        child = self.new_sequence()
-        n, p = self.lengths[sid], self.page_block_size
-        full = n // p
-        for page in self.tables[sid][:full]:
-            self.refcount[page] += 1
-            self.tables[child].append(page)
-        if n % p:
-            self.tables[child].append(self._alloc())  # the copied tail page
-        self.lengths[child] = n
-        return child
-
-    def free(self, sid: int) -> None:
-        for page in self.tables.pop(sid):
-            self.refcount[page] -= 1
-        del self.lengths[sid]
-
-    @property
-    def pages_in_use(self) -> int:
-        return int((self.refcount > 0).sum())
-
-    def block_table(self, sids, fill: int = -1) -> np.ndarray:
-        """[len(sids), max pages] int32 block table, unused entries = fill."""
-        width = max([len(self.tables[s]) for s in sids] + [1])
-        out = np.full((len(sids), width), fill, dtype=np.int32)
-        for i, s in enumerate(sids):
-            out[i, :len(self.tables[s])] = self.tables[s]
-        return out

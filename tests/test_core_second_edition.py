@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from mlacourse import cache, deepseek, exercises, flops, hardware, layer, paged, rope, step
+from mlacourse.engine import OutOfPages, append_slots, release, share_prefix
 from mlacourse.config import DEEPSEEK_V3, TINY, MLAConfig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -217,20 +218,22 @@ def test_yarn_scale_for_v3():
 
 # ---- paging --------------------------------------------------------------------------------
 
-def test_page_pool_grows_without_copying_and_shares_prefixes():
-    pool = paged.PagePool(num_pages=16, page_block_size=4)
-    a = pool.new_sequence()
-    pool.append(a, 6)
-    first = list(pool.tables[a])
-    pool.append(a, 5)
-    assert pool.tables[a][:2] == first and pool.pages_in_use == 3  # the old pages did not move
-    b = pool.fork(a)  # 11 tokens: 2 full pages shared, the partly filled third copied
-    assert pool.tables[b][:2] == pool.tables[a][:2] and pool.tables[b][2] != pool.tables[a][2]
-    assert pool.pages_in_use == 4
-    pool.free(a)
-    assert pool.pages_in_use == 3
-    with pytest.raises(MemoryError, match="out of pages"):
-        pool.append(b, 1000)
+def test_page_allocator_grows_without_copying_and_shares_prefixes():
+    """Chapter 1's paging claims, on the one allocator (chapter 7's engine)."""
+    refcount, free = [0] * 16, list(range(15, -1, -1))
+    a = []
+    assert append_slots(a, 0, 6, 4, refcount, free) == [] and a == [0, 1]
+    first = list(a)
+    append_slots(a, 6, 5, 4, refcount, free)
+    assert a[:2] == first and len(free) == 13  # the old pages did not move
+    b = share_prefix(a, 11, 4, refcount)  # 11 tokens: 2 full pages and the partly filled third, shared
+    assert b == a and refcount[:3] == [2, 2, 2]
+    copies = append_slots(b, 11, 1, 4, refcount, free)  # b writes into the shared third page: copy it first
+    assert copies == [(a[2], b[2], 3)] and b[:2] == a[:2] and b[2] != a[2] and len(free) == 12
+    assert release(a, refcount, free) == [2] and len(free) == 13  # only a's own page returns
+    with pytest.raises(OutOfPages, match="need 250 free pages"):
+        append_slots(b, 12, 1000, 4, refcount, free)
+    assert len(b) == 3 and len(free) == 13  # out of pages changes nothing
 
 
 def test_slack_counts():

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mlacourse import flops
+from mlacourse import flops, paged
 from mlacourse.engine import (Engine, ModelConfig, OutOfPages, append_slots, chunk_path, init_model,
-                              longest_shared_prefix, pages_for_requests, pages_needed, reference_generate,
-                              release, schedule_step, share_prefix, step_attention_flops, wasted_slots)
+                              longest_shared_prefix, pages_for_requests, pages_needed, paged_slack,
+                              reference_generate, release, schedule_step, share_prefix, step_attention_flops)
 from mlacourse.engine import pages as pages_mod
 
 MODEL = init_model(ModelConfig(), seed=0)
@@ -376,7 +376,10 @@ def test_page_count_formulas():
     # 3 requests of 13, 17, 20 tokens sharing 10 at page size 4: 4+5+5 pages minus 2*2 shared
     assert pages_for_requests([13, 17, 20], 4, shared_len=10) == 10
     assert pages_for_requests([13, 17, 20], 4) == 14
-    assert wasted_slots([13, 17, 20], 4) == 3 + 3 + 0
+    assert paged_slack([13, 17, 20], 4) == 3 + 3 + 0
+    # one source of truth: the engine uses chapter 1's formulas, not copies of them
+    assert pages_needed is paged.pages_needed and paged_slack is paged.paged_slack
+    assert pages_mod.pages_needed is paged.pages_needed
     assert longest_shared_prefix([1, 2, 3], [[1, 2], [1, 2, 3, 4], [9]]) == (1, 3)
     assert longest_shared_prefix([1], [[2]]) == (None, 0)
 

@@ -11,6 +11,7 @@ prefix sharing, continuous batching with chunked prefill, and the path chosen pe
 from .core import Chunk, Engine, Request, Result, StepRecord, chunk_path, step_attention_flops  # noqa: F401
 from .model import ModelConfig, TinyModel, init_model, reference_generate  # noqa: F401
 from .pages import (OutOfPages, PagePool, append_slots, longest_shared_prefix, pages_for_requests,  # noqa: F401
-                    pages_needed, release, share_prefix, wasted_slots)
+                    pages_needed, release, share_prefix)
+from ..paged import paged_slack  # noqa: F401 -- wasted slots of unshared requests
 from .scheduler import schedule_step  # noqa: F401
 from .workloads import mix_stream, random_stream, submit, system_prompt_stream  # noqa: F401

@@ -10,6 +10,7 @@ The bookkeeping is three small functions on plain lists -- share_prefix, append_
 release -- which PagePool applies to its arrays. They are the whole allocator:
   refcount[p]  how many block tables hold page p (0: the page is free)
   free         the free page ids; pages are taken from its end (free.pop())
+The page-count and slack formulas (pages_needed, paged_slack) live in mlacourse.paged.
 A page is written only by a request that holds it alone (refcount 1): a shared page
 whose free slots are about to be filled is copied first (copy-on-write). Full pages are
 never written again, so they can be shared for as long as anyone needs them.
@@ -18,20 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..paged import gather_paged
+from ..paged import gather_paged, pages_needed  # noqa: F401 -- the page count lives in mlacourse.paged
 
 
 class OutOfPages(RuntimeError):
     """The pool has fewer free pages than an allocation needs. Nothing was changed."""
-
-
-def pages_needed(n_tokens: int, page_size: int) -> int:
-    """Pages that hold n_tokens rows: ceil(n_tokens / page_size)."""
-    if page_size < 1:
-        raise ValueError(f"page_size must be >= 1, got {page_size}")
-    if n_tokens < 0:
-        raise ValueError(f"n_tokens must be >= 0, got {n_tokens}")
-    return -(-n_tokens // page_size)
 
 
 def _check_table(table, seqlen: int, page_size: int, refcount) -> None:
@@ -132,12 +124,6 @@ def pages_for_requests(seqlens, page_size: int, shared_len: int = 0) -> int:
         raise ValueError(f"every request must hold the {shared_len} shared tokens, got lengths {seqlens}")
     total = sum(pages_needed(n, page_size) for n in seqlens)
     return total - max(len(seqlens) - 1, 0) * (shared_len // page_size)
-
-
-def wasted_slots(seqlens, page_size: int) -> int:
-    """Internal fragmentation of unshared requests: allocated slots that hold no token,
-    sum_i (ceil(n_i / P) * P - n_i)."""
-    return sum(pages_needed(n, page_size) * page_size - n for n in seqlens)
 
 
 class PagePool:

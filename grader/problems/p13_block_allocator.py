@@ -1,0 +1,507 @@
+"""Problem 13: the block-table allocator -- growth, prefix sharing, copy-on-write,
+release (chapter 7). The engine's allocator changes its lists in place; the judge runs
+an attempt in another process and sees only what it returns, so the contract returns the
+whole state after every call, and "out of pages" is a returned value (None for the
+copies, state unchanged), not an exception -- an exception is a failed case to the judge."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from grader.spec import Case, Edge, Mistake, Problem, PASS, fail
+from mlacourse.engine import pages
+
+APPEND, RELEASE = "append_slots", "release"
+
+STATEMENT = r"""
+## Problem 13 — the block-table allocator
+
+The engine of chapter 7 keeps its paged cache with three lists:
+
+| name | what |
+|---|---|
+| `table` | one request's block table: its page ids in token order; token `t` lives in page `table[t // page_size]`, slot `t % page_size`. A request holding `seqlen` tokens has exactly `ceil(seqlen / page_size)` pages |
+| `refcount` | `refcount[p]` = how many block tables hold page `p` (0: free); one entry per page of the pool |
+| `free` | the free page ids. Pages are **taken from the end** (`free.pop()`) and **given back at the end** |
+
+Requests that share a prompt prefix hold the same pages (the engine's `share_prefix`
+gave each one a reference), so a page may be in several tables at once. Write two
+functions.
+
+**`append_slots(table, seqlen, n_new, page_size, refcount, free)`** makes room for
+`n_new` more tokens after the `seqlen` the request holds:
+
+1. **Copy-on-write.** If `n_new > 0`, the last page is partly filled
+   (`seqlen % page_size != 0`) and shared (`refcount[table[-1]] > 1`), the request is about
+   to write into a page someone else reads: take `dst = free.pop()`, drop one reference to
+   the old page `src`, set `refcount[dst] = 1`, put `dst` in its place (`table[-1] = dst`),
+   and record the copy `(src, dst, seqlen % page_size)` — the valid slots to copy. Full
+   pages are never written again, so they are never copied.
+2. **Growth.** Then take pages with `free.pop()` (each gets `refcount 1`), appending each
+   to `table`, until the table has `ceil((seqlen + n_new) / page_size)` pages.
+
+Return `(copies, table, refcount, free)`: the list of copies (`[]` or one
+`(src, dst, n_slots)`) and the three lists after the call.
+
+**Out of pages.** If `free` holds fewer pages than the call needs (the copy's page
+included), change nothing and return `(None, table, refcount, free)` with the lists
+exactly as they were given. (The engine raises `OutOfPages` here; the judge only sees
+what you return, and an exception counts as a failed case.)
+
+**`release(table, refcount, free)`** is called when a request finishes: drop one
+reference to each page of `table`, in table order; a page whose count reaches 0 goes to
+the end of `free`. Return `(freed, table, refcount, free)`: the freed pages in table
+order, and the lists afterwards, with `table` emptied.
+
+You may change the lists in place (as the engine does) and return them, or build new
+ones. The judge sends only valid states (ones the allocator itself reaches), so you need
+not validate the input. Hidden cases replay random operation sequences (new requests,
+shared prefixes, appends, releases; page sizes 1–256, pools of 1–64 pages, out of pages,
+exactly enough pages): each operation is one call, given the state the reference reached,
+and everything returned is compared exactly. The reference is `mlacourse.engine.pages`.
+"""
+
+HINTS = [
+    "Work out the counts first: partial = seqlen % page_size; cow = n_new > 0 and partial > 0 "
+    "and refcount[table[-1]] > 1; grow = ceil((seqlen + n_new) / page_size) - len(table). "
+    "The call needs grow + cow free pages; check that before changing anything.",
+    "Order matters: the copy-on-write page is popped first, then the growth pages, so the ids "
+    "come out as the judge expects. The copy moves seqlen % page_size slots -- not a whole page.",
+    "release: for p in table: refcount[p] -= 1, and if it reached 0 the page is freed "
+    "(append it to free and to the returned list). A page another table still holds stays.",
+]
+
+
+# ---- the reference: the engine's allocator, with its state returned ------------------
+
+def reference_append(table, seqlen, n_new, page_size, refcount, free):
+    """mlacourse.engine.pages.append_slots on copies of the lists, the state returned."""
+    table, refcount, free = list(table), list(refcount), list(free)
+    try:
+        copies = pages.append_slots(table, seqlen, n_new, page_size, refcount, free)
+    except pages.OutOfPages:  # raised before anything changed
+        return None, table, refcount, free
+    return copies, table, refcount, free
+
+
+def reference_release(table, refcount, free):
+    table, refcount, free = list(table), list(refcount), list(free)
+    freed = pages.release(table, refcount, free)
+    return freed, table, refcount, free
+
+
+# ---- cases -------------------------------------------------------------------------------
+
+class _Pool:
+    """The allocator's state while cases are drawn: requests (table, seqlen) and the lists."""
+
+    def __init__(self, num_pages, page_size, rng=None):
+        self.P, self.n = page_size, num_pages
+        order = list(range(num_pages - 1, -1, -1))
+        self.free = [int(p) for p in rng.permutation(order)] if rng is not None else order
+        self.refcount = [0] * num_pages
+        self.reqs = {}  # name -> [table, seqlen]
+
+    def state(self):
+        return copy.deepcopy((self.refcount, self.free))
+
+    def append_case(self, name, req, n_new, **kw):
+        """The case 'request req appends n_new tokens', applied to the pool by the reference."""
+        table, seqlen = self.reqs.setdefault(req, [[], 0])
+        args = {"table": list(table), "seqlen": int(seqlen), "n_new": int(n_new), "page_size": self.P,
+                "refcount": list(self.refcount), "free": list(self.free)}
+        copies, t, rc, fr = reference_append(**args)
+        if copies is not None:
+            self.reqs[req] = [t, seqlen + n_new]
+            self.refcount, self.free = rc, fr
+        return _case(name, APPEND, args, **kw)
+
+    def share(self, new, src, n_shared):
+        table = pages.share_prefix(self.reqs[src][0], n_shared, self.P, self.refcount)
+        self.reqs[new] = [table, n_shared]
+
+    def release_case(self, name, req, **kw):
+        args = {"table": list(self.reqs.pop(req)[0]), "refcount": list(self.refcount), "free": list(self.free)}
+        _, _, self.refcount, self.free = reference_release(**args)
+        return _case(name, RELEASE, args, **kw)
+
+
+def _case(name, fn, args, hidden=False, seed=None):
+    shown = ", ".join(f"{k}={v!r}" for k, v in args.items())
+    return Case(name, fn, args, hidden=hidden, seed=seed,
+                describe=shown + (f"; seed {seed}" if seed is not None else ""))
+
+
+def _public():
+    out = []
+    pool = _Pool(8, 4)
+    out.append(pool.append_case("a new request: 6 tokens at page size 4", "a", 6))
+    pool.share("b", "a", 6)
+    out.append(pool.append_case("copy-on-write: b shares a's half-full page 1 and appends 3", "b", 3))
+    pool.share("c", "a", 4)
+    out.append(pool.append_case("a full shared page is not copied: c shares a's first 4 tokens", "c", 2))
+    out.append(pool.release_case("release a: page 0 is still held by b and c", "a"))
+    small = _Pool(3, 2)
+    small.append_case("", "x", 3)
+    small.share("y", "x", 3)
+    out.append(small.append_case("out of pages: y needs a copy and a new page, 1 page is free", "y", 2))
+    out.append(small.release_case("release x: y still holds both pages", "x"))
+    out.append(small.release_case("release y, the last holder: both pages are freed", "y"))
+    return out
+
+
+def _scenarios(rng, seed):
+    """Hidden cases that hold each situation the statement names, at random sizes."""
+    h = dict(hidden=True, seed=seed)
+    out = []
+
+    def P(lo=2):
+        return int(rng.choice([lo, 3, 4, 5, 7, 8, 16, 64, 256]))
+
+    # 1. copy-on-write, then growth; seqlen spans more than one page (first hidden case:
+    #    its answer always holds a copy)
+    p = P()
+    s = int(rng.integers(1, 3)) * p + int(rng.integers(1, p))
+    pool = _Pool(int(rng.integers(12, 65)), p, rng)
+    pool.append_case("", "a", s)
+    pool.share("b", "a", s)
+    out.append(pool.append_case("copy-on-write of a shared half-full page, then growth", "b",
+                                p * int(rng.integers(1, 3)) + int(rng.integers(0, p)), **h))
+    # the source now holds its last page alone: it appends in place; then an exact boundary
+    out.append(pool.append_case("appending into a page the request holds alone", "a", p - s % p, **h))
+    out.append(pool.release_case("release a request whose first pages are shared", "a", **h))
+    out.append(pool.release_case("release the last holder of the shared pages", "b", **h))
+
+    # 2. copy-on-write without growth, and n_new = 0 on a shared half-full page
+    p = P()
+    s = int(rng.integers(0, 3)) * p + int(rng.integers(1, p))
+    pool = _Pool(int(rng.integers(6, 40)), p, rng)
+    pool.append_case("", "a", s)
+    pool.share("b", "a", s)
+    pool.share("c", "a", s)
+    out.append(pool.append_case("n_new = 0 on a shared half-full page: nothing to do", "b", 0, **h))
+    out.append(pool.append_case("copy-on-write without growth", "b", int(rng.integers(1, p - s % p + 1)), **h))
+    out.append(pool.release_case("release a: its pages are still held by c", "a", **h))
+
+    # 3. a full shared last page, and a page-size-1 pool
+    p = P()
+    s = int(rng.integers(1, 4)) * p
+    pool = _Pool(int(rng.integers(8, 50)), p, rng)
+    pool.append_case("", "a", s)
+    pool.share("b", "a", s)
+    out.append(pool.append_case("a full shared last page: no copy, growth only", "b", int(rng.integers(1, 2 * p)), **h))
+    one = _Pool(int(rng.integers(3, 20)), 1, rng)
+    one.append_case("", "a", int(rng.integers(1, 4)))
+    one.share("b", "a", len(one.reqs["a"][0]))
+    out.append(one.append_case("page size 1: every page is full", "b", int(rng.integers(1, 3)), **h))
+
+    # 4. out of pages with some pages free (copy + growth), and with exactly enough
+    p = P(3)
+    s = p + int(rng.integers(1, p))
+    pool = _Pool(4, p, rng)
+    pool.append_case("", "a", s)           # 2 pages
+    pool.share("b", "a", s)
+    out.append(pool.append_case("out of pages: a copy and 2 new pages, 2 pages free", "b",
+                                2 * p - s % p + int(rng.integers(1, p)), **h))
+    out.append(pool.append_case("exactly enough: a copy and 1 new page, 2 pages free", "b",
+                                p - s % p + int(rng.integers(1, p + 1)), **h))
+    tiny = _Pool(1, 256, rng)
+    out.append(tiny.append_case("a pool of one page, filled to its boundary", "a", tiny.P, **h))
+    out.append(tiny.append_case("a pool of one page: out of pages", "a", int(rng.integers(1, 9)), **h))
+    return out
+
+
+def _random_walk(rng, seed, n_ops):
+    """A random operation sequence: new requests, shared prefixes, appends, releases."""
+    pool = _Pool(int(rng.integers(1, 65)), int(rng.choice([1, 2, 4, 6, 16, 32, 100, 256])), rng)
+    out, k = [], 0
+    for i in range(n_ops):
+        live = [r for r, (t, n) in pool.reqs.items() if n > 0]
+        roll = rng.random()
+        if live and roll < 0.25:
+            r = str(rng.choice(live))
+            out.append(pool.release_case(f"walk op {i}: release", r, hidden=True, seed=seed))
+            continue
+        if live and roll < 0.55:  # a new request sharing a prefix of a live one, then its own tokens
+            src = str(rng.choice(live))
+            n_sh = int(rng.integers(1, pool.reqs[src][1] + 1))
+            k += 1
+            pool.share(f"r{k}", src, n_sh)
+            r = f"r{k}"
+        elif live and roll < 0.8:
+            r = str(rng.choice(live))
+        else:
+            k += 1
+            r = f"r{k}"
+        n_new = int(rng.integers(0, 3 * pool.P + 2))
+        out.append(pool.append_case(f"walk op {i}: append {n_new}", r, n_new, hidden=True, seed=seed))
+    return out
+
+
+def make_cases(seed):
+    rng = np.random.default_rng(seed)
+    return _public() + _scenarios(rng, seed) + _random_walk(rng, seed, 14) + _random_walk(rng, seed, 14)
+
+
+def _int_list(x, what):
+    """x as a list of ints, or a Verdict saying why not."""
+    if isinstance(x, np.ndarray) and x.ndim == 1 and x.dtype.kind in "iu":
+        return [int(v) for v in x]
+    if not isinstance(x, (list, tuple)) or not all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in x):
+        return fail(f"{what} should be a list of integer page ids; got {x!r:.120}.", "wrong_type")
+    return [int(v) for v in x]
+
+
+def _copies(x, fn):
+    if x is None:
+        return None
+    if not isinstance(x, (list, tuple)) or not all(isinstance(c, (list, tuple)) and len(c) == 3 for c in x):
+        return fail(f"{fn}'s copies should be a list of (src, dst, n_slots) triples, or None when "
+                    f"out of pages; got {x!r:.120}.", "wrong_type")
+    out = []
+    for c in x:
+        v = _int_list(c, f"{fn}'s copy {c!r}")
+        if not isinstance(v, list):
+            return v
+        out.append(tuple(v))
+    return out
+
+
+def check(case, result):
+    fn = case.function
+    first = "copies" if fn == APPEND else "freed"
+    if not isinstance(result, (tuple, list)) or len(result) != 4:
+        size = f" of length {len(result)}" if isinstance(result, (tuple, list)) else ""
+        return fail(f"{fn} should return a 4-tuple ({first}, table, refcount, free); got a "
+                    f"{type(result).__name__}{size}. The judge sees only what your function returns, so "
+                    "return the lists too, even where you changed them in place.", "wrong_type")
+    if fn == APPEND:
+        exp = reference_append(**copy.deepcopy(case.args))
+        want0 = None if exp[0] is None else [tuple(c) for c in exp[0]]
+        got0 = _copies(result[0], fn)
+        if got0 is not None and not isinstance(got0, list):
+            return got0
+        n_free = len(case.args["free"])
+        if want0 is None and got0 is not None:
+            return fail(f"append_slots needs more pages than the {n_free} in free: return "
+                        f"(None, table, refcount, free) with nothing changed; you returned copies {got0}.")
+        if want0 is not None and got0 is None:
+            need = len(exp[1]) - len(case.args["table"]) + len(want0)
+            return fail(f"append_slots returned None (out of pages), but it needs {need} of the "
+                        f"{n_free} free pages: enough.")
+    else:
+        exp = reference_release(**copy.deepcopy(case.args))
+        want0, got0 = list(exp[0]), _int_list(result[0], "release's freed pages")
+        if not isinstance(got0, list):
+            return got0
+    oop = " (out of pages: return every list as it was given)" if want0 is None and fn == APPEND else ""
+    if got0 != want0:
+        return fail(f"{fn}: {first} is {got0}, expected {want0}.")
+    for name, want, got in zip(("table", "refcount", "free"), exp[1:], result[1:]):
+        got = _int_list(got, f"{fn}'s {name}")
+        if not isinstance(got, list):
+            return got
+        if got != want:
+            return fail(f"{fn}: {name} after the call is {got}, expected {want}{oop}.")
+    return PASS
+
+
+# ---- plausible wrong attempts ------------------------------------------------------------
+
+def _append(table, seqlen, n_new, page_size, refcount, free, *, cow_if=None, rows=None,
+            dec_src=True, pages_for=None, take=None, grow_first=False, halfway=False, short=None):
+    """append_slots with the knobs the slips turn; on the lists in place, like a learner."""
+    P = page_size
+    cow = (cow_if or (lambda: n_new > 0 and seqlen % P > 0 and refcount[table[-1]] > 1))()
+    need = (pages_for or (lambda n: -(-n // P)))(seqlen + n_new)
+    grow = max(need - len(table), 0)
+    take = take or (lambda: free.pop())
+    if not halfway and (short or (lambda k: k > len(free)))(grow + cow):
+        return None, table, refcount, free
+    copies, last = [], len(table) - 1
+
+    def do_cow():
+        if not free:
+            return False
+        src, dst = table[last], take()
+        if dec_src:
+            refcount[src] -= 1
+        refcount[dst] = 1
+        table[last] = dst
+        copies.append((src, dst, (rows or (lambda: seqlen % P))()))
+        return True
+
+    def do_grow():
+        for _ in range(grow):
+            if not free:
+                return False
+            p = take()
+            refcount[p] = 1
+            table.append(p)
+        return True
+
+    steps = (do_grow, do_cow) if grow_first else (do_cow, do_grow)
+    for step in steps:
+        if (step is do_cow and not cow) or step():
+            continue
+        return None, table, refcount, free  # ran out halfway
+    return copies, table, refcount, free
+
+
+def _no_cow(**a):
+    return _append(**a, cow_if=lambda: False)
+
+
+def _cow_full_page(**a):
+    t, s, P, rc = a["table"], a["seqlen"], a["page_size"], a["refcount"]
+    return _append(**a, cow_if=lambda: a["n_new"] > 0 and bool(t) and rc[t[-1]] > 1,
+                   rows=lambda: s - (len(t) - 1) * P)
+
+
+def _cow_unshared(**a):
+    return _append(**a, cow_if=lambda: a["n_new"] > 0 and a["seqlen"] % a["page_size"] > 0)
+
+
+def _cow_n_new_zero(**a):
+    t, rc = a["table"], a["refcount"]
+    return _append(**a, cow_if=lambda: a["seqlen"] % a["page_size"] > 0 and rc[t[-1]] > 1)
+
+
+def _src_kept(**a):
+    return _append(**a, dec_src=False)
+
+
+def _whole_page_copied(**a):
+    return _append(**a, rows=lambda: a["page_size"])
+
+
+def _seqlen_copied(**a):
+    return _append(**a, rows=lambda: a["seqlen"])
+
+
+def _floor_plus_one(**a):
+    return _append(**a, pages_for=lambda n: n // a["page_size"] + 1)
+
+
+def _floor(**a):
+    return _append(**a, pages_for=lambda n: n // a["page_size"])
+
+
+def _halfway(**a):
+    return _append(**a, halfway=True)
+
+
+def _front_of_free(**a):
+    free = a["free"]
+    return _append(**a, take=lambda: free.pop(0))
+
+
+def _grow_first(**a):
+    return _append(**a, grow_first=True)
+
+
+def _exactly_enough_refused(**a):
+    return _append(**a, short=lambda k: k >= len(a["free"]))
+
+
+def _release(table, refcount, free, *, free_all=False, clear=True):
+    freed = []
+    for p in table:
+        refcount[p] -= 1
+        if refcount[p] == 0 or free_all:
+            refcount[p] = 0
+            freed.append(p)
+    free.extend(freed)
+    if clear:
+        table = []
+    return freed, table, refcount, free
+
+
+MISTAKES = [
+    Mistake("no copy-on-write",
+            "A shared, partly filled last page must be copied before the request writes into it "
+            "(copy-on-write): take a free page, copy seqlen % page_size slots, swap it into the table.",
+            _no_cow, function=APPEND),
+    Mistake("a full last page copied",
+            "You copied a full shared last page. Full pages are never written again, so sharing them "
+            "is safe: copy only when seqlen % page_size != 0.", _cow_full_page, function=APPEND),
+    Mistake("an unshared page copied",
+            "You copied a last page that no one else holds (refcount 1); write into it in place. "
+            "Copy only when refcount[table[-1]] > 1.", _cow_unshared, function=APPEND),
+    Mistake("copied with n_new = 0",
+            "With n_new = 0 nothing is written, so nothing is copied and nothing changes.",
+            _cow_n_new_zero, function=APPEND),
+    Mistake("source refcount kept",
+            "After copy-on-write the request no longer holds the old page: drop one reference to "
+            "it (refcount[src] -= 1).", _src_kept, function=APPEND),
+    Mistake("whole page copied",
+            "The copy moves only the valid slots of the last page, seqlen % page_size, not "
+            "page_size.", _whole_page_copied, function=APPEND),
+    Mistake("seqlen slots copied",
+            "The copy moves the valid slots of the last page only, seqlen % page_size -- the "
+            "earlier pages stay shared and are not copied.", _seqlen_copied, function=APPEND),
+    Mistake("one page too many at a boundary",
+            "Your page count is (seqlen + n_new) // page_size + 1, one too many when the tokens end "
+            "exactly on a page boundary; use ceil: -(-(seqlen + n_new) // page_size).",
+            _floor_plus_one, function=APPEND),
+    Mistake("page count rounded down",
+            "Your page count is (seqlen + n_new) // page_size, one too few when the last page is "
+            "partly filled; use ceil: -(-(seqlen + n_new) // page_size).", _floor, function=APPEND),
+    Mistake("failing halfway",
+            "When the pool runs short you changed part of the state before giving up. Count the "
+            "pages the call needs (growth plus the copy) first, and if free is too short return "
+            "(None, table, refcount, free) untouched.", _halfway, function=APPEND),
+    Mistake("pages taken from the front of free",
+            "Take free pages from the END of the list, free.pop(), not free[0] / free.pop(0).",
+            _front_of_free, function=APPEND),
+    Mistake("growing before copying",
+            "Copy-on-write comes first: its page is the first one popped, then the growth pages.",
+            _grow_first, function=APPEND),
+    Mistake("exactly enough counted as out of pages",
+            "When free holds exactly the pages the call needs, it succeeds (and empties free): "
+            "out of pages means fewer than needed.", _exactly_enough_refused, function=APPEND),
+    Mistake("release frees shared pages",
+            "release freed pages that other tables still hold; drop one reference and free a page "
+            "only when its count reaches 0.", lambda **a: _release(**a, free_all=True), function=RELEASE),
+    Mistake("table not emptied",
+            "After release the request holds no pages: return an empty table.",
+            lambda **a: _release(**a, clear=False), function=RELEASE),
+]
+
+
+def _needs(a):
+    return reference_append(**copy.deepcopy(a))
+
+
+EDGES = [
+    Edge("copy-on-write followed by growth",
+         lambda a: bool(_needs(a)[0]) and len(_needs(a)[1]) > len(a["table"]), function=APPEND),
+    Edge("copy-on-write without growth",
+         lambda a: bool(_needs(a)[0]) and len(_needs(a)[1]) == len(a["table"]), function=APPEND),
+    Edge("n_new = 0 on a shared half-full page",
+         lambda a: a["n_new"] == 0 and a["seqlen"] % a["page_size"] > 0
+         and a["refcount"][a["table"][-1]] > 1, function=APPEND),
+    Edge("a full shared last page", lambda a: a["n_new"] > 0 and a["seqlen"] > 0
+         and a["seqlen"] % a["page_size"] == 0 and a["refcount"][a["table"][-1]] > 1, function=APPEND),
+    Edge("out of pages with some pages free", lambda a: _needs(a)[0] is None and len(a["free"]) > 0,
+         function=APPEND),
+    Edge("exactly enough free pages", lambda a: _needs(a)[0] is not None and a["free"]
+         and not _needs(a)[3], function=APPEND),
+    Edge("page size 1", lambda a: a["page_size"] == 1, function=APPEND),
+    Edge("page size 256", lambda a: a["page_size"] == 256, function=APPEND),
+    Edge("a pool of one page", lambda a: len(a["refcount"]) == 1, function=APPEND),
+    Edge("a shared page survives release", lambda a: any(a["refcount"][p] > 1 for p in a["table"]),
+         function=RELEASE),
+]
+
+PROBLEM = Problem(
+    number=13, slug="block_allocator", title="The block-table allocator: sharing and copy-on-write",
+    chapter="notebooks/07_inference_engine.ipynb",
+    functions=[APPEND, RELEASE], statement=STATEMENT, hints=HINTS,
+    make_cases=make_cases, check=check, mistakes=MISTAKES,
+    timeout_s=5.0, memory_mb=512,
+    reference={APPEND: reference_append, RELEASE: reference_release}, edges=EDGES,
+)

@@ -1,0 +1,345 @@
+"""Problem 14: one continuous-batching step under a token budget -- decodes first, then
+chunked prefills, then admissions (chapter 7). The judge sends only valid input (what an
+engine passes), because an exception is a failed case to it: checking the input is the
+engine's business (mlacourse.engine.scheduler raises ValueError), not graded here."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from grader.spec import Case, Edge, Mistake, Problem, PASS, fail
+from mlacourse.engine import scheduler
+
+FN = "schedule_step"
+
+STATEMENT = r"""
+## Problem 14 — one scheduler step under a token budget
+
+Write `schedule_step(running, waiting, token_budget, max_running=None)`: which requests
+run in this engine step, and with how many tokens each.
+
+| argument | what |
+|---|---|
+| `running` | `[(rid, n_pending, is_decode)]` in arrival order: requests that hold pages. `n_pending >= 1` tokens are known but not yet cached; a decode (`is_decode` True) has exactly 1 |
+| `waiting` | `[(rid, n_pending)]` in arrival order: requests without pages, with the tokens they would compute |
+| `token_budget` | the most tokens this step may run (>= 1) |
+| `max_running` | the most requests that may hold pages (running ones included), or `None` for no limit |
+
+Return the plan, a list of `(rid, n_tokens)`, built in three passes, each in arrival order:
+
+1. **decodes:** every running decode gets 1 token, while budget is left;
+2. **prefills under way:** every running request that is not decoding gets
+   `min(n_pending, budget left)` tokens, while budget is left (chunked prefill: a long
+   prompt is cut to what is left and continues next step);
+3. **admissions:** waiting requests are admitted one by one, each with
+   `min(n_pending, budget left)`, while budget is left and fewer than `max_running`
+   requests (the running ones plus those admitted so far) would hold pages. Admission
+   stops at the first request that cannot be admitted (first come, first served).
+
+The plan lists the decodes first, then the prefills, then the admissions. No entry has
+0 tokens, and the tokens add up to at most `token_budget`. Do not change `running` or
+`waiting` (the engine still needs them). Input is always valid (unique ids, decodes with
+exactly 1 pending token), so you need not check it.
+
+The judge compares the plan exactly -- order included -- with
+`mlacourse.engine.scheduler.schedule_step` on budgets from 1 to 300, with more decodes
+than budget, prompts longer than the budget, and `max_running` from `None` to full.
+"""
+
+HINTS = [
+    "Keep one counter, left = token_budget, and three loops over the inputs: decodes, then "
+    "running prefills, then waiting requests. Each loop only adds an entry while left > 0.",
+    "A prefill takes n = min(n_pending, left) and then left -= n -- the budget LEFT, not the whole "
+    "token_budget. For admissions also count the requests holding pages: start at len(running), "
+    "add 1 per admission, and stop when it reaches max_running (unless it is None).",
+]
+
+
+# ---- the reference ---------------------------------------------------------------------
+
+def reference(running, waiting, token_budget, max_running=None):
+    return scheduler.schedule_step(copy.deepcopy(running), copy.deepcopy(waiting), token_budget, max_running)
+
+
+# ---- cases -------------------------------------------------------------------------------
+
+def _case(name, running, waiting, budget, max_running=None, hidden=False, seed=None):
+    args = {"running": [tuple(r) for r in running], "waiting": [tuple(w) for w in waiting],
+            "token_budget": int(budget), "max_running": max_running}
+    shown = (f"running={args['running']}, waiting={args['waiting']}, token_budget={budget}, "
+             f"max_running={max_running}" + (f"; seed {seed}" if seed is not None else ""))
+    return Case(name, FN, args, hidden=hidden, seed=seed, describe=shown)
+
+
+def _public():
+    running = [("A", 30, False), ("B", 1, True), ("C", 1, True)]
+    waiting = [("D", 50), ("E", 5)]
+    return [
+        _case("decodes first, then A's prefill is cut to the 38 left", running, waiting, 40),
+        _case("budget for everyone: A, then D cut to what is left", running, waiting, 100),
+        _case("budget 2: only the two decodes run", running, waiting, 2),
+        _case("at most 4 requests may hold pages: only D is admitted", running, waiting, 100, 4),
+        _case("nothing running: admissions only, E waits behind D", [], [("D", 50), ("E", 5)], 60),
+    ]
+
+
+class _Ids:
+    """Request ids in arrival order that are not their positions ("r17", "r3", ...)."""
+
+    def __init__(self, rng):
+        self.ids = [f"r{i}" for i in rng.permutation(200)]
+
+    def take(self, n):
+        out, self.ids = self.ids[:n], self.ids[n:]
+        return out
+
+
+def _running(rng, ids, n_decode, prefills):
+    """n_decode decodes and the given prefills (pending counts), shuffled into one arrival order."""
+    kinds = [True] * n_decode + [False] * len(prefills)
+    order = rng.permutation(len(kinds))
+    pend = iter(prefills)
+    out = []
+    for rid, i in zip(ids.take(len(kinds)), order):
+        out.append((rid, 1, True) if kinds[i] else (rid, int(next(pend)), False))
+    return out
+
+
+def _waiting(rng, ids, sizes):
+    return list(zip(ids.take(len(sizes)), [int(s) for s in sizes]))
+
+
+def _scenarios(rng, seed):
+    h = dict(hidden=True, seed=seed)
+    ids = _Ids(rng)
+    out = []
+    # 1. a prefill that arrived before decodes, cut to the budget left (first hidden case)
+    nd = int(rng.integers(2, 6))
+    pre = int(rng.integers(20, 60))
+    run = [(ids.take(1)[0], pre, False)] + [(r, 1, True) for r in ids.take(nd)]
+    out.append(_case("a prefill arrived before the decodes; it gets what they leave", run,
+                     _waiting(rng, ids, rng.integers(3, 30, 2)), int(rng.integers(nd + 2, pre)),
+                     int(rng.integers(nd + 3, nd + 6)), **h))
+    # 2. more decodes than budget
+    nd = int(rng.integers(5, 12))
+    out.append(_case("more decodes than budget", _running(rng, ids, nd, rng.integers(2, 9, 2)),
+                     _waiting(rng, ids, rng.integers(1, 9, 2)), int(rng.integers(1, nd)), None, **h))
+    # 3. budget runs out in the middle of the waiting queue; waiting not sorted by size
+    sizes = [int(rng.integers(10, 30)), int(rng.integers(2, 8)), int(rng.integers(10, 30)), int(rng.integers(1, 5))]
+    run = _running(rng, ids, int(rng.integers(1, 4)), [int(rng.integers(3, 12))])
+    budget = len(run) + int(rng.integers(2, 10)) + sizes[0] + sizes[1] + int(rng.integers(1, sizes[2]))
+    out.append(_case("the budget runs out among the waiting requests", run, _waiting(rng, ids, sizes),
+                     budget, None, **h))
+    # 4. max_running already reached by the running requests
+    run = _running(rng, ids, int(rng.integers(1, 4)), rng.integers(1, 6, int(rng.integers(1, 3))))
+    out.append(_case("max_running reached by the running requests: nobody is admitted", run,
+                     _waiting(rng, ids, rng.integers(1, 10, len(run) + 2)), int(rng.integers(60, 300)), len(run),
+                     **h))
+    # 5. max_running leaves room for some admissions, budget ample
+    run = _running(rng, ids, int(rng.integers(1, 4)), rng.integers(1, 6, int(rng.integers(1, 3))))
+    extra = int(rng.integers(1, 3))
+    out.append(_case("max_running admits some of the waiting requests", run,
+                     _waiting(rng, ids, rng.integers(1, 12, extra + int(rng.integers(2, 4)))),
+                     int(rng.integers(100, 300)), len(run) + extra, **h))
+    # 6. only waiting requests, a budget of 1
+    out.append(_case("budget 1, nothing running", [], _waiting(rng, ids, rng.integers(1, 9, 3)), 1,
+                     int(rng.integers(2, 6)), **h))
+    # 7. everything fits with budget to spare; no waiting requests
+    run = _running(rng, ids, int(rng.integers(0, 4)), rng.integers(1, 20, int(rng.integers(1, 4))))
+    out.append(_case("everything fits, nobody waits", run, [], int(rng.integers(80, 300)), None, **h))
+    # 8. two prefills under way, the second one cut
+    run = _running(rng, ids, int(rng.integers(1, 3)), [int(rng.integers(4, 12)), int(rng.integers(20, 40))])
+    out.append(_case("the second prefill under way is cut", run, _waiting(rng, ids, rng.integers(1, 9, 2)),
+                     len(run) + int(rng.integers(13, 18)), len(run) + 2, **h))
+    return out
+
+
+def _random(rng, seed, i):
+    ids = _Ids(rng)
+    run = _running(rng, ids, int(rng.integers(0, 8)), rng.integers(1, 80, int(rng.integers(0, 4))))
+    wait = _waiting(rng, ids, rng.integers(1, 80, int(rng.integers(0, 5))))
+    if not run and not wait:
+        wait = _waiting(rng, ids, [int(rng.integers(1, 40))])
+    mr = None if rng.random() < 0.4 else len(run) + int(rng.integers(0, 4))
+    return _case(f"random mix {i}", run, wait, int(rng.integers(1, 160)), mr, hidden=True, seed=seed)
+
+
+def make_cases(seed):
+    rng = np.random.default_rng(seed)
+    return _public() + _scenarios(rng, seed) + [_random(rng, seed, i) for i in range(8)]
+
+
+def check(case, result):
+    exp = reference(**case.args)
+    if not isinstance(result, (list, tuple)) or not all(
+            isinstance(e, (list, tuple)) and len(e) == 2 for e in result):
+        return fail(f"{FN} should return a list of (rid, n_tokens) pairs; got {result!r:.120}.", "wrong_type")
+    got = []
+    for rid, n in result:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            return fail(f"{FN}: the token count for {rid!r} should be an int; got {n!r}.", "wrong_type")
+        got.append((rid, int(n)))
+    budget = case.args["token_budget"]
+    if sum(n for _, n in got) > budget:
+        return fail(f"{FN}'s plan {got} runs {sum(n for _, n in got)} tokens; the budget is {budget}.")
+    zero = [rid for rid, n in got if n <= 0]
+    if zero:
+        return fail(f"{FN}'s plan {got} gives {zero[0]!r} {dict(got)[zero[0]]} tokens; leave out a "
+                    "request that gets no tokens.")
+    if got != exp:
+        first = next((i for i, (a, b) in enumerate(zip(got, exp)) if a != b), min(len(got), len(exp)))
+        return fail(f"{FN}'s plan is {got}, expected {exp} (first difference at entry {first}).")
+    return PASS
+
+
+# ---- plausible wrong attempts ------------------------------------------------------------
+
+def _plan(running, waiting, token_budget, max_running=None, *, one_pass=False, chunk=True,
+          zeros=False, cap_budget=False, holding0=None, limit=True, off_by_one=False, order=None,
+          remove_while_iterating=False, all_decodes=False, charge_decodes=True,
+          admit_first=False, whole_left=False):
+    """schedule_step with the knobs the slips turn, written the way a learner would."""
+    left, plan = token_budget, []
+
+    def give(rid, n):
+        nonlocal left
+        if not zeros and left <= 0:
+            return False
+        k = min(n, token_budget if cap_budget else left)
+        if not chunk and n > left:
+            return False
+        if zeros:
+            k = max(min(k, left), 0)
+        plan.append((rid, k))
+        left -= k
+        return True
+
+    def decodes():
+        nonlocal left
+        for rid, n, is_decode in running:
+            if is_decode and (all_decodes or zeros or left > 0):
+                plan.append((rid, 1 if (all_decodes or left > 0) else 0))
+                if charge_decodes:
+                    left -= 1 if (all_decodes or left > 0) else 0
+
+    def prefills():
+        for rid, n, is_decode in running:
+            if not is_decode:
+                give(rid, n)
+
+    def admissions():
+        nonlocal left
+        holding = len(running) if holding0 is None else holding0
+        queue = waiting if order is None else order(waiting)
+        for item in list(queue) if not remove_while_iterating else queue:
+            rid, n = item
+            if limit and max_running is not None and (holding > max_running if off_by_one else holding >= max_running):
+                break
+            if not zeros and left <= 0:
+                break
+            if whole_left:
+                plan.append((rid, left))
+                left = 0
+            elif not give(rid, n):
+                continue
+            holding += 1
+            if remove_while_iterating:
+                queue.remove(item)
+
+    if one_pass:
+        for rid, n, is_decode in running:
+            if is_decode:
+                if left > 0:
+                    plan.append((rid, 1))
+                    left -= 1
+            else:
+                give(rid, n)
+        admissions()
+    elif admit_first:
+        decodes()
+        admissions()
+        prefills()
+    else:
+        decodes()
+        prefills()
+        admissions()
+    return plan
+
+
+def _m(**knobs):
+    return lambda **a: _plan(**a, **knobs)
+
+
+MISTAKES = [
+    Mistake("one pass in arrival order",
+            "Your plan serves running requests in arrival order, so a prefill that arrived first "
+            "takes budget before the decodes. Serve every decode first (1 token each), then the "
+            "prefills under way.", _m(one_pass=True)),
+    Mistake("no chunking",
+            "A prefill that does not fit whole must still run: give it min(n_pending, budget "
+            "left) tokens now (chunked prefill) and the rest next step.", _m(chunk=False)),
+    Mistake("entries with 0 tokens",
+            "Your plan has entries with 0 tokens; once the budget is used up, stop adding "
+            "requests.", _m(zeros=True)),
+    Mistake("the whole budget instead of the budget left",
+            "Each prefill gets min(n_pending, budget LEFT), not min(n_pending, token_budget): "
+            "your plan runs more tokens than the budget.", _m(cap_budget=True)),
+    Mistake("max_running counts only admissions",
+            "max_running limits every request holding pages: the running ones count too. Start "
+            "the count at len(running).", _m(holding0=0)),
+    Mistake("max_running ignored",
+            "Stop admitting when the running requests plus those admitted reach max_running "
+            "(when it is not None).", _m(limit=False)),
+    Mistake("one admission past max_running",
+            "Admit only while fewer than max_running requests would hold pages (holding < "
+            "max_running); your plan admits one more.", _m(off_by_one=True)),
+    Mistake("shortest job first",
+            "Waiting requests are admitted in arrival order (first come, first served), not "
+            "smallest first.", _m(order=lambda w: sorted(w, key=lambda x: x[1]))),
+    Mistake("removed from waiting while looping over it",
+            "Removing admitted requests from `waiting` while looping over it skips the request "
+            "after each one removed -- and the caller still needs `waiting`. Leave the lists as "
+            "they are.", _m(remove_while_iterating=True)),
+    Mistake("every decode served beyond the budget",
+            "Decodes are served only while budget is left; the plan must never run more than "
+            "token_budget tokens.", _m(all_decodes=True)),
+    Mistake("decodes not charged",
+            "Each decode uses 1 token of the budget: subtract it before the prefills take "
+            "theirs.", _m(charge_decodes=False)),
+    Mistake("admissions before the running prefills",
+            "Prefills already under way come before new requests: serve them second, admit "
+            "waiting requests last.", _m(admit_first=True)),
+    Mistake("an admission takes the whole budget left",
+            "An admitted request gets min(n_pending, budget left), not all of what is left.",
+            _m(whole_left=True)),
+]
+
+EDGES = [
+    Edge("more decodes than budget", lambda a: sum(r[2] for r in a["running"]) > a["token_budget"]),
+    Edge("a prefill under way cut to the budget left",
+         lambda a: any(not r[2] and (r[0], r[1]) not in reference(**a) and any(p[0] == r[0] for p in reference(**a))
+                       for r in a["running"])),
+    Edge("an admission cut to the budget left",
+         lambda a: any(w[0] in dict(reference(**a)) and dict(reference(**a))[w[0]] < w[1] for w in a["waiting"])),
+    Edge("a prefill that arrived before a decode",
+         lambda a: any(not r[2] and any(s[2] for s in a["running"][i + 1:]) for i, r in enumerate(a["running"]))),
+    Edge("max_running None", lambda a: a["max_running"] is None),
+    Edge("max_running reached with budget left",
+         lambda a: a["max_running"] is not None and a["waiting"]
+         and len(a["running"]) + sum(w[0] in dict(reference(**a)) for w in a["waiting"]) == a["max_running"]
+         and sum(n for _, n in reference(**a)) < a["token_budget"]),
+    Edge("nothing running", lambda a: not a["running"]),
+    Edge("nobody waiting", lambda a: not a["waiting"]),
+    Edge("token_budget 1", lambda a: a["token_budget"] == 1),
+]
+
+PROBLEM = Problem(
+    number=14, slug="schedule_step", title="One scheduler step under a token budget",
+    chapter="notebooks/07_inference_engine.ipynb",
+    functions=[FN], statement=STATEMENT, hints=HINTS,
+    make_cases=make_cases, check=check, mistakes=MISTAKES,
+    timeout_s=5.0, memory_mb=512,
+    reference={FN: reference}, edges=EDGES,
+)

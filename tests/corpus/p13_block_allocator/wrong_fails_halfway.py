@@ -1,0 +1,34 @@
+"""expect: fail
+slip: allocates page by page and gives up when free runs dry, leaving what it already changed.
+mistake: failing halfway
+"""
+
+
+def append_slots(table, seqlen, n_new, page_size, refcount, free):
+    copies = []
+    if n_new > 0 and seqlen % page_size and refcount[table[-1]] > 1:
+        if not free:
+            return None, table, refcount, free
+        src, dst = table[-1], free.pop()
+        refcount[src] -= 1
+        refcount[dst] = 1
+        table[-1] = dst
+        copies.append((src, dst, seqlen % page_size))
+    while len(table) * page_size < seqlen + n_new:
+        if not free:
+            return None, table, refcount, free
+        page = free.pop()
+        refcount[page] = 1
+        table.append(page)
+    return copies, table, refcount, free
+
+
+def release(table, refcount, free):
+    freed = []
+    for p in table:
+        refcount[p] -= 1
+        if refcount[p] == 0:
+            freed.append(p)
+    free.extend(freed)
+    table.clear()
+    return freed, table, refcount, free

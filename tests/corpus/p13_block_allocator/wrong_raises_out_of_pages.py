@@ -1,0 +1,38 @@
+"""expect: fail
+slip: raises an exception when the pool is short, as the engine does, instead of returning None.
+"""
+
+
+class OutOfPages(RuntimeError):
+    pass
+
+
+def append_slots(table, seqlen, n_new, page_size, refcount, free):
+    partial = seqlen % page_size
+    cow = n_new > 0 and partial > 0 and refcount[table[-1]] > 1
+    grow = -(-(seqlen + n_new) // page_size) - len(table)
+    if grow + cow > len(free):
+        raise OutOfPages(f"need {grow + cow} pages, {len(free)} free")
+    copies = []
+    if cow:
+        src, dst = table[-1], free.pop()
+        refcount[src] -= 1
+        refcount[dst] = 1
+        table[-1] = dst
+        copies.append((src, dst, partial))
+    for _ in range(grow):
+        page = free.pop()
+        refcount[page] = 1
+        table.append(page)
+    return copies, table, refcount, free
+
+
+def release(table, refcount, free):
+    freed = []
+    for p in table:
+        refcount[p] -= 1
+        if refcount[p] == 0:
+            freed.append(p)
+    free.extend(freed)
+    table.clear()
+    return freed, table, refcount, free

@@ -1,0 +1,34 @@
+"""expect: fail
+slip: release walks the table from its end, so the freed pages come back in reverse order.
+"""
+
+
+def append_slots(table, seqlen, n_new, page_size, refcount, free):
+    partial = seqlen % page_size
+    cow = n_new > 0 and partial > 0 and refcount[table[-1]] > 1
+    grow = -(-(seqlen + n_new) // page_size) - len(table)
+    if grow + cow > len(free):
+        return None, table, refcount, free
+    copies = []
+    if cow:
+        src, dst = table[-1], free.pop()
+        refcount[src] -= 1
+        refcount[dst] = 1
+        table[-1] = dst
+        copies.append((src, dst, partial))
+    for _ in range(grow):
+        page = free.pop()
+        refcount[page] = 1
+        table.append(page)
+    return copies, table, refcount, free
+
+
+def release(table, refcount, free):
+    freed = []
+    while table:
+        p = table.pop()
+        refcount[p] -= 1
+        if refcount[p] == 0:
+            freed.append(p)
+            free.append(p)
+    return freed, table, refcount, free
