@@ -337,7 +337,8 @@ def _import_message(problem: Problem, rec: dict) -> tuple[str, str]:
     if rec.get("event") == "import_failed":  # the process died or hung while importing
         msg, reason = _messages(problem, Case("import", "(importing your file)", {}), rec)
         return "your file could not be loaded: " + msg, reason
-    return f"your file could not be imported:\n{rec.get('message', '')}", "import_error"
+    reason = {"SystemExit": "exit", "MemoryError": "memory"}.get(rec.get("type"), "import_error")
+    return f"your file could not be imported:\n{rec.get('message', '')}", reason
 
 
 __all__ = ["discover", "find", "grade", "missing_requirements", "course_folders",

@@ -313,7 +313,8 @@ def compare_arrays(name: str, expected, got, *, rtol: float = 1e-5, atol: float 
     raw = _numeric_array(got, name)
     if isinstance(raw, Verdict):
         return raw
-    arr = raw.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        arr = raw.astype(np.float64)
     if arr.shape != exp.shape:
         want = f"{dims} = {tuple(exp.shape)}" if dims else str(tuple(exp.shape))
         return fail(f"{name} returned shape {tuple(arr.shape)}, expected {want}.", "wrong_shape")

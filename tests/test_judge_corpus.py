@@ -1,0 +1,107 @@
+"""The hidden corpus (tests/corpus/): every right attempt passes and every wrong one
+fails, on each of several seeds, through the real judge (one child process per attempt,
+as a learner's `python practice/judge.py N --file F` would run it).
+
+To grade several seeds in one child, an attempt is graded on a problem whose cases are
+the union of the cases of SEEDS -- the same cases the judge would run seed by seed, so a
+wrong attempt that passes any one seed passes nothing here. Where a file's header says
+why it must fail (`reason:`) or names the slip (`mistake:`), the verdict must say so too.
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from grader import runner
+from grader.records import ProblemStatus
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "corpus"))
+import probe  # noqa: E402  (the corpus's own reader of file headers)
+
+SEEDS = (1, 2, 3)
+SLOW_SEEDS = (1, 2)  # problem 12 runs its kernels in Triton's interpreter
+PROBLEMS = {p.number: p for p in runner.discover()}
+# the verdict a header's reason asks for -> the judge's reason tags that say so
+REASONS = {
+    "uses_reference": {"uses_reference"},
+    "timeout": {"timeout"},
+    "memory": {"memory"},
+    "exit": {"exit"},
+    "crash": {"crash"},
+    "wrong_type": {"wrong_type"},
+    "wrong_shape": {"wrong_shape"},
+    "not_finite": {"not_finite"},
+    "mutated_input": {"mutated_input"},
+    "tamper": {"exception", "uses_reference", "import_error"},  # the write is refused
+}
+
+
+def _skip_reason(a) -> str | None:
+    """Why an attempt cannot run on this machine (a package it or its problem needs)."""
+    missing = runner.missing_requirements(PROBLEMS[a.number])
+    if not missing and "import torch" in a.path.read_text():
+        missing = runner.missing_requirements(dataclasses.replace(PROBLEMS[a.number], requires=("torch",)))
+    return f"needs {', '.join(missing)}" if missing else None
+
+
+ATTEMPTS = [a for a in probe.attempts() if a.number in PROBLEMS]
+PARAMS = [pytest.param(a, id=a.name, marks=pytest.mark.skipif(bool(_skip_reason(a)), reason=str(_skip_reason(a))))
+          for a in ATTEMPTS]
+
+
+def over_seeds(problem, seeds):
+    """The problem with the cases of every seed in `seeds` at once."""
+    def make_cases(_seed):
+        return [c for s in seeds for c in problem.make_cases(s)]
+    return dataclasses.replace(problem, make_cases=make_cases)
+
+
+def _grade(attempt):
+    p = PROBLEMS[attempt.number]
+    seeds = SLOW_SEEDS if runner.sandbox.is_heavy(p) else SEEDS
+    return runner.grade(over_seeds(p, seeds), attempt.path, seed=seeds[0])
+
+
+@pytest.fixture(scope="module")
+def graded():
+    runnable = [a for a in ATTEMPTS if not _skip_reason(a)]
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = dict(zip((a.name for a in runnable), pool.map(_grade, runnable)))
+    print(f"\ncorpus: {len(runnable)} attempts graded on seeds {SEEDS} in {time.monotonic() - t0:.0f} s")
+    return results
+
+
+@pytest.mark.parametrize("attempt", PARAMS)
+def test_corpus_attempt(graded, attempt):
+    res = graded[attempt.name]
+    first = res.first_failure()
+    why = (first.message if first else res.message)[:600]
+    if attempt.expect == "pass":
+        assert res.status is ProblemStatus.PASSED, f"a right attempt failed: {why}"
+        return
+    assert res.status is ProblemStatus.FAILED, f"a wrong attempt got {res.status}: {attempt.slip}"
+    if attempt.reason:
+        got = first.reason if first else res.reason
+        assert got in REASONS[attempt.reason], (
+            f"expected the verdict to say {attempt.reason}, it says {got}: {why}")
+    if attempt.mistake:
+        spec = {m.name: m.message for m in PROBLEMS[attempt.number].mistakes}
+        named = {o.mistake for o in res.outcomes if o.mistake}
+        assert named <= {spec.get(attempt.mistake)}, (
+            f"the judge named {named}, but the slip is {attempt.mistake!r}")
+
+
+def test_corpus_covers_every_problem_and_mistake():
+    by_problem: dict = {}
+    for a in ATTEMPTS:
+        by_problem.setdefault(a.number, []).append(a)
+    for n, p in PROBLEMS.items():
+        got = by_problem.get(n, [])
+        assert sum(a.expect == "fail" for a in got) >= 12, f"problem {n}: fewer than 12 wrong attempts"
+        assert sum(a.expect == "pass" for a in got) >= 4, f"problem {n}: fewer than 4 right attempts"
