@@ -163,16 +163,23 @@ def decode(x):
 
 class DataRecord:
     """A read-only record of named fields: what a spec lets graded code import from the
-    course (e.g. the GPU table) -- the numbers, without the methods that compute answers."""
+    course (e.g. the GPU table) -- the numbers, without the methods that compute answers.
+    Asking for one of those methods counts as using the reference."""
 
-    def __init__(self, type_name: str, fields: dict):
+    def __init__(self, type_name: str, fields: dict, methods=()):
         object.__setattr__(self, "_type", type_name)
         object.__setattr__(self, "_fields", dict(fields))
+        object.__setattr__(self, "_methods", frozenset(methods))
 
     def __getattr__(self, name):
         fields = object.__getattribute__(self, "_fields")
         if name in fields:
             return fields[name]
+        kind = object.__getattribute__(self, "_type")
+        if name in object.__getattribute__(self, "_methods"):
+            WATCH.saw_reference(f"{kind}.{name}()")
+            raise ReferenceUseError(f"{kind}.{name}() is the course's reference implementation; graded "
+                                    f"code gets only the data ({', '.join(fields)})")
         raise AttributeError(
             f"{object.__getattribute__(self, '_type')} has no attribute {name!r} in graded code: "
             f"only its data is available ({', '.join(fields)}); compute the rest yourself")
@@ -189,7 +196,8 @@ class DataRecord:
 def rebuild_data(x):
     """Plain data from the judge (see runner.data_view) -> values with DataRecords."""
     if isinstance(x, dict) and "__record__" in x:
-        return DataRecord(x["__record__"], {k: rebuild_data(v) for k, v in x["fields"].items()})
+        return DataRecord(x["__record__"], {k: rebuild_data(v) for k, v in x["fields"].items()},
+                          x.get("methods", ()))
     if isinstance(x, dict):
         return {k: rebuild_data(v) for k, v in x.items()}
     if isinstance(x, list):
@@ -285,7 +293,9 @@ class Watch:
 
     def __init__(self):
         self.reference_uses: list[str] = []
+        self.exit_calls: list = []
         self.launches = 0
+        self.launch_tensors: list = []  # tensors handed to kernel launches during this case
 
     def saw_reference(self, what: str):
         if what not in self.reference_uses:
@@ -295,7 +305,33 @@ class Watch:
         seen = (list(self.reference_uses), self.launches)
         self.reference_uses.clear()
         self.launches = 0
+        self.launch_tensors = []
         return seen
+
+    def result_came_from_launches(self, result) -> bool:
+        """Is every array in `result` what some kernel launch of this case wrote (equal
+        to the final contents of a tensor that was passed to a launch)?"""
+        import numpy as np
+        leaves = result if isinstance(result, (tuple, list)) else [result]
+        contents = []
+        for t in self.launch_tensors:
+            try:
+                contents.append(t.detach().float().cpu().numpy().ravel())
+            except Exception:  # noqa: BLE001 -- a tensor we cannot read is no witness
+                continue
+        for leaf in leaves:
+            try:
+                arr = leaf.detach().float().cpu().numpy() if hasattr(leaf, "detach") else np.asarray(leaf, np.float32)
+            except Exception:  # noqa: BLE001
+                return False
+            flat = arr.ravel().astype(np.float32)
+            if not any(c.size == flat.size and np.array_equal(c, flat, equal_nan=True) for c in contents):
+                return False
+        return True
+
+    def take_exits(self) -> list:
+        calls, self.exit_calls = self.exit_calls, []
+        return calls
 
 
 WATCH = Watch()
@@ -421,6 +457,7 @@ def trip_os_exit():
     """os._exit in graded code raises instead of ending the process silently, so the
     verdict can say what happened (the harness keeps the real one)."""
     def _exit(code=0):
+        WATCH.exit_calls.append(code)  # seen even if it was called from a thread
         raise _ExitCalled(code)
     os._exit = _exit
     try:
@@ -444,6 +481,8 @@ def count_kernel_launches():
 
         def counted(*args, **kwargs):
             WATCH.launches += 1
+            WATCH.launch_tensors.extend(a for a in (*args, *kwargs.values())
+                                        if type(a).__module__.startswith("torch") and hasattr(a, "numel"))
             return launch(*args, **kwargs)
         return counted
     base.__getitem__ = __getitem__
@@ -535,6 +574,8 @@ def run_case(fn, args: dict, path: str, memory_mb=None, check_inputs=True, profi
                                   f"over this case's {memory_mb} MB"}
             else:
                 rec = {"status": RunStatus.OK, "result": encode(result)}
+                if WATCH.launches:
+                    rec["from_kernel"] = WATCH.result_came_from_launches(result)
         finally:
             if tracing:
                 _stop_tracing()
@@ -553,8 +594,11 @@ def run_case(fn, args: dict, path: str, memory_mb=None, check_inputs=True, profi
     finally:
         sys.stdout, sys.stderr = saved
     uses, launches = WATCH.take()
+    exits = WATCH.take_exits()
     if uses:  # even if the attempt caught the refusal and carried on
         rec = _reference_record(uses)
+    elif exits and rec.get("status") != RunStatus.SYSTEM_EXIT:  # os._exit from another thread
+        rec = {"status": RunStatus.SYSTEM_EXIT, "message": f"os._exit({exits[0]!r}), from a thread"}
     rec["launches"] = launches
     printed = out.text() + err.text()
     if printed:

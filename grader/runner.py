@@ -108,7 +108,8 @@ def data_view(x):
     """The plain data of what a spec lets graded code import: dataclass instances become
     records of their fields (no methods), containers are copied, numbers stay numbers."""
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        return {"__record__": type(x).__name__,
+        methods = [n for n in dir(type(x)) if not n.startswith("_") and callable(getattr(type(x), n))]
+        return {"__record__": type(x).__name__, "methods": methods,
                 "fields": {f.name: data_view(getattr(x, f.name)) for f in dataclasses.fields(x)}}
     if isinstance(x, dict):
         return {k: data_view(v) for k, v in x.items()}
@@ -184,8 +185,9 @@ def _messages(problem: Problem, case: Case, rec: dict) -> tuple[str, str]:
     if st == RunStatus.USES_REFERENCE:
         return uses_reference_text(problem, rec.get("uses", [])), "uses_reference"
     if st == RunStatus.TIMEOUT:
+        why = case.timeout_message or "(an infinite loop, or far too much work for these sizes?)"
         return (f"{fn} was still running after {rec.get('timeout_s', problem.timeout_s):g} s and "
-                "was stopped (an infinite loop, or far too much work for these sizes?)."), "timeout"
+                f"was stopped {why}"), "timeout"
     if st == RunStatus.CRASHED:
         return (f"the Python process running {fn} crashed ({rec.get('signal')}); this usually "
                 "means code that corrupts memory or kills the process."), "crash"
@@ -218,10 +220,12 @@ def grade_record(problem: Problem, case: Case, rec: dict) -> CaseOutcome:
             return out.fail(f"{fn} modified its input {names} in place. The caller still needs it: "
                             f"work on a copy or use operations that return new arrays (x = x * 2, "
                             f"not x *= 2).", "mutated_input")
-        if problem.needs_kernel_launch and not rec.get("launches"):
-            return out.fail(f"{fn} returned an answer without launching a Triton kernel; the point "
-                            f"of problem {problem.number} is the kernel itself (kernel[grid](...)), "
-                            f"not the same math in torch or numpy.", "no_kernel")
+        if problem.needs_kernel_launch and not (rec.get("launches") and rec.get("from_kernel")):
+            what = ("without launching a Triton kernel" if not rec.get("launches") else
+                    "that is not what your kernel wrote (no tensor passed to the launch holds it)")
+            return out.fail(f"{fn} returned an answer {what}; the point of problem "
+                            f"{problem.number} is the kernel itself (kernel[grid](...) filling out "
+                            f"and lse), not the same math in torch or numpy.", "no_kernel")
         try:
             verdict = problem.check(case, result)
         except Exception as e:  # noqa: BLE001 -- a result the checker could not read

@@ -57,7 +57,7 @@ Problem(number, slug, title, chapter, functions, statement, hints, make_cases, c
               takes two or more values among one seed's hidden cases (a test checks).
 
 Case(name, function, args, hidden=False, seed=None, describe="", expected=None,
-     data={}, timeout_s=None, memory_mb=None, memory_error_message=None)
+     data={}, timeout_s=None, memory_mb=None, memory_error_message=None, timeout_message=None)
   args        keyword arguments for the learner's function (numpy arrays, numbers, str).
   describe    shapes and seed in words; shown with a failure ("q_nope [4, 8], T=17, seed 3").
   expected    optional precomputed reference answer for ``check`` to use.
@@ -65,6 +65,8 @@ Case(name, function, args, hidden=False, seed=None, describe="", expected=None,
   memory_mb   a tighter memory cap for this case only; if the call then raises
               MemoryError, the case fails with ``memory_error_message`` (used by
               absorb_decode to catch attempts that materialize per-head keys).
+  timeout_message  what a timeout on this case means, when the case is built to be slow
+              for a forbidden method (absorb_decode: expanding K/V even in chunks).
 
 Mistake(name, message, fn, function=None, match=None)
   fn(**case.args) -> the wrong answer (None where the attempt could not run at all;
@@ -150,6 +152,7 @@ class Case:
     timeout_s: float | None = None
     memory_mb: int | None = None
     memory_error_message: str | None = None
+    timeout_message: str | None = None
 
 
 @dataclass

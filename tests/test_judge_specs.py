@@ -54,7 +54,7 @@ def simulate(problem, seed, impl: dict):
         got = fn(**copy.deepcopy(c.args))
         if got is None:  # a mistake that does not apply here: the attempt is right here
             got = problem.reference[c.function](**copy.deepcopy(c.args))
-        rec = {"status": child.RunStatus.OK, "launches": 1,  # as if a kernel ran
+        rec = {"status": child.RunStatus.OK, "launches": 1, "from_kernel": True,  # as if a kernel wrote it
                "result": json.loads(json.dumps(child.encode(got)))}
         outcomes.append(runner.grade_record(problem, c, rec))
     runner.explain_mistakes(problem, outcomes)
@@ -97,7 +97,7 @@ def test_no_mistake_is_named_for_an_unknown_slip(problem):
             got = _plain(problem.reference[c.function](**copy.deepcopy(c.args)))
             if c is target:
                 got = _perturb(got)
-            rec = {"status": child.RunStatus.OK, "launches": 1,
+            rec = {"status": child.RunStatus.OK, "launches": 1, "from_kernel": True,
                    "result": json.loads(json.dumps(child.encode(got)))}
             outcomes.append(runner.grade_record(problem, c, rec))
         runner.explain_mistakes(problem, outcomes)

@@ -158,7 +158,7 @@ def test_p06_whole_prefix_expansion_hits_the_memory_cap(tmp_path):
                                 "    chunk = max(1, c_kv.shape[0])\n"))
     res = runner.grade(PROBLEMS[6], path, seed=5)
     fails = [o for o in res.outcomes if o.status is not CaseStatus.PASS]
-    assert [o.case.name for o in fails] == ["a 40,000-row prefix under a 32 MB memory cap"]
+    assert [o.case.name for o in fails] == ["a 40,000-row prefix under a 10 MB memory cap"]
     assert "expanding the whole prefix at once" in fails[0].message
 
 

@@ -31,7 +31,8 @@ Return `out [T, n_heads, d_v]`:
 
 Token `s` sees itself and every earlier token (causal). Checked against
 `mlacourse.layer.attend_expand` with `causal_mask(T, T)`: |got - expected| <= 1e-9 +
-1e-6 * |expected| on every element. Keep the softmax stable: one hidden case has scores in the hundreds. Hidden
+1e-6 * |expected| on every element. Keep the softmax stable: one hidden case has scores above 709 (exp overflows float64
+there), and use the `scale` given (one case passes another). Hidden
 cases: T 2-23, n_heads 1-6, d_latent 8-32;
 d_v may differ from d_nope.
 """
@@ -58,7 +59,8 @@ def reference(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale):
     return out  # [T, H, d_v]
 
 
-def _case(name, rng, n_tok, n_heads, d_latent, d_nope, d_rope, d_v, hidden, seed, q_std=1.5):
+def _case(name, rng, n_tok, n_heads, d_latent, d_nope, d_rope, d_v, hidden, seed, q_std=1.5,
+          scale_factor=1.0):
     def normal(*shape, std=1.0):
         return rng.standard_normal(shape) * std
 
@@ -69,7 +71,7 @@ def _case(name, rng, n_tok, n_heads, d_latent, d_nope, d_rope, d_v, hidden, seed
         "k_rope": normal(n_tok, d_rope),
         "w_uk": normal(n_heads, d_latent, d_nope, std=1 / np.sqrt(d_latent)),
         "w_uv": normal(n_heads, d_latent, d_v, std=1 / np.sqrt(d_latent)),
-        "scale": float(1 / np.sqrt(d_nope + d_rope)),
+        "scale": float(scale_factor / np.sqrt(d_nope + d_rope)),
     }
     describe = shape_text(**{k: v for k, v in args.items() if k != "scale"})
     describe += f", scale={args['scale']:.4g}" + (f", seed {seed}" if seed is not None else "")
@@ -92,8 +94,10 @@ def make_cases(seed):
         d_v = d_nope if i % 2 == 0 else int(rng.choice([4, 6, 10]))
         cases.append(_case(f"random {i}", rng, int(rng.integers(2, 24)), int(heads[i]), int(latents[i]),
                            d_nope, int(ropes[i]), d_v, True, seed))
-    cases.append(_case("large scores (hundreds): is the softmax stable?", rng, int(rng.integers(4, 16)),
-                       2, 16, 8, 4, 8, True, seed, q_std=300.0))
+    cases.append(_case("large scores (above 709, where exp overflows): is the softmax stable?", rng,
+                       int(rng.integers(4, 16)), 2, 16, 8, 4, 8, True, seed, q_std=1500.0))
+    cases.append(_case("a scale other than 1/sqrt(d_nope + d_rope)", rng, int(rng.integers(3, 12)), 3, 16,
+                       8, 4, 6, True, seed, scale_factor=float(rng.choice([0.25, 0.5, 2.0, 3.0]))))
     return cases
 
 
@@ -187,7 +191,9 @@ def _scores(a):
 
 EDGES = [
     Edge("a single token", lambda a: a["c_kv"].shape[0] == 1),
-    Edge("scores in the hundreds", lambda a: float(np.max(np.abs(_scores(a)))) > 100),
+    Edge("scores in the hundreds, above 709", lambda a: float(np.max(np.abs(_scores(a)))) > 750),
+    Edge("a scale other than 1/sqrt(d_nope + d_rope)", lambda a: abs(a["scale"] * np.sqrt(
+        a["q_nope"].shape[-1] + a["q_rope"].shape[-1]) - 1) > 0.1),
 ]
 
 PROBLEM = Problem(

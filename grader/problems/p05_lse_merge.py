@@ -177,7 +177,7 @@ MISTAKES = [
 EDGES = [
     Edge("a part that saw no key", lambda a: bool(np.isneginf(a["lses"]).any())),
     Edge("a row no part saw", lambda a: bool(np.isneginf(a["lses"]).all(axis=0).any())),
-    Edge("scores (and lse) in the hundreds", lambda a: float(np.max(np.abs(a["lses"][np.isfinite(a["lses"])]))) > 100),
+    Edge("scores (and lse) in the hundreds, above 709", lambda a: float(np.max(np.abs(a["lses"][np.isfinite(a["lses"])]))) > 709),
 ]
 
 PROBLEM = Problem(

@@ -8,12 +8,18 @@ from mlacourse.attention import causal_mask, merge_attention
 from mlacourse.layer import attend_chunked_prefix, attend_expand
 
 FN = "chunked_extend"
-# The long-prefix case: expanding all of it at once needs
-# n_heads * T * (d_nope + d_v) * 8 bytes = 4 * 40_000 * 64 * 8 = 82 MB of K/V (k_nope alone
-# is 41 MB), above the cap; one 2048-row chunk of K/V is about 4 MB.
-LONG = dict(n_heads=4, d_latent=8, d_nope=32, d_rope=4, d_v=32, n_tok=40_000, n_new=3,
-            chunk=2048)
-LONG_CAP_MB = 32
+# The long-prefix case is sized so that the method shows in memory: one head's keys for the whole prefix
+# (T * d_nope * 8 bytes = 164 MB) are far over the cap, `chunk` rows of every head's keys
+# and values (2.2 MB) well under it, and 2048 rows (17 MB, a chunk size typed in) over it.
+# d_v is small so that keeping every chunk's partial output (n_parts * H * S * d_v) is cheap.
+LONG = dict(n_heads=2, d_latent=8, d_nope=512, d_rope=4, d_v=16, n_tok=40_000, n_new=3,
+            chunk=256)
+LONG_CAP_MB = 10
+
+def _mb(numbers_per_token):
+    """MB (1e6 bytes) of float64 for that many numbers per prefix token."""
+    return round(LONG["n_tok"] * numbers_per_token * 8 / 1e6)
+
 
 STATEMENT = r"""
 Write `chunked_extend(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, chunk)`:
@@ -39,8 +45,10 @@ The prefix may be empty.
 Checked against `mlacourse.layer` (one-shot `attend_expand` with `causal_mask(n_new, T)`;
 for the long case the core's `attend_chunked_prefix`): out first, then lse, each with
 |got - expected| <= 1e-9 + 1e-6 * |expected|. One visible case has a 40,000-row prefix
-and runs under a 32 MB memory cap: expanding all of it at once needs about 82 MB and
-fails. Keep every softmax stable: one hidden case has scores in the hundreds.
+and runs under a 10 MB memory cap: expanding all of it at once needs about 338 MB, one
+head at a time still 164 MB, and even 2048-row chunks 17 MB -- so expand `chunk` rows at
+a time, as asked. Keep every softmax stable: one hidden case has scores above 709 (exp overflows
+float64 there); use the `scale` given (one case passes another).
 Hidden cases: prefix 0-30 rows, chunk 1-7, n_new 1-5, the shapes vary.
 """
 
@@ -69,7 +77,7 @@ def reference(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, chunk):
     return out, lse  # [S, H, d_v], [H, S]
 
 
-def _args(rng, n_tok, n_new, n_heads, d_latent, d_nope, d_rope, d_v, chunk, q_std=1.5):
+def _args(rng, n_tok, n_new, n_heads, d_latent, d_nope, d_rope, d_v, chunk, q_std=1.5, scale_factor=1.0):
     def normal(*shape, std=1.0):
         return rng.standard_normal(shape) * std
 
@@ -80,7 +88,7 @@ def _args(rng, n_tok, n_new, n_heads, d_latent, d_nope, d_rope, d_v, chunk, q_st
         "k_rope": normal(n_tok, d_rope),
         "w_uk": normal(n_heads, d_latent, d_nope, std=1 / np.sqrt(d_latent)),
         "w_uv": normal(n_heads, d_latent, d_v, std=1 / np.sqrt(d_latent)),
-        "scale": float(1 / np.sqrt(d_nope + d_rope)),
+        "scale": float(scale_factor / np.sqrt(d_nope + d_rope)),
         "chunk": int(chunk),
     }
 
@@ -105,8 +113,10 @@ def make_cases(seed):
               memory_error_message=(
                   f"{FN} ran out of memory on a {LONG['n_tok']:,}-token prefix (cap "
                   f"{LONG_CAP_MB} MB): expanding the whole prefix at once takes n_heads * T * "
-                  "(d_nope + d_v) * 8 bytes, about 82 MB here. Expand `chunk` rows at a time "
-                  "and merge the parts by their log-sum-exp.")),
+                  f"(d_nope + d_v) * 8 bytes, about {_mb(LONG['n_heads'] * (LONG['d_nope'] + LONG['d_v']))} MB "
+                  f"here, one head's keys alone {_mb(LONG['d_nope'])} MB. "
+                  "Expand `chunk` rows at a time (all heads, or one head at a time) and merge "
+                  "the parts by their log-sum-exp.")),
     ]
     rng = np.random.default_rng(seed)
     # each shape takes several values within one seed: hard-coding one cannot pass
@@ -122,9 +132,13 @@ def make_cases(seed):
                                                 int(latents[i]), int(nopes[i]), int(ropes[i]),
                                                 int(values[i]), chunk), hidden=True, seed=seed))
     n_new = int(rng.integers(2, 5))
-    cases.append(_case("large scores (hundreds): is every softmax stable?",
+    cases.append(_case("large scores (above 709, where exp overflows): is every softmax stable?",
                        _args(rng, n_new + int(rng.integers(5, 20)), n_new, 2, 8, 4, 4, 4,
-                             int(rng.integers(2, 5)), q_std=300.0), hidden=True, seed=seed))
+                             int(rng.integers(2, 5)), q_std=1500.0), hidden=True, seed=seed))
+    n_new = int(rng.integers(1, 4))
+    cases.append(_case("a scale other than 1/sqrt(d_nope + d_rope)",
+                       _args(rng, n_new + int(rng.integers(4, 15)), n_new, 2, 8, 4, 2, 4, int(rng.integers(2, 5)),
+                             scale_factor=float(rng.choice([0.25, 0.5, 2.0, 3.0]))), hidden=True, seed=seed))
     return cases
 
 
@@ -212,7 +226,9 @@ EDGES = [
     Edge("no prefix (a plain prefill)", lambda a: a["c_kv"].shape[0] == a["q_nope"].shape[0]),
     Edge("one new token", lambda a: a["q_nope"].shape[0] == 1),
     Edge("a partial last chunk", lambda a: (a["c_kv"].shape[0] - a["q_nope"].shape[0]) % a["chunk"] != 0),
-    Edge("scores in the hundreds", lambda a: a["c_kv"].shape[0] < 1000 and float(np.max(np.abs(_scores(a)))) > 100),
+    Edge("scores in the hundreds, above 709", lambda a: a["c_kv"].shape[0] < 1000 and float(np.max(np.abs(_scores(a)))) > 750),
+    Edge("a scale other than 1/sqrt(d_nope + d_rope)", lambda a: abs(a["scale"] * np.sqrt(
+        a["q_nope"].shape[-1] + a["q_rope"].shape[-1]) - 1) > 0.1),
 ]
 
 PROBLEM = Problem(

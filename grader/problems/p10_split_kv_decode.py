@@ -44,7 +44,8 @@ Return four arrays, `(out, lse, o_parts, lse_parts)`:
 
 An **empty split** has `o_parts[j] = 0` and `lse_parts[j] = -inf` (exactly: no finite
 stand-in), and it must contribute nothing to the combination. Keep every softmax
-stable: some cases have scores in the hundreds, where `exp` overflows.
+stable: one case has scores above 709, where `exp` overflows float64; and use the
+`scale` given (one case passes another than 1/sqrt(d_k)).
 
 Checked against `mlacourse.attention.attention` on each split's rows and on all rows:
 out, lse, o_parts, lse_parts in that order, each with |got - expected| <= 1e-9 + 1e-6 *
@@ -81,9 +82,9 @@ def reference(q, kv, d_v, scale, n_splits):
 
 # ---- cases ---------------------------------------------------------------------------
 
-def _case(name, rng, h_q, n_tok, d_k, d_v, n_splits, q_std=1.0, hidden=False, seed=None):
+def _case(name, rng, h_q, n_tok, d_k, d_v, n_splits, q_std=1.0, hidden=False, seed=None, scale_factor=1.0):
     args = {"q": rng.standard_normal((h_q, d_k)) * q_std, "kv": rng.standard_normal((n_tok, d_k)),
-            "d_v": int(d_v), "scale": float(1 / np.sqrt(d_k)), "n_splits": int(n_splits)}
+            "d_v": int(d_v), "scale": float(scale_factor / np.sqrt(d_k)), "n_splits": int(n_splits)}
     sizes = [r.stop - r.start for r in split_rows(n_tok, n_splits)]
     describe = (shape_text(q=args["q"], kv=args["kv"]) + f", d_v={d_v}, n_splits={n_splits} "
                 f"(split sizes {sizes})" + (f", |q| x{q_std:g}" if q_std != 1.0 else "")
@@ -108,9 +109,12 @@ def make_cases(seed):
     n_tok = int(rng.integers(2, 30))
     cases.append(_case("an empty split among random sizes", rng, int(rng.integers(2, 9)), n_tok, 10, 6,
                        n_tok + int(rng.integers(1, 4)), hidden=True, seed=seed))
-    cases.append(_case("large scores (hundreds): is every softmax stable?", rng,
+    cases.append(_case("large scores (above 709, where exp overflows): is every softmax stable?", rng,
                        int(rng.integers(2, 9)), int(rng.integers(8, 40)), 16, 8,
-                       int(rng.integers(2, 6)), q_std=150.0, hidden=True, seed=seed))
+                       int(rng.integers(2, 6)), q_std=1200.0, hidden=True, seed=seed))
+    cases.append(_case("a scale other than 1/sqrt(d_k)", rng, 3, int(rng.integers(5, 30)), 12, 6,
+                       int(rng.integers(2, 5)), hidden=True, seed=seed,
+                       scale_factor=float(rng.choice([0.25, 0.5, 2.0, 3.0]))))
     return cases
 
 
@@ -246,7 +250,8 @@ MISTAKES = [
 EDGES = [
     Edge("an empty split", lambda a: any(r.stop == r.start for r in split_rows(a["kv"].shape[0], a["n_splits"]))),
     Edge("one split", lambda a: a["n_splits"] == 1),
-    Edge("scores in the hundreds", lambda a: float(np.max(np.abs(a["scale"] * a["q"] @ a["kv"].T))) > 100),
+    Edge("scores in the hundreds, above 709", lambda a: float(np.max(np.abs(a["scale"] * a["q"] @ a["kv"].T))) > 750),
+    Edge("a scale other than 1/sqrt(d_k)", lambda a: abs(a["scale"] * np.sqrt(a["q"].shape[-1]) - 1) > 0.1),
 ]
 
 PROBLEM = Problem(

@@ -43,7 +43,8 @@ one sequence and all its heads; tiles are `BLOCK_T = {BLOCK_T}` rows, so the las
 is usually partial (mask it). The public case uses h_q = {H}, d_k = {D_K}, d_v = {D_V};
 hidden cases use other powers of two (h_q 16-64, d_k 32-128, d_v 16-64), so take the
 sizes from the arguments, as the launcher does. Keep the softmax stable: one hidden
-case has scores in the hundreds. Everything is float32.
+case has scores in the hundreds; use the `scale` given (one case passes another than
+1/sqrt(d_k)). Everything is float32.
 
 Checked against `mlacourse.attention.attention` per sequence with |got - expected| <=
 {ATOL:g} + {RTOL:g} * |expected| (tf32 on a GPU fits; the CPU interpreter is ~1e-6).
@@ -76,7 +77,7 @@ def reference(q, kv, cache_seqlens, d_v, scale):
     return np.stack(outs), np.stack(lses)  # [b, H, d_v], [b, H]
 
 
-def _case(name, rng, seqlens, q_std, shape=(H, D_K, D_V), hidden=False, seed=None):
+def _case(name, rng, seqlens, q_std, shape=(H, D_K, D_V), hidden=False, seed=None, scale_factor=1.0):
     h, d_k, d_v = shape
     n_seq = len(seqlens)
     t_max = BLOCK_T * max(1, -(-max(seqlens) // BLOCK_T))  # whole tiles: no read past the end
@@ -85,7 +86,7 @@ def _case(name, rng, seqlens, q_std, shape=(H, D_K, D_V), hidden=False, seed=Non
         kv[b, n:] = np.nan  # rows past cache_seqlens are poison
     args = {"q": rng.standard_normal((n_seq, h, d_k)) * q_std, "kv": kv,
             "cache_seqlens": np.asarray(seqlens, dtype=np.int32), "d_v": d_v,
-            "scale": float(1 / np.sqrt(d_k))}
+            "scale": float(scale_factor / np.sqrt(d_k))}
     describe = (f"q [{n_seq}, {h}, {d_k}], kv [{n_seq}, {t_max}, {d_k}], cache_seqlens "
                 f"{list(seqlens)}, d_v={d_v}" + (f", |q| x{q_std:g}" if q_std > 10 else "")
                 + (f", seed {seed}" if seed is not None else ""))
@@ -105,6 +106,9 @@ def make_cases(seed):
     cases.append(_case("large scores (hundreds): is the online softmax stable?", rng,
                        [int(rng.integers(17, 64)), int(rng.integers(1, 16))], q_std=60.0,
                        shape=(16, 32, 16), hidden=True, seed=seed))
+    cases.append(_case("a scale other than 1/sqrt(d_k)", rng, [int(rng.integers(1, 40)), 0], q_std=2.0,
+                       shape=(16, 64, 32), hidden=True, seed=seed,
+                       scale_factor=float(rng.choice([0.25, 0.5, 2.0]))))
     return cases
 
 
@@ -219,6 +223,7 @@ EDGES = [
     Edge("scores in the hundreds", lambda a: max(
         float(np.nanmax(np.abs(a["scale"] * a["q"][b] @ a["kv"][b, :n].T))) if n else 0.0
         for b, n in enumerate(int(x) for x in a["cache_seqlens"])) > 100),
+    Edge("a scale other than 1/sqrt(d_k)", lambda a: abs(a["scale"] * np.sqrt(a["q"].shape[-1]) - 1) > 0.1),
 ]
 
 PROBLEM = Problem(
