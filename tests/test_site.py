@@ -236,3 +236,16 @@ def test_browser_judge_refuses_watch_and_keeps_hints_in_the_drive(practice, caps
     state = json.loads((practice / ".judge_state.json").read_text())
     assert state["hints_shown"]["choose_path"] == 2
     assert browser.judge("nonsense") == 2
+
+
+def test_book_links_point_into_the_site():
+    import build
+    names, in_lab = {"05_roofline.ipynb"}, {"practice/p01_kv_cache_bytes.py"}
+    link = lambda t: build.book_link(t, names, in_lab)  # noqa: E731
+    assert link("05_roofline.ipynb#5.2-Ridge") == "05_roofline.html#5.2-Ridge"
+    assert link("../practice/p01_kv_cache_bytes.py") == "../lab/lab/index.html?path=practice/p01_kv_cache_bytes.py"
+    for kept in ("https://arxiv.org/abs/2405.04434", "#top", "../mlacourse/cache.py"):
+        assert link(kept) == kept  # outside links stay; an unknown file is left for the link test to name
+    md = "[ch5](05_roofline.ipynb) and <a href=\"../practice/p01_kv_cache_bytes.py\">p1</a>"
+    assert build._LINK.sub(lambda m: m.group(1) + link(m.group(2)), md) == \
+        "[ch5](05_roofline.html) and <a href=\"../lab/lab/index.html?path=practice/p01_kv_cache_bytes.py\">p1</a>"

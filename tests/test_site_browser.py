@@ -14,7 +14,8 @@
   the build time, first kernel start and each chapter's time are printed.
 
 Needs /usr/bin/chromium and playwright (`bash web/test-setup.sh`); without them it skips,
-except in CI (CI=true), where it fails.
+except in CI (CI=true), where it fails. MLA_SITE_DIR=site reuses a folder built beforehand
+instead of building one.
 """
 from __future__ import annotations
 
@@ -70,6 +71,10 @@ def site(tmp_path_factory, request):
         if os.environ.get("CI") == "true":
             pytest.fail(msg + " -- CI must run it")
         pytest.skip(msg)
+    if os.environ.get("MLA_SITE_DIR"):  # a folder built beforehand (quicker reruns while developing)
+        out = Path(os.environ["MLA_SITE_DIR"]).resolve()
+        assert (out / "index.html").is_file() and (out / "lab").is_dir(), f"MLA_SITE_DIR={out} is not a built site"
+        return out
     out = tmp_path_factory.mktemp("built") / "site"
     t0 = time.perf_counter()
     res = subprocess.run(["bash", str(ROOT / "web" / "build.sh"), "--out", str(out)], cwd=ROOT,
@@ -220,6 +225,17 @@ WRITE_IN_EDITOR = """async ([path, text]) => {
 READ = """async (path) => (await window.jupyterapp.serviceManager.contents.get(path, {content: true})).content"""
 
 
+def close(page) -> None:
+    """Save and close the current notebook and shut its kernel down. JupyterLite 0.6 then
+    reports 'Session <id> not found' as a page error (its session shutdown runs twice); that
+    one error, raised by this teardown, is dropped -- any other page error fails the run."""
+    n = len(STATE["page_errors"])
+    page.evaluate(CLOSE)
+    page.wait_for_timeout(1500)
+    STATE["page_errors"][n:] = [e for e in STATE["page_errors"][n:]
+                                if not re.fullmatch(r"Session [0-9a-f-]+ not found", e)]
+
+
 def _bad_outputs(cells) -> list[str]:
     bad = []
     for c in cells:
@@ -255,12 +271,15 @@ def test_chapter_runs_in_the_browser(lab, chapter):
     plots = [c for c in cells if any("image/png" in o.get("data", {}) for o in c["outputs"])]
     if plots and not (ARTIFACTS / "chapter-with-plot.png").exists():
         ARTIFACTS.mkdir(exist_ok=True)
-        lab.evaluate("""(i) => { const nb = window.jupyterapp.shell.currentWidget.content;
-                          nb.activeCellIndex = i; nb.widgets[i].node.scrollIntoView(); }""", plots[0]["i"])
-        lab.wait_for_timeout(500)
+        lab.evaluate("""async (i) => { const nb = window.jupyterapp.shell.currentWidget.content;
+                          nb.activeCellIndex = i; await nb.scrollToItem(i, 'start');
+                          await new Promise(r => setTimeout(r, 300));
+                          const img = nb.widgets[i].node.querySelector('.jp-OutputArea-output img');
+                          if (img) img.scrollIntoView({block: 'center'}); }""", plots[0]["i"])
+        lab.wait_for_timeout(800)
         lab.screenshot(path=str(ARTIFACTS / "chapter-with-plot.png"))
         print(f"screenshot of {chapter} (a plot in cell {plots[0]['i']}): {ARTIFACTS / 'chapter-with-plot.png'}")
-    lab.evaluate(CLOSE)
+    close(lab)
     bad = _bad_outputs(cells)
     assert not bad, f"{chapter} in the browser:\n" + "\n".join(bad)
     assert cells, f"{chapter}: no code cells ran"
@@ -319,7 +338,7 @@ def test_grading_in_the_browser_matches_the_local_judge(lab, tmp_path):
                                    f"{CANARIES[1]!r})\nexcept Exception as e:\n    print('blocked:', type(e).__name__)")
     STATE["kernel_canary"] = canary["text"]
     TIMES["grading"] = time.perf_counter() - t0
-    lab.evaluate(CLOSE)
+    close(lab)
 
     for n in (1, 8, 12):
         assert got[n]["status"] == "ok", got[n]
@@ -361,7 +380,7 @@ def _check_links(page, page_url: str, site: Path) -> tuple[list[str], list[str]]
         if href.startswith(("data:", "mailto:")):
             continue
         if href.startswith("#"):
-            if urllib.parse.unquote(href[1:]) not in ids and href != "#":
+            if not {href[1:], urllib.parse.unquote(href[1:])} & ids and href != "#":
                 broken.append(f"{href} (no such anchor)")
             continue
         url = urllib.parse.urljoin(page_url, href)

@@ -157,13 +157,13 @@ def stage_contents(dest: Path) -> list[str]:
     return copied
 
 
-def build_lab(out: Path, wheel: Path, npm_pyodide: Path, wasm: dict) -> None:
+def build_lab(out: Path, wheel: Path, npm_pyodide: Path, wasm: dict) -> list[str]:
     jupyter = SITE_VENV / "bin" / "jupyter"
     if not jupyter.exists():
         raise SystemExit("error: .venv-site is missing; run `bash web/build.sh` (it makes it).")
     with tempfile.TemporaryDirectory(prefix="mla-lite-") as tmp:
         lite = Path(tmp)  # a fresh lite dir every time: no stale .jupyterlite.doit.db
-        stage_contents(lite / "files")
+        in_lab = stage_contents(lite / "files")
         shutil.copy2(HERE / "jupyter-lite.json", lite / "jupyter-lite.json")
         log("jupyter lite build")
         run([jupyter, "lite", "build", "--lite-dir", lite, "--contents", lite / "files",
@@ -177,11 +177,35 @@ def build_lab(out: Path, wheel: Path, npm_pyodide: Path, wasm: dict) -> None:
     if settings.get("pyodideUrl") != "./static/pyodide/pyodide.js" or not settings.get("disablePyPIFallback"):
         raise RuntimeError(f"lab/jupyter-lite.json lost the Pyodide settings: {settings}")
     log(f"lock: {len(lock['packages'])} packages ({', '.join(sorted(lock['packages']))})")
+    return in_lab
 
 
 # --------------------------------------------------------------------------- book/
 
-def build_book(out: Path, npm_mathjax: Path) -> dict[str, float]:
+_LINK = re.compile(r"(\]\(|href=[\"'])([^)\"'\s]+)")
+
+
+def book_link(target: str, chapter_names: set, in_lab: set) -> str:
+    """A chapter's relative link, as it must read from book/: another chapter -> its page,
+    a file the lab holds (practice/, kernels/) -> that file opened in the lab."""
+    if target.startswith("#") or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", target):
+        return target
+    path, hash_, anchor = target.partition("#")
+    if path in chapter_names:
+        return Path(path).stem + ".html" + hash_ + anchor
+    rel = os.path.normpath(os.path.join("notebooks", path))
+    if rel in in_lab:
+        return f"../lab/lab/index.html?path={rel}"
+    return target  # left as written: the browser test reports it if it is broken
+
+
+def book_links(nb, in_lab: set) -> None:
+    names = {p.name for p in chapters()}
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = _LINK.sub(lambda m: m.group(1) + book_link(m.group(2), names, set(in_lab)), cell.source)
+
+def build_book(out: Path, npm_mathjax: Path, in_lab=()) -> dict[str, float]:
     """Execute each chapter (in .venv, like the tests) and render it with web/book-template."""
     from nbclient import NotebookClient
     import nbformat
@@ -205,6 +229,7 @@ def build_book(out: Path, npm_mathjax: Path) -> dict[str, float]:
         NotebookClient(nb, timeout=600, kernel_name="python3",
                        resources={"metadata": {"path": str(nb_path.parent)}}).execute()
         times[nb_path.name] = time.perf_counter() - t0
+        book_links(nb, in_lab)
         body, _ = exporter.from_notebook_node(
             nb, resources={"lab_url": f"../lab/lab/index.html?path=notebooks/{nb_path.name}",
                            "chapter_file": nb_path.name})
@@ -230,8 +255,8 @@ def build(out: Path, book: bool = True) -> dict:
     with tempfile.TemporaryDirectory(prefix="mla-course-wheel-") as tmp:
         wheel = course_wheel(Path(tmp))
         log(f"course wheel {wheel.name}")
-        build_lab(out / "lab", wheel, npm_pyodide, wasm)
-    times = build_book(out / "book", npm_mathjax) if book else {}
+        in_lab = build_lab(out / "lab", wheel, npm_pyodide, wasm)
+    times = build_book(out / "book", npm_mathjax, in_lab) if book else {}
     runtime_mb = folder_size(out / "lab" / "static" / "pyodide") / 1e6
     (out / "index.html").write_text(render_landing(book=book, runtime_mb=runtime_mb))
     (out / ".nojekyll").write_text("")  # GitHub Pages: serve folders starting with _ too
