@@ -139,6 +139,8 @@ def report_times(request):
             lines.append(f"  {name:40s} {TIMES[f'nb:{name}']:7.1f} s (kernel start {TIMES[f'kernel:{name}']:.1f} s)")
     if "grading" in TIMES:
         lines.append(f"  grading in the browser (judge notebook)  {TIMES['grading']:7.1f} s")
+    if "restart" in TIMES:
+        lines.append(f"  kernel restart (stops an endless loop)   {TIMES['restart']:7.1f} s")
     if tr is not None:
         tr.write_line("")
         for line in lines:
@@ -363,6 +365,28 @@ def test_grading_in_the_browser_matches_the_local_judge(lab, tmp_path):
     lab.evaluate("() => window.jupyterapp.started")
     assert lab.evaluate(READ, "practice/p01_kv_cache_bytes.py") == wrong
     assert lab.evaluate(READ, "practice/p08_absorb_decode.py") == right
+
+
+def test_restart_stops_an_endless_loop_while_grading(lab):
+    """What the judge tells a learner in the browser: Interrupt does not stop a loop there
+    (no cross-origin isolation), Kernel > Restart Kernel does, and grading works after it."""
+    loop = (ROOT / "solutions" / "p04_choose_path.py").read_text() + \
+        "\n\ndef choose_path(*args, **kwargs):  # planted: never returns\n    while True:\n        pass\n"
+    lab.evaluate(WRITE_IN_EDITOR, ["practice/p04_choose_path.py", loop])
+    lab.evaluate(WRITE_IN_EDITOR, ["practice/p08_absorb_decode.py", (ROOT / "solutions" / "p08_absorb_decode.py").read_text()])
+    lab.evaluate(OPEN, "practice/judge.ipynb")
+    assert lab.evaluate(EXECUTE, "import grader.browser")["status"] == "ok"
+    kernel = "window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
+    lab.evaluate(f"() => {{ {kernel}.requestExecute({{code: '%judge 4'}}); }}")
+    lab.wait_for_timeout(5000)
+    assert lab.evaluate(f"() => {kernel}.status") == "busy"
+    t0 = time.perf_counter()
+    lab.evaluate(f"async () => {{ await {kernel}.restart(); }}")
+    lab.wait_for_function(f"{kernel}.status === 'idle'", timeout=300_000)
+    TIMES["restart"] = time.perf_counter() - t0
+    after = lab.evaluate(EXECUTE, f"import grader.browser\n%judge 8 --seed {SEED}")
+    close(lab)
+    assert after["status"] == "ok" and "✓ PASSED" in after["text"], after
 
 
 # --------------------------------------------------------------------------- links
