@@ -5,7 +5,7 @@
     %judge 4 --hint                # the next hint;  %judge 4 --statement: the task
     %judge                         # every problem, one line each
 
-``%judge ARGS`` takes the arguments of ``python judge.py ARGS`` and prints the same
+``%judge ARGS`` takes the arguments of ``python practice/judge.py ARGS`` and prints the same
 feedback (it calls grader.cli.main). What differs in the browser, and why:
 
 - the file graded is the one in the browser's storage (practice/ beside this notebook,
@@ -25,6 +25,7 @@ import shlex
 from pathlib import Path
 
 from . import cli, runner
+from .records import ProblemStatus
 
 PROG = "%judge"
 GPU_ONLY = ("torch", "triton")
@@ -58,7 +59,7 @@ def _problem_arg(argv: list[str]) -> str | None:
 def _gpu_only_message(p) -> str:
     return (f"Problem {p.number} ({p.slug}) needs {' + '.join(m for m in p.requires if m in GPU_ONLY)}, "
             "which do not run in the browser. Solve it where the course is installed "
-            f"(bash setup.sh), then: python judge.py {p.number}.")
+            f"(bash setup.sh), then: python practice/judge.py {p.number}.")
 
 
 def _grade_all(seed: int | None) -> int:
@@ -75,16 +76,15 @@ def _grade_all(seed: int | None) -> int:
             counts["not in the browser"] = counts.get("not in the browser", 0) + 1
             continue
         r = runner.grade(p, where / p.filename, seed, in_process=True)
-        mark = {"passed": "✓", "failed": "✗", "not started": "·"}.get(r.status, "?")
-        print(f"{mark} {p.number:>2} {p.slug:<20} {r.status}")
+        print(f"{r.status.mark} {p.number:>2} {p.slug:<20} {r.status}")
         counts[r.status] = counts.get(r.status, 0) + 1
-        if first_todo is None and r.status != "passed":
+        if first_todo is None and r.status is not ProblemStatus.PASSED:
             first_todo = p
     print("Summary: " + ", ".join(f"{k} {v}" for k, v in counts.items()) + ".")
     if first_todo is not None:
         print(f"Next: `{PROG} {first_todo.number}` for the full feedback on problem "
               f"{first_todo.number} ({first_todo.slug}).")
-    return 0 if not first_todo else 1
+    return 0  # a progress report, like the command line's overview
 
 
 def judge(line: str = "") -> int:

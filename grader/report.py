@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import os
+import sys
 
 from .records import CaseStatus, ProblemResult, ProblemStatus
 
@@ -54,6 +55,9 @@ def reproduce(r: ProblemResult, prog: str = PROG) -> str:
 def isolation_note(r: ProblemResult) -> str | None:
     if r.isolation == "fork":
         return None  # the same limits as the command line: nothing to warn about
+    if r.in_process and sys.platform == "emscripten":  # interrupting does not stop a loop there
+        return ("(graded inside this browser tab's Python: there is no time limit. If your code "
+                "runs forever, restart the kernel (Kernel > Restart Kernel), fix it, grade again.)")
     if r.in_process:
         return ("(graded inside this Python process: there is no time limit and no crash "
                 "protection. If your code runs forever, interrupt the kernel (the ■ button, or "

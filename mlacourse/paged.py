@@ -63,7 +63,7 @@ def pages_needed(n_tokens, page_block_size: int):
         if n_tokens < 0:
             raise ValueError(f"token counts must be >= 0, got {n_tokens}")
         return -(-int(n_tokens) // page_block_size)
-    n = np.asarray(n_tokens)
+    n = np.asarray(n_tokens, dtype=np.int64)  # 64-bit even where numpy's default int is 32 (wasm)
     if np.any(n < 0):
         raise ValueError("token counts must be >= 0")
     out = -(-n // page_block_size)
@@ -82,7 +82,7 @@ def contiguous_slack(lengths, reserved: int) -> int:
     """Token slots unused when each sequence reserves one contiguous slab of `reserved`
     tokens up front (it cannot grow in place past it, so the slab is sized for the longest
     request the server accepts)."""
-    lengths = np.asarray(lengths)
+    lengths = np.asarray(lengths, dtype=np.int64)
     if np.any(lengths > reserved):
         raise ValueError(f"a sequence of {int(lengths.max())} tokens does not fit a slab of {reserved}")
     return int((reserved - lengths).sum())
