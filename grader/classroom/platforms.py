@@ -273,7 +273,7 @@ def validate_gradescope(res: dict) -> list[str]:
         if "output" in t and not isinstance(t["output"], str):
             errs.append(f"test {i}: 'output' must be a string")
     if "score" in res and isinstance(res["score"], (int, float)):
-        total = sum(t.get("score", 0) for t in res["tests"])
+        total = sum(t.get("score", 0) for t in res["tests"] if isinstance(t.get("score", 0), (int, float)))
         if abs(total - res["score"]) > 1e-9:
             errs.append(f"top-level score {res['score']} is not the sum of the tests' scores {total}")
     for k in ("visibility", "stdout_visibility"):

@@ -149,6 +149,9 @@ def read_zip(path: Path, notes: list) -> list[Candidate]:
 def _candidate(rel, size, read, mtime, notes) -> list[Candidate]:
     parts = tuple(rel.split("/"))
     name = parts[-1]
+    if ".." in parts:
+        notes.append(f"{rel}: a path that leaves its folder; ignored")
+        return []
     if name in SUBMITTED_AT_FILES:
         return [Candidate(rel, read()[:200], mtime)]
     if not name.lower().endswith(".py"):
