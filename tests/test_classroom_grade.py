@@ -253,3 +253,27 @@ def test_zip_entries_are_read_in_memory_and_never_extracted(tmp_path):
     assert [c.rel for c in cands] == ["abs/p01_kv_cache_bytes.py"]
     assert any("leaves its folder" in n for n in notes)
     assert not (tmp_path.parent / "escape").exists()
+
+
+def test_an_attempt_past_its_budget_is_stopped_and_its_process_killed(tmp_path):
+    """The pool's backstop: a worker still busy after the attempt's budget is killed, the
+    attempt gets a verdict, and the judge's child it leaves behind (an endless loop that
+    nobody watches any more) is killed too, not left running."""
+    from grader.classroom import pool
+    f = tmp_path / "w" / "p04_choose_path.py"
+    f.parent.mkdir()
+    f.write_bytes(sy.timeout(_p(4), "x").text)
+    stopped = []
+    job = pool.Job((4, "x"), 4, str(f), 1, str(tmp_path / "rec.json"), [], 2.0)
+    out = pool.run_jobs([job], 1, lambda j: None, lambda j, why: stopped.append(why))
+    assert len(stopped) == 1 and "longer than 2 s" in stopped[0]
+    if pool.become_subreaper():
+        assert out["orphans_killed"] >= 1
+        me = str(os.getpid())
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                stat = open(f"/proc/{pid}/stat").read()
+                cmd = open(f"/proc/{pid}/cmdline", "rb").read()
+            except OSError:
+                continue
+            assert not (stat.rsplit(")", 1)[1].split()[1] == me and b"child.py" in cmd), "an orphan was left"

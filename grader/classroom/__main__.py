@@ -115,6 +115,11 @@ def cmd_grade(a) -> int:
         return 2
     gradebook.write(res, Path(a.out))
     took = time.monotonic() - t0
+    for d in gradebook.summary_data(res)["problems"]:
+        s = d["status"]
+        top = f"; most often: {d['mistakes'][0][0]} ({d['mistakes'][0][2]})" if d["mistakes"] else ""
+        print(f"  p{d['problem']:02d} {d['slug']:<20} passed {s['passed']:>3}, failed {s['failed']:>3}, "
+              f"not started {s['not started']:>3}, missing {s['missing']:>3}{top}")
     print(f"graded {len(res.students)} students x {len(problems)} problems "
           f"({res.attempts} distinct attempts, {res.graded_now} graded now, the rest from the cache) "
           f"in {took:.1f} s with {st.workers} workers; seed {seed} ({seed_from}).")
@@ -213,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--show-seed", action="store_true", help="show the seed in students' feedback")
     s.set_defaults(func=cmd_gradescope)
 
-    s = sub.add_parser("gradescope-run", help=argparse.SUPPRESS)
+    s = sub.add_parser("gradescope-run", help="(run by run_autograder inside Gradescope's container)")
     s.add_argument("--root", default="/autograder")
     s.set_defaults(func=cmd_gradescope_run)
 

@@ -19,7 +19,8 @@ the reference and the package versions). A run that is interrupted resumes where
 stopped; a second run on the same folder and seed writes byte-identical grades.
 
 Isolation beyond the judge's own: graded code may not read the submissions folder or
-the staged copies of other students' files. The judge protects the folders that
+the output folder (the staged copies of other students' files, the cached verdicts with
+their expected values). The judge protects the folders that
 ``runner.course_folders()`` lists; the workers add those two to the list while they
 grade (``protect``): a hook the judge does not have yet (a ``protected`` argument to
 ``runner.grade`` would replace it).
@@ -125,7 +126,7 @@ def stub_hashes(problems) -> dict:
 @contextlib.contextmanager
 def protect(folders):
     """While active, the judge also refuses graded code reads under ``folders``: the
-    submissions and the staged copies, so no attempt can read a classmate's file.
+    submissions and the output folder, so no attempt can read a classmate's file.
     (runner.grade takes its protected list from runner.course_folders().)"""
     original = runner.course_folders
     extra = [str(Path(f).resolve()) for f in folders]
@@ -337,7 +338,7 @@ def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: 
     budgets = {n: pool.budget_for(p) for n, p in by_number.items()}
     rename = location_labels(submissions_dir, out)
     jobs = [pool.Job(k, k[0], str(attempts[k]), settings.seed, str(cache_file(k)),
-                     [str(submissions_dir), str(work)], budgets[k[0]], rename) for k in todo]
+                     [str(submissions_dir), str(out)], budgets[k[0]], rename) for k in todo]
     graded_now = 0
 
     def done(job):

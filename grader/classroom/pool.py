@@ -196,7 +196,8 @@ def run_jobs(jobs: list, workers: int, on_done, on_stopped, log_dir: Path | None
              max_starts: int = 2):
     """Run ``jobs`` on ``workers`` worker processes. ``on_done(job)`` after a worker wrote
     the job's record; ``on_stopped(job, why)`` when the attempt stopped or outlived its
-    worker (the caller writes a verdict). Jobs go in the order given."""
+    worker (the caller writes a verdict). Jobs go in the order given. Returns
+    {"errors": [(job, traceback)] of judge failures, "orphans_killed": n}."""
     become_subreaper()
     todo: queue.Queue = queue.Queue()
     for j in jobs:
@@ -204,6 +205,7 @@ def run_jobs(jobs: list, workers: int, on_done, on_stopped, log_dir: Path | None
     slots = [Worker(Path(log_dir) / f"worker-{i}.log" if log_dir else None) for i in range(max(1, workers))]
     lock = threading.Lock()
     errors: list = []
+    orphans = [0]
     stopping = threading.Event()   # set when the run is interrupted: record nothing more
 
     def live_pids():
@@ -231,7 +233,7 @@ def run_jobs(jobs: list, workers: int, on_done, on_stopped, log_dir: Path | None
             if status in ("died", "budget"):
                 w.stop()
                 with lock:
-                    kill_orphans(live_pids())
+                    orphans[0] += kill_orphans(live_pids())
             with lock:
                 if status == "ok":
                     started.unlink(missing_ok=True)
@@ -267,8 +269,8 @@ def run_jobs(jobs: list, workers: int, on_done, on_stopped, log_dir: Path | None
                 break
         for w in slots:
             w.stop()
-        kill_orphans(set())
-    return errors
+        orphans[0] += kill_orphans(set())
+    return {"errors": errors, "orphans_killed": orphans[0]}
 
 
 __all__ = ["Job", "run_jobs", "budget_for", "become_subreaper", "kill_orphans"]

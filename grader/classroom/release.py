@@ -84,6 +84,8 @@ def wanted(rel: str) -> bool:
         return False
     if rel.startswith(EXCLUDE_PREFIXES) or EXCLUDE_NAMES.search(rel):
         return False
+    if top == "practice" and not rel.endswith(".py"):
+        return False   # the stubs and the judge entry only (no results, states, or a stray seed file)
     return True
 
 
@@ -118,10 +120,12 @@ def collect(root: Path = ROOT, source: str = "auto") -> tuple[dict, str, list]:
                             f"the bundle: {', '.join(changed[:8])}" + (" ..." if len(changed) > 8 else ""))
         return files, f"git {commit}", warnings
     files = {}
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root).as_posix()
-        if path.is_file() and not path.is_symlink() and wanted(rel):
-            files[rel] = path.read_bytes()
+    for top in INCLUDE:   # only the shipped folders are walked (not .venv and its 50,000 files)
+        start = root / top
+        for path in sorted([start] if start.is_file() else start.rglob("*")):
+            rel = path.relative_to(root).as_posix()
+            if path.is_file() and not path.is_symlink() and wanted(rel):
+                files[rel] = path.read_bytes()
     return files, "worktree", warnings
 
 
