@@ -96,11 +96,13 @@ def _parse_seed(text: str, where: str) -> int:
 
 
 def judge_version() -> str:
-    """A hash of everything a verdict depends on besides the attempt and the seed."""
+    """A hash of everything a verdict depends on besides the attempt and the seed: the
+    judge, the specs, the reference, the record format, Python's and the packages' versions."""
     h = hashlib.sha256()
     root = runner.ROOT
+    here = Path(__file__).resolve().parent   # the record format (record_of) lives here
     files = sorted([*root.joinpath("grader").glob("*.py"), *root.joinpath("grader", "problems").glob("*.py"),
-                    *root.joinpath("mlacourse").glob("*.py")])
+                    *root.joinpath("mlacourse").glob("*.py"), here / "grade.py", here / "worker.py"])
     for f in files:
         h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
     h.update(platform.python_version().encode())

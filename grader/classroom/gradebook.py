@@ -240,19 +240,22 @@ def chart(data: dict, path: Path) -> None:
         ax.barh(y, vals, left=left, color=colors[key], label=key)
         left = [a + b for a, b in zip(left, vals)]
     ax.set_yticks(y, labels)
-    ax.set_xlabel("students")
+    ax.set_xlabel("students", labelpad=2)
+    from matplotlib.ticker import MaxNLocator
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(f"How each problem went ({data['students']} students)")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=4, fontsize=8, frameon=False)
     ax2 = axes[1]
     if mistakes:
         ax2.barh(list(range(len(mistakes)))[::-1], [m[0] for m in mistakes], color="#8250df")
         ax2.set_yticks(list(range(len(mistakes)))[::-1], [m[1] for m in mistakes], fontsize=8)
         ax2.set_xlabel("students whose attempt the mistake reproduces")
+        ax2.xaxis.set_major_locator(MaxNLocator(integer=True))
     else:
         ax2.text(0.5, 0.5, "no named mistake recognised", ha="center", va="center")
         ax2.set_axis_off()
     ax2.set_title("Named mistakes the judge recognised")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(path, dpi=110, metadata={"Software": None})
     plt.close(fig)
 

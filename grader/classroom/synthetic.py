@@ -48,7 +48,7 @@ def stub(p, student: str = "") -> Attempt:
 
 _PERTURB = '''
 
-# --- a slip: every number comes out 0.1% too large
+# --- a slip: every number comes out 10% too large (beyond every spec's tolerance)
 def _perturb(x):
     if isinstance(x, dict):
         return {k: _perturb(v) for k, v in x.items()}
@@ -57,7 +57,7 @@ def _perturb(x):
     if x is None or isinstance(x, (str, bool)):
         return x
     try:
-        return x * 1.001 + 1e-3
+        return x * 1.1 + 0.1
     except Exception:
         return x
 
@@ -74,7 +74,8 @@ for _name in {names!r}:
 
 
 def wrong(p, student: str) -> Attempt:
-    """The model answer with every numeric result 0.1% off: wrong on every case."""
+    """The model answer with every numeric result 10% off: wrong on every case (problem 12
+    accepts 1e-2, so a 0.1% slip would pass there)."""
     text = f"# {student}'s answer\n{_solution(p)}" + _PERTURB.replace("{names!r}", repr(list(p.functions)))
     return Attempt(text.encode(), "failed", "wrong_answer")
 
