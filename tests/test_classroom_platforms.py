@@ -92,6 +92,12 @@ def test_gradescope_zip_has_the_two_scripts_at_its_root(autograder):
     assert config["problems"] == [p.number for p in runner.discover()]
 
 
+def test_gradescope_scripts_parse():
+    for name in ("setup.sh", "run_autograder"):
+        done = subprocess.run(["bash", "-n", str(platforms.GRADESCOPE_SOURCE / name)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+
+
 def test_gradescope_run_writes_documented_results(autograder, tmp_path):
     zip_path, seed = autograder
     root = tmp_path / "autograder"

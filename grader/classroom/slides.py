@@ -288,7 +288,8 @@ def build_all(out: Path, execute: bool = True, assets: str | None = None, fetch:
         dest, info = build_deck(nbp, out, execute=execute, asset_prefix=prefix)
         paths.append(dest)
         rows.append((nbp, dest, info))
-        ext = f"; external assets: {', '.join(info['external'])}" if info["external"] else "; no external assets"
+        ext = (f"; {len(info['external'])} files from a CDN when viewed (--fetch-assets: none)"
+               if info["external"] else "; needs no network to view")
         log(f"slides: {dest.name}: {info['slides']} slides{ext}")
     links = "\n".join(f'<li><a href="{d.name}">{_title(n)}</a> ({i["slides"]} slides)</li>' for n, d, i in rows)
     (out / "index.html").write_text(
