@@ -110,7 +110,7 @@ def read_verdicts(out: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(tmp_path_factory, request):
     base = tmp_path_factory.mktemp("class")
     subs = base / "submissions"
     expected = build_class(subs)
@@ -121,8 +121,11 @@ def graded(tmp_path_factory):
         res = grade_class(subs, out, settings(), progress=False, log=lambda *a: None)
         gradebook.write(res, out)
         took = time.monotonic() - t0
-        print(f"\ngraded the synthetic class ({len(res.students)} students x {len(PROBLEMS)} problems, "
-              f"{res.attempts} distinct attempts) in {took:.1f} s with 2 workers (run {k + 1})")
+        capture = request.config.pluginmanager.getplugin("capturemanager")
+        with capture.global_and_fixture_disabled():   # shown even without -s
+            print(f"\n[classroom] graded the synthetic class ({len(res.students)} students x "
+                  f"{len(PROBLEMS)} problems, {res.attempts} distinct attempts) in {took:.1f} s "
+                  f"with 2 workers (run {k + 1})")
         runs.append((out, res, took))
     return subs, expected, runs
 
