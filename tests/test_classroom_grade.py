@@ -7,6 +7,7 @@ run after deleting some cached verdicts regrades exactly those."""
 import csv
 import json
 import os
+import sys
 import time
 import zipfile
 from datetime import datetime, timezone
@@ -258,25 +259,62 @@ def test_zip_entries_are_read_in_memory_and_never_extracted(tmp_path):
     assert not (tmp_path.parent / "escape").exists()
 
 
-def test_an_attempt_past_its_budget_is_stopped_and_its_process_killed(tmp_path):
-    """The pool's backstop: a worker still busy after the attempt's budget is killed, the
-    attempt gets a verdict, and the judge's child it leaves behind (an endless loop that
-    nobody watches any more) is killed too, not left running."""
+def _judge_children() -> set:
+    """pids of running judge children started from this checkout."""
+    marker = str(sy.ROOT / "grader" / "child.py").encode()
+    out = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if marker in f.read():
+                    with open(f"/proc/{pid}/stat") as g:
+                        if g.read().rsplit(")", 1)[1].split()[0] != "Z":
+                            out.add(int(pid))
+        except OSError:
+            continue
+    return out
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc (Linux)")
+@pytest.mark.parametrize("kind,why", [("timeout", "longer than 2 s"), ("kills_grader", "killed by SIGKILL")])
+def test_a_stopped_attempt_leaves_nothing_running(tmp_path, kind, why):
+    """The pool's backstops: a worker still busy after the attempt's budget is killed, and
+    an attempt that kills its worker loses that problem; in both cases the judge's child
+    (an endless loop, or code that would go on signalling whoever adopts it) dies with its
+    worker instead of running on as an orphan."""
     from grader.classroom import pool
     f = tmp_path / "w" / "p04_choose_path.py"
     f.parent.mkdir()
-    f.write_bytes(sy.timeout(_p(4), "x").text)
+    f.write_bytes(sy.KINDS[kind](_p(4), "x").text)
+    before = _judge_children()
     stopped = []
-    job = pool.Job((4, "x"), 4, str(f), 1, str(tmp_path / "rec.json"), [], 2.0)
-    out = pool.run_jobs([job], 1, lambda j: None, lambda j, why: stopped.append(why))
-    assert len(stopped) == 1 and "longer than 2 s" in stopped[0]
-    if pool.become_subreaper():
-        assert out["orphans_killed"] >= 1
-        me = str(os.getpid())
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                stat = open(f"/proc/{pid}/stat").read()
-                cmd = open(f"/proc/{pid}/cmdline", "rb").read()
-            except OSError:
-                continue
-            assert not (stat.rsplit(")", 1)[1].split()[1] == me and b"child.py" in cmd), "an orphan was left"
+    job = pool.Job((4, "x"), 4, str(f), 1, str(tmp_path / "rec.json"), [], 2.0 if kind == "timeout" else 60.0)
+    pool.run_jobs([job], 1, lambda j: None, lambda j, w: stopped.append(w))
+    assert len(stopped) == 1 and why in stopped[0], stopped
+    for _ in range(50):
+        left = _judge_children() - before
+        if not left:
+            break
+        time.sleep(0.1)
+    assert not left, f"judge children left running: {left}"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+@pytest.mark.parametrize("use_setpriv", [True, False])
+def test_the_judges_children_are_started_with_a_death_pact(monkeypatch, use_setpriv):
+    """Both launchers (setpriv, and the Python fallback) run the real interpreter with the
+    parent-death signal set to SIGKILL (read back with PR_GET_PDEATHSIG)."""
+    import shutil
+    import subprocess
+    from grader.classroom import worker
+    if use_setpriv and not shutil.which("setpriv"):
+        pytest.skip("no setpriv here")
+    if not use_setpriv:
+        monkeypatch.setattr(worker.shutil, "which", lambda name: None)
+    launcher = worker.death_pact()
+    probe = ("import ctypes, sys; s = ctypes.c_int(); "
+             "ctypes.CDLL(None).prctl(2, ctypes.byref(s), 0, 0, 0); print(s.value, sys.executable)")
+    out = subprocess.run([launcher, "-I", "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    sig, exe = out.stdout.split()
+    assert sig == "9" and os.path.realpath(exe) == os.path.realpath(sys.executable)

@@ -11,15 +11,18 @@ that asked for the grade -- and graded code can signal its parent (``os.kill(os.
 If an attempt kills its worker, or a worker is still busy after the attempt's budget (the
 sum of the spec's per-case limits, plus start-up, plus a margin -- a backstop for a child
 that keeps the judge's watch loop alive), the conductor records a verdict for that attempt
-(``stopped_record``), cleans up what the worker left running, starts a new worker and goes
-on. Each worker writes its verdict to the cache file itself (atomically), so a verdict
+(the caller's ``on_stopped``), starts a new worker and goes on. Each worker writes its verdict to the cache file itself (atomically), so a verdict
 that was written is never lost, and a job is marked as started before it is sent: an
 attempt that has taken the whole run down twice (a re-run resumes from the cache) is not
 started a third time.
 
-On Linux the conductor makes itself a "child subreaper", so that a sandbox child whose
-worker was killed is handed to it and can be killed too; elsewhere such a child runs until
-its own limits stop it.
+A worker's sandbox children die with it (worker.py: the kernel's parent-death signal), so
+neither an attempt that kills its worker nor one whose worker the conductor kills lives on
+as an orphan. (Linux; elsewhere such a child runs until its own limits stop it.) Workers
+run in their own process group, so an attempt that signals its parent's group reaches
+only its worker. What this cannot stop is a signal to every process the user owns
+(``os.kill(-1, 9)``): only the judge refusing os.kill, or an operating-system sandbox
+(another user, a container), can.
 """
 from __future__ import annotations
 
@@ -37,7 +40,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 MARGIN_S = 60.0
-_SUBREAPER = False
 
 
 @dataclass
@@ -61,53 +63,6 @@ def budget_for(problem) -> float:
     return startup + per_case + MARGIN_S
 
 
-def become_subreaper() -> bool:
-    """Linux: orphaned descendants are re-parented to this process (prctl PR_SET_CHILD_SUBREAPER)."""
-    global _SUBREAPER
-    if _SUBREAPER or not sys.platform.startswith("linux"):
-        return _SUBREAPER
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        _SUBREAPER = libc.prctl(36, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        _SUBREAPER = False
-    return _SUBREAPER
-
-
-def kill_orphans(keep: set) -> int:
-    """Kill the judge's sandbox children that were handed to this process (their worker
-    died); returns how many. Only processes whose parent is this one, that are not a live
-    worker, and that run grader/child.py are touched."""
-    if not _SUBREAPER:
-        return 0
-    me, killed = os.getpid(), 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) in keep:
-            continue
-        pid = int(entry)
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read()
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid != me or b"child.py" not in cmd:
-            continue
-        for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-            try:
-                kill()
-            except (ProcessLookupError, PermissionError):
-                pass
-        try:
-            os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass
-        killed += 1
-    return killed
-
-
 class Worker:
     """One ``python -m grader.classroom.worker`` process and its line protocol."""
 
@@ -120,7 +75,8 @@ class Worker:
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         self.proc = subprocess.Popen([sys.executable, "-m", "grader.classroom.worker"], cwd=str(ROOT),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
+                                     start_new_session=True)
         if log is not subprocess.DEVNULL:
             log.close()
         self.buf = b""
@@ -197,19 +153,14 @@ def run_jobs(jobs: list, workers: int, on_done, on_stopped, log_dir: Path | None
     """Run ``jobs`` on ``workers`` worker processes. ``on_done(job)`` after a worker wrote
     the job's record; ``on_stopped(job, why)`` when the attempt stopped or outlived its
     worker (the caller writes a verdict). Jobs go in the order given. Returns
-    {"errors": [(job, traceback)] of judge failures, "orphans_killed": n}."""
-    become_subreaper()
+    {"errors": [(job, traceback)]} for judge failures."""
     todo: queue.Queue = queue.Queue()
     for j in jobs:
         todo.put(j)
     slots = [Worker(Path(log_dir) / f"worker-{i}.log" if log_dir else None) for i in range(max(1, workers))]
     lock = threading.Lock()
     errors: list = []
-    orphans = [0]
     stopping = threading.Event()   # set when the run is interrupted: record nothing more
-
-    def live_pids():
-        return {w.proc.pid for w in slots if w.proc is not None}
 
     def loop(w: Worker):
         while True:
@@ -231,9 +182,7 @@ def run_jobs(jobs: list, workers: int, on_done, on_stopped, log_dir: Path | None
             if stopping.is_set():
                 return
             if status in ("died", "budget"):
-                w.stop()
-                with lock:
-                    orphans[0] += kill_orphans(live_pids())
+                w.stop()    # its sandbox child dies with it (worker.death_pact)
             with lock:
                 if status == "ok":
                     started.unlink(missing_ok=True)
@@ -269,8 +218,7 @@ def run_jobs(jobs: list, workers: int, on_done, on_stopped, log_dir: Path | None
                 break
         for w in slots:
             w.stop()
-        orphans[0] += kill_orphans(set())
-    return {"errors": errors, "orphans_killed": orphans[0]}
+    return {"errors": errors}
 
 
-__all__ = ["Job", "run_jobs", "budget_for", "become_subreaper", "kill_orphans"]
+__all__ = ["Job", "run_jobs", "budget_for"]
