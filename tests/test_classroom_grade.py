@@ -318,3 +318,34 @@ def test_the_judges_children_are_started_with_a_death_pact(monkeypatch, use_setp
     assert out.returncode == 0, out.stderr
     sig, exe = out.stdout.split()
     assert sig == "9" and os.path.realpath(exe) == os.path.realpath(sys.executable)
+
+
+def test_the_seed_comes_from_the_option_a_file_the_environment_or_the_last_run(tmp_path, monkeypatch):
+    from grader.classroom.grade import SEED_ENV, resolve_seed
+    monkeypatch.delenv(SEED_ENV, raising=False)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("123456789\n")
+    assert resolve_seed(5, secret, tmp_path) == (5, "--seed")
+    assert resolve_seed(None, secret, tmp_path)[0] == 123456789
+    monkeypatch.setenv(SEED_ENV, "0x10")
+    assert resolve_seed(None, None, tmp_path) == (16, f"${SEED_ENV}")
+    monkeypatch.delenv(SEED_ENV)
+    (tmp_path / "seed.txt").write_text("77\n")
+    assert resolve_seed(None, None, tmp_path)[0] == 77
+    assert 0 <= resolve_seed(None, None, tmp_path / "new")[0] < 2**31
+    secret.write_text("not a number")
+    with pytest.raises(ValueError, match="integer seed"):
+        resolve_seed(None, secret, tmp_path)
+
+
+def test_hide_seed_keeps_the_seed_out_of_what_students_get(graded):
+    import copy
+    _, _, runs = graded
+    res = copy.copy(runs[0][1])
+    res.settings = copy.copy(res.settings)
+    res.settings.hide_seed = True
+    for g in res.students:
+        text = json.dumps(gradebook.student_json(res, g))
+        assert str(SEED) not in text, g.sub.student
+    shown = json.dumps(gradebook.student_json(runs[0][1], next(g for g in res.students if g.sub.student == "s06_wrong")))
+    assert str(SEED) in shown    # without the option the Reproduce lines name it
