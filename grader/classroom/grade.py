@@ -1,0 +1,382 @@
+"""Grade a whole class: every student's attempt at every problem, through the judge.
+
+    python -m grader.classroom grade SUBMISSIONS/ --out grades/ [--seed-file secret.txt]
+
+Each attempt is graded by ``grader.runner.grade`` -- the judge itself: a fresh child
+process per (attempt, problem) with the spec's time limit per case and memory cap, all
+public and hidden cases, the verdict computed outside the child. Attempts run in
+parallel on worker processes (pool.py: an attempt that kills the process grading it, or
+outlives the sum of its cases' limits, loses that problem and nothing else), heaviest
+first.
+
+Reproducible and resumable. The hidden cases come from the teacher's seed (``--seed``,
+``--seed-file``, ``$MLA_CLASS_SEED``, or the seed an earlier run in the same --out
+recorded; a new one is drawn and recorded otherwise). Files are graded by content: an
+attempt is identified by (problem, SHA-256 of the file), so identical files (the
+unchanged stub, say) are graded once, and each verdict is cached on disk as soon as it
+is known under a key of the seed and the judge's version (a hash of the judge, the specs,
+the reference and the package versions). A run that is interrupted resumes where it
+stopped; a second run on the same folder and seed writes byte-identical grades.
+
+Isolation beyond the judge's own: graded code may not read the submissions folder or
+the output folder (the staged copies of other students' files, the cached verdicts with
+their expected values). The judge protects the folders that
+``runner.course_folders()`` lists; the workers add those two to the list while they
+grade (``protect``): a hook the judge does not have yet (a ``protected`` argument to
+``runner.grade`` would replace it).
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import secrets
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader import report, runner
+from grader.records import CaseStatus, ProblemResult, ProblemStatus
+
+from . import pool
+from . import submissions as subs_mod
+
+SEED_ENV = "MLA_CLASS_SEED"
+FILE = "{FILE}"   # placeholder for the student's file in cached texts
+
+
+# --------------------------------------------------------------------------- settings
+
+@dataclass
+class Settings:
+    seed: int
+    seed_from: str
+    problems: list                      # Problem specs to grade
+    skipped: dict = field(default_factory=dict)   # number -> why not graded here
+    points: dict = field(default_factory=dict)    # number -> points (default 1)
+    workers: int = 0
+    deadline: object = None             # datetime or None
+    hide_seed: bool = False
+    use_cache: bool = True
+    roster: list | None = None
+
+    def points_for(self, number: int) -> float:
+        return float(self.points.get(number, 1))
+
+
+def resolve_seed(seed=None, seed_file=None, out: Path | None = None) -> tuple[int, str]:
+    """(seed, where it came from). Order: --seed, --seed-file, $MLA_CLASS_SEED, the seed
+    recorded in --out by an earlier run, else a new random one."""
+    if seed is not None:
+        return int(seed), "--seed"
+    if seed_file:
+        text = Path(seed_file).read_text().strip()
+        return _parse_seed(text, f"--seed-file {seed_file}"), f"--seed-file {seed_file}"
+    env = os.environ.get(SEED_ENV, "").strip()
+    if env:
+        return _parse_seed(env, f"${SEED_ENV}"), f"${SEED_ENV}"
+    if out is not None and (Path(out) / "seed.txt").is_file():
+        text = (Path(out) / "seed.txt").read_text().strip()
+        return _parse_seed(text, str(Path(out) / "seed.txt")), "seed.txt of an earlier run in --out"
+    return secrets.randbelow(2**31), "drawn at random (recorded in seed.txt)"
+
+
+def _parse_seed(text: str, where: str) -> int:
+    try:
+        value = int(text.split()[0], 0)
+    except (ValueError, IndexError):
+        raise ValueError(f"{where}: expected an integer seed, got {text[:40]!r}") from None
+    if not 0 <= value < 2**63:
+        raise ValueError(f"{where}: the seed must be between 0 and 2**63 - 1")
+    return value
+
+
+def judge_version() -> str:
+    """A hash of everything a verdict depends on besides the attempt and the seed: the
+    judge, the specs, the reference, the record format, Python's and the packages' versions."""
+    h = hashlib.sha256()
+    root = runner.ROOT
+    here = Path(__file__).resolve().parent   # the record format (record_of) lives here
+    files = sorted([*root.joinpath("grader").glob("*.py"), *root.joinpath("grader", "problems").glob("*.py"),
+                    *root.joinpath("mlacourse").glob("*.py"), here / "grade.py", here / "worker.py"])
+    for f in files:
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    h.update(platform.python_version().encode())
+    for pkg in ("numpy", "torch", "triton"):
+        try:
+            h.update(f"{pkg}={importlib.metadata.version(pkg)}".encode())
+        except importlib.metadata.PackageNotFoundError:
+            h.update(f"{pkg}=none".encode())
+    return h.hexdigest()
+
+
+def stub_hashes(problems) -> dict:
+    out = {}
+    for p in problems:
+        f = runner.PRACTICE / p.filename
+        if f.is_file():
+            out[p.number] = hashlib.sha256(f.read_bytes()).hexdigest()
+    return out
+
+
+# --------------------------------------------------------------------------- protecting the class
+
+@contextlib.contextmanager
+def protect(folders):
+    """While active, the judge also refuses graded code reads under ``folders``: the
+    submissions and the output folder, so no attempt can read a classmate's file.
+    (runner.grade takes its protected list from runner.course_folders().)"""
+    original = runner.course_folders
+    extra = [str(Path(f).resolve()) for f in folders]
+
+    def course_folders():
+        return sorted(set(original()) | set(extra))
+    runner.course_folders = course_folders
+    try:
+        yield
+    finally:
+        runner.course_folders = original
+
+
+# --------------------------------------------------------------------------- one attempt as data
+
+def _first(outcomes):
+    bad = [o for o in outcomes if o.status not in (CaseStatus.PASS, CaseStatus.NOT_RUN)]
+    bad = bad or [o for o in outcomes if o.status is CaseStatus.NOT_RUN]
+    return bad[0] if bad else None
+
+
+def _case_summary(problem, o) -> dict | None:
+    if o is None:
+        return None
+    names = {m.message: m.name for m in problem.mistakes}
+    return {"name": o.case.name, "hidden": o.case.hidden, "function": o.case.function,
+            "describe": o.case.describe, "status": str(o.status), "reason": o.reason,
+            "message": o.message[:4000], "mistake": o.mistake,
+            "mistake_name": names.get(o.mistake) if o.mistake else None,
+            "output": (o.output or "")[:1000]}
+
+
+def record_of(r: ProblemResult, staged: Path | None) -> dict:
+    """Everything the reports need from one graded attempt, as plain data, with the
+    staged file's path replaced by FILE (one cached verdict serves every student who
+    handed in the same file)."""
+    p = r.problem
+    r.path, r.given_path = FILE, True
+    names = {m.message: m.name for m in p.mistakes}
+    failing = [o for o in r.outcomes if o.status is CaseStatus.FAIL]
+    reasons: dict = {}
+    for o in r.outcomes:
+        if o.status not in (CaseStatus.PASS,):
+            reasons[o.reason] = reasons.get(o.reason, 0) + 1
+    first = r.first_failure()
+    rec = {
+        "problem": p.number, "slug": p.slug, "status": str(r.status),
+        "reason": r.reason or (first.reason if first else ("passed" if r.passed else "")),
+        "message": r.message,
+        "public": list(r.counts(False)), "hidden": list(r.counts(True)),
+        "case_reasons": dict(sorted(reasons.items())),
+        "mistakes": sorted({names.get(o.mistake, o.mistake) for o in failing if o.mistake}),
+        "first": _case_summary(p, first),
+        "first_public": _case_summary(p, _first([o for o in r.outcomes if not o.case.hidden])),
+        "first_hidden": _case_summary(p, _first([o for o in r.outcomes if o.case.hidden])),
+        "failure_text": report.failure_text(r) if not r.passed else "",
+        "test": report.to_json([r])["tests"][0],
+        "output": r.output[:1000],
+    }
+    if staged is not None:
+        rec = replace_strings(rec, {str(staged.resolve()): FILE, str(staged): FILE})
+    return rec
+
+
+def replace_strings(obj, table: dict):
+    """A copy of obj with every key of ``table`` replaced by its value in every string."""
+    if isinstance(obj, str):
+        for k, v in table.items():
+            if k:
+                obj = obj.replace(k, v)
+        return obj
+    if isinstance(obj, dict):
+        return {k: replace_strings(v, table) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [replace_strings(v, table) for v in obj]
+    return obj
+
+
+def location_labels(submissions_dir: Path, out: Path) -> dict:
+    """Where the class and the grades live is no part of a verdict: texts say <grades> and
+    <submissions> instead (longest paths first, so a nested folder is named right)."""
+    table = {}
+    for path, label in ((out, "<grades>"), (submissions_dir, "<submissions>")):
+        for variant in {str(path), os.path.realpath(path)}:
+            table[variant] = label
+    return dict(sorted(table.items(), key=lambda kv: -len(kv[0])))
+
+
+def stopped_record(problem, why: str) -> dict:
+    """The verdict for an attempt that took its grading process down or ran past its budget."""
+    r = ProblemResult(problem, FILE, given_path=True).broken(
+        f"this attempt could not be graded to the end: {why}.", "stopped_grader")
+    return record_of(r, None)
+
+
+def write_record(path: Path, rec: dict) -> None:
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(json.dumps(rec, sort_keys=True, indent=1))
+    tmp.replace(path)
+
+
+def missing_record(problem, expected: str) -> dict:
+    r = ProblemResult(problem, expected, given_path=True).missing(
+        f"no file for problem {problem.number} was found in the submission (looked for "
+        f"{problem.filename}, {problem.slug}.py, p{problem.number}.py and similar names).")
+    return record_of(r, None)
+
+
+# --------------------------------------------------------------------------- the class
+
+@dataclass
+class Graded:
+    """One student: the submission and a record per problem (None: not graded here)."""
+    sub: object
+    records: dict = field(default_factory=dict)   # problem number -> record dict
+
+
+@dataclass
+class ClassResult:
+    settings: Settings
+    students: list                       # [Graded], sorted by id
+    folder_notes: list
+    version: str
+    attempts: int = 0                    # distinct (problem, file) pairs
+    graded_now: int = 0                  # of them, graded in this run (the rest: cache)
+    elapsed: float = 0.0
+
+
+class _Progress:
+    """tqdm when it is installed (a bar with an ETA), else a line every few seconds."""
+
+    def __init__(self, total: int, enabled: bool):
+        self.total, self.done, self.t0, self.last = total, 0, time.monotonic(), 0.0
+        self.bar = None
+        self.enabled = enabled and total > 0
+        if self.enabled:
+            try:
+                from tqdm import tqdm
+                self.bar = tqdm(total=total, unit="attempt", desc="grading", dynamic_ncols=True,
+                                file=sys.stderr, smoothing=0.1)
+            except ImportError:
+                self.bar = None
+
+    def step(self):
+        self.done += 1
+        if not self.enabled:
+            return
+        if self.bar is not None:
+            self.bar.update(1)
+            return
+        now = time.monotonic()
+        if now - self.last > 5 or self.done == self.total:
+            rate = self.done / max(now - self.t0, 1e-9)
+            eta = (self.total - self.done) / rate if rate else 0
+            print(f"grading: {self.done}/{self.total} attempts, {now - self.t0:.0f} s, "
+                  f"ETA {eta:.0f} s", file=sys.stderr, flush=True)
+            self.last = now
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def cache_dir(out: Path, settings: Settings, version: str) -> Path:
+    return out / ".cache" / f"{version[:16]}-seed{settings.seed}"
+
+
+def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: bool = True,
+                log=print) -> ClassResult:
+    t0 = time.monotonic()
+    submissions_dir, out = Path(submissions_dir).resolve(), Path(out).resolve()
+    if out == submissions_dir or submissions_dir in out.parents:
+        raise ValueError("--out must not be inside the submissions folder")
+    out.mkdir(parents=True, exist_ok=True)
+    problems = settings.problems
+    by_number = {p.number: p for p in problems}
+    students, folder_notes = subs_mod.discover(submissions_dir, problems, stub_hashes(problems),
+                                               settings.roster)
+    version = judge_version()
+    work = out / ".work"
+    cache = cache_dir(out, settings, version)
+    cache.mkdir(parents=True, exist_ok=True)
+
+    # distinct attempts, staged by content
+    attempts: dict = {}   # (number, sha) -> staged path
+    for s in students:
+        for n, m in s.matches.items():
+            if n not in by_number:
+                continue
+            key = (n, m.sha256)
+            if key not in attempts:
+                staged = work / m.sha256[:24] / by_number[n].filename
+                if not staged.is_file():
+                    staged.parent.mkdir(parents=True, exist_ok=True)
+                    tmp = staged.with_suffix(".part")
+                    tmp.write_bytes(m.data)
+                    tmp.replace(staged)
+                attempts[key] = staged
+
+    def cache_file(key):
+        return cache / f"p{key[0]:02d}-{key[1][:40]}.json"
+
+    todo = [k for k in attempts if not (settings.use_cache and cache_file(k).is_file())]
+    todo.sort(key=lambda k: (0 if any(m in ("torch", "triton") for m in by_number[k[0]].requires) else 1, k))
+    log(f"{len(students)} submissions, {len(attempts)} distinct attempts "
+        f"({len(attempts) - len(todo)} already graded), seed {settings.seed} ({settings.seed_from}), "
+        f"{settings.workers} workers")
+    bar = _Progress(len(todo), progress)
+    budgets = {n: pool.budget_for(p) for n, p in by_number.items()}
+    rename = location_labels(submissions_dir, out)
+    jobs = [pool.Job(k, k[0], str(attempts[k]), settings.seed, str(cache_file(k)),
+                     [str(submissions_dir), str(out)], budgets[k[0]], rename) for k in todo]
+    graded_now = 0
+
+    def done(job):
+        nonlocal graded_now
+        graded_now += 1
+        bar.step()
+
+    def stopped(job, why):
+        nonlocal graded_now
+        write_record(Path(job.out), stopped_record(by_number[job.problem], why))
+        graded_now += 1
+        bar.step()
+
+    (out / ".logs").mkdir(exist_ok=True)
+    try:
+        pool.run_jobs(jobs, settings.workers, done, stopped, log_dir=out / ".logs")
+    except KeyboardInterrupt:
+        bar.close()
+        log(f"\ninterrupted: {graded_now} attempts graded in this run are cached in {cache}; "
+            "run the same command again to go on from there.")
+        raise
+    bar.close()
+
+    graded = []
+    for s in students:
+        g = Graded(s)
+        for p in problems:
+            m = s.matches.get(p.number)
+            if m is None:
+                g.records[p.number] = missing_record(p, p.filename)
+            else:
+                g.records[p.number] = json.loads(cache_file((p.number, m.sha256)).read_text())
+        graded.append(g)
+    return ClassResult(settings, graded, folder_notes, version, len(attempts), graded_now,
+                       time.monotonic() - t0)
+
+
+__all__ = ["Settings", "ClassResult", "Graded", "grade_class", "resolve_seed", "judge_version",
+           "record_of", "stopped_record", "missing_record", "replace_strings", "protect", "FILE", "SEED_ENV"]

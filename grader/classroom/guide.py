@@ -1,0 +1,136 @@
+"""The generated parts of docs/teaching.md: the course plan and the problem reference.
+
+    python -m grader.classroom guide           rewrite them from the specs and chapters
+    python -m grader.classroom guide --check   exit 1 if the committed file is stale
+
+Each generated part sits between ``<!-- BEGIN GENERATED: name -->`` and
+``<!-- END GENERATED: name -->``; everything outside the markers is written by hand.
+The plan has one week per chapter (notebooks/NN_*.ipynb, so a new chapter appears by
+itself) with the problems whose spec names that chapter. The reference lists, per
+problem, what its cases cover (the case names of seed 0), the situations every seed
+must include (the spec's edges), its limits, what it may import, and the named mistakes
+the judge recognises -- all read from grader/problems/, not typed twice.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+GUIDE = ROOT / "docs" / "teaching.md"
+SECTIONS = ("plan", "problems")
+
+
+def _problems():
+    from grader import runner
+    return runner.discover()
+
+
+def _chapter_title(path: Path) -> str:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    src = cells[0]["source"] if cells else ""
+    src = "".join(src) if isinstance(src, list) else src
+    return src.strip().splitlines()[0].lstrip("#").strip() if src.strip() else path.stem
+
+
+def plan() -> str:
+    from .slides import chapter_paths
+    probs = _problems()
+    rows = ["| week | chapter | practice problems (graded) | lecture deck |", "|---|---|---|---|"]
+    week = 0
+    for nb in chapter_paths():
+        week += 1
+        mine = [p for p in probs if Path(p.chapter).name == nb.name]
+        plist = ", ".join(f"{p.number} `{p.slug}`" for p in mine) or "--"
+        rows.append(f"| {week} | [{_chapter_title(nb)}](../notebooks/{nb.name}) | {plist} | "
+                    f"`slides/{nb.stem}.slides.html` |")
+    orphans = [p for p in probs if not (ROOT / p.chapter).is_file()]
+    if orphans:
+        rows.append(f"| -- | (chapter not found) | {', '.join(str(p.number) for p in orphans)} | |")
+    rows.append(f"| {week + 1} | review; the last problems' deadline; grading and a class discussion "
+                "of `summary.md` | -- | -- |")
+    return "\n".join(rows)
+
+
+def _case_topics(p) -> list[str]:
+    names = []
+    for c in p.make_cases(0):
+        n = re.sub(r"\s*\[[^\]]*\]$", "", c.name)          # "... [attention_flops]"
+        n = re.sub(r"\s*#\d+$|\s+\d+$", "", n)               # "random 3", "... #2"
+        n = re.sub(r"\(\d+(?:, \d+)+\)", "(varied)", n)      # shapes drawn from the seed
+        tag = (n, c.hidden)
+        if tag not in [(x, h) for x, h in names]:
+            names.append(tag)
+    public = [n for n, h in names if not h]
+    hidden = [n for n, h in names if h and n not in public]
+    return public, hidden
+
+
+def problems() -> str:
+    from .pool import budget_for
+    out = []
+    for p in _problems():
+        cases = p.make_cases(0)
+        public, hidden = _case_topics(p)
+        n_pub = sum(not c.hidden for c in cases)
+        out += [f"### Problem {p.number} · `{p.slug}` -- {p.title}", "",
+                f"- Chapter: [{Path(p.chapter).name}](../{p.chapter}); file `practice/{p.filename}`; "
+                f"writes {', '.join(f'`{f}`' for f in p.functions)}.",
+                f"- Cases: {n_pub} public, {len(cases) - n_pub} hidden (redrawn from the seed). "
+                f"Public: {'; '.join(public)}. Hidden: {'; '.join(hidden) or '--'}."]
+        if p.edges:
+            out.append("- Every seed includes: " + "; ".join(e.name for e in p.edges) + ".")
+        lim = f"- Limits: {p.timeout_s:g} s per case, about {p.memory_mb} MB of memory"
+        caps = sorted({c.memory_mb for c in cases if c.memory_mb})
+        if caps:
+            lim += f" ({', '.join(f'{m} MB' for m in caps)} on some cases)"
+        lim += f"; at most {budget_for(p):.0f} s in all for one attempt."
+        out.append(lim)
+        needs = [m for m in p.requires if m != "numpy"]
+        if needs:
+            out.append(f"- Needs {' and '.join(needs)} (on a CPU, Triton's interpreter).")
+        if p.may_import:
+            out.append("- May import from the course: " + ", ".join(
+                f"`{m}.{n}`" for m, ns in p.may_import.items() for n in ns) + " (data only); any other "
+                "course import is refused.")
+        else:
+            out.append("- May import nothing from the course (numpy and the standard library are fine).")
+        if p.mistakes:
+            out.append("- Named mistakes the judge recognises:")
+            out += [f"  - *{m.name}*: {m.message}" for m in p.mistakes]
+        out.append("")
+    return "\n".join(out).rstrip()
+
+
+GENERATORS = {"plan": plan, "problems": problems}
+
+
+def render(text: str) -> str:
+    for name in SECTIONS:
+        begin, end = f"<!-- BEGIN GENERATED: {name} -->", f"<!-- END GENERATED: {name} -->"
+        if begin not in text or end not in text:
+            raise ValueError(f"{GUIDE} lacks the markers for the generated section {name!r}")
+        head, rest = text.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        text = f"{head}{begin}\n{GENERATORS[name]()}\n{end}{tail}"
+    return text
+
+
+def stale() -> list[str]:
+    """The generated sections that differ from what the specs give now."""
+    text = GUIDE.read_text(encoding="utf-8")
+    fresh = render(text)
+    out = []
+    for name in SECTIONS:
+        pat = re.compile(rf"<!-- BEGIN GENERATED: {name} -->.*?<!-- END GENERATED: {name} -->", re.S)
+        if pat.search(text).group(0) != pat.search(fresh).group(0):
+            out.append(name)
+    return out
+
+
+def write() -> None:
+    GUIDE.write_text(render(GUIDE.read_text(encoding="utf-8")), encoding="utf-8")
+
+
+__all__ = ["plan", "problems", "render", "stale", "write", "GUIDE"]

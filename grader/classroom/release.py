@@ -1,0 +1,281 @@
+"""Build the student bundle: a folder and a zip with everything but the model answers.
+
+    python -m grader.classroom release --out dist/
+
+What goes in (``INCLUDE``): the chapters, the practice stubs and the judge (with its
+public and hidden case generators: a teacher's secret seed, never shipped, is what makes
+the hidden cases unseen), the course's packages (mlacourse, kernels: the chapters import
+them), README, setup.sh and requirements. What stays out: solutions/, the tests (they
+import the solutions), the teacher's tools (grader/classroom, docs/, .github/, the
+Gradescope autograder), caches, and git history.
+
+The files come from the last commit (``git archive``-like, so a teacher's uncommitted
+edits -- say a practice file they solved -- never ship) when the course is a git
+checkout, else from the folder as it is. Before writing anything the build checks that
+(1) every practice stub still raises NotImplementedError in every graded function, and
+(2) no function in the bundle has a model answer's body (grader/classroom/leaks.py),
+apart from the reference implementation (mlacourse) and the entries in ``ALLOWED``,
+each with its reason. The zip is reproducible: sorted entries, fixed dates and modes.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import re
+import shutil
+import stat
+import subprocess
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import leaks
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+BUNDLE_NAME = "mla-course-student"
+
+# top-level entries copied into the bundle (folders recursively)
+INCLUDE = ["README.md", "setup.sh", "requirements.txt", "pyproject.toml", ".gitignore", "judge.py",
+           "grader", "mlacourse", "kernels", "notebooks", "practice"]
+# never copied, wherever they are (relative path prefixes, then name patterns)
+EXCLUDE_PREFIXES = ("grader/classroom/", "solutions/", "tests/")
+EXCLUDE_NAMES = re.compile(r"(^|/)(__pycache__|\.ipynb_checkpoints|\.git|\.venv|\.pytest_cache|"
+                           r"\.hypothesis)(/|$)|\.py[co]$|(^|/)\.judge_state\.json$|"
+                           r"(^|/)practice/results\.json$|\.DS_Store$")
+EXECUTABLE = {"setup.sh", "judge.py", "practice/judge.py"}
+ZIP_DATE = (2020, 1, 1, 0, 0, 0)
+
+# Model-answer bodies the bundle may contain, with the reason. A hit not listed here
+# stops the release. mlacourse/ is the reference itself (kept on purpose: the chapters
+# import it, and the judge refuses graded code that imports or reads it).
+ALLOWED = {
+    ("choose_path", "notebooks/04_flops_and_path_choice.ipynb"):
+        "chapter 4's judge demo (section 4.9) pairs a wrong attention_flops with the two-line "
+        "choose_path that compares the two counts; the graded work of problem 4 is the count",
+}
+REFERENCE_DIRS = ("mlacourse/",)
+
+
+@dataclass
+class Release:
+    folder: Path
+    zip_path: Path
+    files: list                      # relative posix paths in the bundle
+    source: str                      # "git <commit>" or "worktree"
+    warnings: list = field(default_factory=list)
+    allowed_hits: list = field(default_factory=list)  # (answer, where, reason)
+
+    def manifest(self) -> dict:
+        digests = {f: hashlib.sha256((self.folder / f).read_bytes()).hexdigest() for f in self.files}
+        return {"bundle": self.folder.name, "source": self.source, "files": digests,
+                "allowed_answer_bodies": [list(h) for h in self.allowed_hits]}
+
+
+class ReleaseError(RuntimeError):
+    """The bundle would leak an answer or ship a solved stub: nothing was written."""
+
+
+# --------------------------------------------------------------------------- what to copy
+
+def wanted(rel: str) -> bool:
+    top = rel.split("/", 1)[0]
+    if top not in INCLUDE and rel not in INCLUDE:
+        return False
+    if rel.startswith(EXCLUDE_PREFIXES) or EXCLUDE_NAMES.search(rel):
+        return False
+    if top == "practice" and not rel.endswith(".py"):
+        return False   # the stubs and the judge entry only (no results, states, or a stray seed file)
+    return True
+
+
+def _git(root: Path, *args: str) -> bytes | None:
+    try:
+        out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def collect(root: Path = ROOT, source: str = "auto") -> tuple[dict, str, list]:
+    """{relative path: bytes} of the files to ship, where they came from, and warnings.
+    source: "git" (the last commit), "worktree" (the folder as it is) or "auto"."""
+    warnings = []
+    head = _git(root, "rev-parse", "HEAD") if source in ("auto", "git") else None
+    if source == "git" and head is None:
+        raise ReleaseError(f"{root} is not a git checkout with a commit; use --from-worktree")
+    if head is not None:
+        commit = head.decode().strip()
+        listing = _git(root, "ls-tree", "-r", "-z", "--name-only", "HEAD") or b""
+        files = {}
+        for name in listing.decode().split("\0"):
+            if name and wanted(name):
+                blob = _git(root, "show", f"HEAD:{name}")
+                if blob is not None:
+                    files[name] = blob
+        dirty = _git(root, "status", "--porcelain", "--", *INCLUDE) or b""
+        changed = [ln[3:] for ln in dirty.decode().splitlines() if wanted(ln[3:].strip('"'))]
+        if changed:
+            warnings.append(f"built from commit {commit[:12]}; these uncommitted changes are NOT in "
+                            f"the bundle: {', '.join(changed[:8])}" + (" ..." if len(changed) > 8 else ""))
+        return files, f"git {commit}", warnings
+    files = {}
+    for top in INCLUDE:   # only the shipped folders are walked (not .venv and its 50,000 files)
+        start = root / top
+        for path in sorted([start] if start.is_file() else start.rglob("*")):
+            rel = path.relative_to(root).as_posix()
+            if path.is_file() and not path.is_symlink() and wanted(rel):
+                files[rel] = path.read_bytes()
+    return files, "worktree", warnings
+
+
+# --------------------------------------------------------------------------- checks
+
+def problems():
+    from grader import runner
+    errors: list = []
+    found = runner.discover(errors)
+    if errors:
+        raise ReleaseError("problem specs failed to load: " + "; ".join(f"{e.module}: {e.message}" for e in errors))
+    return found
+
+
+def unsolved_stub_problems(files: dict) -> list[str]:
+    """Why each practice stub is not a clean stub (missing, or a graded function that does
+    not raise NotImplementedError); [] when all are."""
+    bad = []
+    for p in problems():
+        rel = f"practice/{p.filename}"
+        if rel not in files:
+            bad.append(f"{rel} is missing")
+            continue
+        try:
+            tree = ast.parse(files[rel].decode("utf-8"))
+        except (SyntaxError, UnicodeDecodeError) as e:
+            bad.append(f"{rel} does not parse ({e})")
+            continue
+        defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        for fn in p.functions:
+            node = defs.get(fn)
+            if node is None:
+                bad.append(f"{rel} does not define {fn}")
+            elif not any(isinstance(n, ast.Raise) and "NotImplementedError" in ast.dump(n)
+                         for n in ast.walk(node)):
+                bad.append(f"{rel}: {fn} does not raise NotImplementedError (a solved stub?)")
+    return bad
+
+
+def leak_report(bundle: Path, answers: Path) -> tuple[list, list]:
+    """(forbidden hits, allowed hits) of model-answer bodies in the bundle."""
+    bad, ok = [], []
+    for model, hit in leaks.find_leaks(answers, bundle):
+        where = hit.where.split(":", 1)[0].split(" cell ", 1)[0]
+        if where.startswith(REFERENCE_DIRS):
+            ok.append((model.name, hit.where, "the course's reference implementation (import refused by the judge)"))
+        elif (model.name, where) in ALLOWED:
+            ok.append((model.name, hit.where, ALLOWED[(model.name, where)]))
+        else:
+            bad.append(f"{hit.where} ({hit.name}) has the body of the model answer {model.where} ({model.name})")
+    return bad, ok
+
+
+# --------------------------------------------------------------------------- the student README
+
+TEACHERS_HEADING = re.compile(r"^#{2,3}\s+For teachers\b", re.I)
+BANNER = """> **Student edition.** This copy of the course has the chapters, the practice stubs and the
+> judge. The model answers (`solutions/`), the course's own test suite and the teacher's
+> tools are not included: `python practice/judge.py` is how you check your work.
+"""
+
+
+def student_readme(text: str) -> str:
+    """The course README for students: a banner under the title, without the teachers'
+    section, and without lines in command blocks that need what is not shipped."""
+    out, skip_level, in_code = [], None, False
+    for line in text.splitlines():
+        heading = re.match(r"^(#{1,6})\s", line) if not in_code else None
+        if heading and skip_level is not None and len(heading.group(1)) <= skip_level:
+            skip_level = None
+        if heading and TEACHERS_HEADING.match(line):
+            skip_level = len(heading.group(1))
+        if line.startswith("```"):
+            in_code = not in_code
+        if skip_level is not None:
+            continue
+        if in_code and not line.startswith("```") and re.search(r"solutions/|-m pytest", line):
+            continue
+        out.append(line)
+    text = "\n".join(out)
+    text = re.sub(r"model answers are in\s+`solutions/`\s+\(same file names\)",
+                  "model answers are not part of this edition", text)
+    out = text.split("\n")
+    # the banner goes after the title line
+    for i, line in enumerate(out):
+        if line.startswith("# "):
+            out[i + 1:i + 1] = ["", *BANNER.rstrip("\n").splitlines()]
+            break
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+# --------------------------------------------------------------------------- writing
+
+def _mode(rel: str) -> int:
+    return 0o755 if rel in EXECUTABLE else 0o644
+
+
+def write_zip(folder: Path, files: list, zip_path: Path) -> None:
+    """A reproducible zip: a top folder, sorted entries, fixed dates and modes."""
+    with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for rel in sorted(files):
+            info = zipfile.ZipInfo(f"{folder.name}/{rel}", date_time=ZIP_DATE)
+            info.external_attr = (stat.S_IFREG | _mode(rel)) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, (folder / rel).read_bytes())
+
+
+def build(out: Path, root: Path = ROOT, source: str = "auto", github_classroom: bool = False,
+          name: str = BUNDLE_NAME) -> Release:
+    """Check, then write out/<name>/ and out/<name>.zip (replacing earlier ones)."""
+    files, origin, warnings = collect(root, source)
+    files["README.md"] = student_readme(files["README.md"].decode("utf-8")).encode("utf-8")
+    if github_classroom:
+        from .platforms import workflow_text
+        files[".github/workflows/classroom.yml"] = workflow_text().encode("utf-8")
+    bad = unsolved_stub_problems(files)
+    if bad:
+        raise ReleaseError("practice/ is not a set of clean stubs:\n  " + "\n  ".join(bad))
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    folder = out / name
+    staging = out / f".{name}.building"
+    if staging.exists():
+        shutil.rmtree(staging)
+    for rel, data in files.items():
+        dest = staging / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(data)
+        dest.chmod(_mode(rel))
+    answers = root / "solutions"
+    if not answers.is_dir():
+        warnings.append(f"no {answers}: the bundle was not scanned for model answers")
+    forbidden, allowed = leak_report(staging, answers) if answers.is_dir() else ([], [])
+    if forbidden:
+        shutil.rmtree(staging)
+        raise ReleaseError("the bundle would contain model answers:\n  " + "\n  ".join(forbidden))
+    if folder.exists():
+        shutil.rmtree(folder)
+    staging.rename(folder)
+    zip_path = out / f"{name}.zip"
+    write_zip(folder, list(files), zip_path)
+    rel = Release(folder, zip_path, sorted(files), origin, warnings, allowed)
+    (out / f"{name}.manifest.json").write_text(json.dumps(rel.manifest(), indent=1, sort_keys=True) + "\n")
+    return rel
+
+
+def zip_names(zip_path: Path) -> list[str]:
+    with zipfile.ZipFile(zip_path) as zf:
+        return zf.namelist()
+
+
+__all__ = ["build", "collect", "wanted", "student_readme", "leak_report", "unsolved_stub_problems",
+           "Release", "ReleaseError", "ALLOWED", "BUNDLE_NAME", "zip_names"]

@@ -1,0 +1,316 @@
+"""Find each student's practice files in a folder of submissions, and say what was matched.
+
+    SUBMISSIONS/
+      alice/                 a folder per student (a repo clone, an LMS download, ...)
+        practice/p04_choose_path.py
+      bob.zip                or a zip per student
+      carol/P04_Choose_Path.py, carol/choose_path.py, carol/hw/p4.py ...
+
+The student id is the folder name or the zip's name without ``.zip``. Inside, every
+``.py`` file is a candidate, matched to a problem by its name (``RULES``, best first):
+
+  exact     p04_choose_path.py
+  name      the same up to case and a copy suffix: P04_Choose_Path.py, p04_choose_path (1).py
+  slug      choose_path.py
+  number    p04.py, p4.py, problem4.py, problem_04.py
+  contains  a name holding the problem's file name or slug: alice_p04_choose_path_v2.py
+
+Files under the course's own folders (grader/, mlacourse/, kernels/: a student who hands
+in a whole repo also hands in grader/problems/p04_choose_path.py, the judge's spec) and
+tool folders (.git, .venv, __pycache__, __MACOSX, ...) are never candidates. Among the
+candidates for one problem the best rule wins, then a file that differs from the released
+stub, then one inside a ``practice`` folder, then the shallower path, then the path in
+alphabetical order -- so the choice never depends on the order the disk lists files in.
+Every decision is recorded (``Submission.notes``) for the matching report.
+
+Nothing from a submission is ever executed here; files are only read (zips in memory,
+never extracted), with limits on sizes and counts so that a zip bomb or a huge folder
+cannot exhaust the machine.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import zipfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+
+MAX_FILE_BYTES = 1 << 20        # a practice file larger than this is not graded
+MAX_FILES = 5000                # entries looked at per submission
+MAX_TOTAL_BYTES = 64 << 20      # bytes read per submission
+SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "env", "__pycache__", "__MACOSX",
+             ".ipynb_checkpoints", "node_modules", "site-packages", ".pytest_cache", ".hypothesis",
+             ".idea", ".vscode"}
+COURSE_DIRS = {"grader", "mlacourse", "kernels"}
+SUBMITTED_AT_FILES = ("submitted_at.txt", ".submitted_at")
+RULES = ("exact", "name", "slug", "number", "contains")
+COPY_SUFFIX = re.compile(r"(\s*\(\d+\)|[ _-]+copy(?:[ _-]*\d+)?|[ _-]+v\d+|[ _-]+final|-\d+)$", re.I)
+
+
+@dataclass
+class Candidate:
+    rel: str                 # path inside the submission (posix)
+    data: bytes
+    mtime: float | None      # seconds since the epoch (UTC), None when unknown
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+
+@dataclass
+class Match:
+    problem: int
+    rel: str
+    rule: str
+    sha256: str
+    data: bytes = field(repr=False)
+    notes: list = field(default_factory=list)   # empty, binary, unchanged stub, ...
+
+
+@dataclass
+class Submission:
+    student: str
+    source: str                         # "alice/" or "bob.zip"
+    matches: dict = field(default_factory=dict)    # problem number -> Match
+    notes: list = field(default_factory=list)      # what was ignored and why
+    submitted_at: datetime | None = None
+    submitted_at_source: str = ""       # "submitted_at.txt", "newest file time", ""
+    unreadable: str = ""                # why nothing could be read (a broken zip)
+
+
+# --------------------------------------------------------------------------- reading
+
+def _skip(parts: tuple) -> str | None:
+    for p in parts[:-1]:
+        if p in SKIP_DIRS or (p.startswith(".") and p not in (".",)):
+            return "tool folder"
+        if p in COURSE_DIRS:
+            return "course folder"
+    return None
+
+
+def read_folder(folder: Path, notes: list) -> list[Candidate]:
+    """Candidates in a folder, walked in sorted order without following links, skipping
+    tool and course folders without entering them (a .venv holds 100,000 files)."""
+    out, total, seen = [], 0, 0
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if _skip((d, "")) is None)
+        for name in sorted(filenames):
+            seen += 1
+            if seen > MAX_FILES:
+                notes.append(f"more than {MAX_FILES} files: the rest were not looked at")
+                return out
+            path = Path(dirpath) / name
+            rel = path.relative_to(folder).as_posix()
+            if path.is_symlink():
+                if name.endswith(".py"):
+                    notes.append(f"{rel}: a symbolic link, not graded")
+                continue
+            if not path.is_file():
+                continue
+            st = path.stat()
+            got = _candidate(rel, st.st_size, lambda p=path: p.read_bytes(), st.st_mtime, notes)
+            out.extend(got)
+            total += sum(len(c.data) for c in got)
+            if total > MAX_TOTAL_BYTES:
+                notes.append(f"more than {MAX_TOTAL_BYTES >> 20} MB of Python files: the rest were not read")
+                return out
+    return out
+
+
+def read_zip(path: Path, notes: list) -> list[Candidate]:
+    out, total = [], 0
+    with zipfile.ZipFile(path) as zf:
+        infos = zf.infolist()
+        if len(infos) > MAX_FILES:
+            notes.append(f"the zip has {len(infos)} entries; only the first {MAX_FILES} were looked at")
+        for info in sorted(infos[:MAX_FILES], key=lambda i: i.filename):
+            if info.is_dir():
+                continue
+            rel = PurePosixPath(info.filename.replace("\\", "/")).as_posix().lstrip("/")
+            mtime = datetime(*info.date_time).replace(tzinfo=timezone.utc).timestamp()
+            if info.flag_bits & 0x1:
+                if rel.endswith(".py"):
+                    notes.append(f"{rel}: encrypted in the zip, not graded")
+                continue
+            got = _candidate(rel, info.file_size, lambda i=info: zf.open(i).read(MAX_FILE_BYTES + 1),
+                             mtime, notes)
+            out.extend(got)
+            total += sum(len(c.data) for c in got)
+            if total > MAX_TOTAL_BYTES:
+                notes.append(f"more than {MAX_TOTAL_BYTES >> 20} MB of Python files: the rest were not read")
+                break
+    return out
+
+
+def _candidate(rel, size, read, mtime, notes) -> list[Candidate]:
+    parts = tuple(rel.split("/"))
+    name = parts[-1]
+    if ".." in parts:
+        notes.append(f"{rel}: a path that leaves its folder; ignored")
+        return []
+    if name in SUBMITTED_AT_FILES:
+        return [Candidate(rel, read()[:200], mtime)]
+    if not name.lower().endswith(".py"):
+        if name.lower().endswith(".ipynb") and not _skip(parts):
+            notes.append(f"{rel}: notebooks are not graded (hand in the practice files)")
+        return []
+    why = _skip(parts)
+    if why:
+        return []
+    if size > MAX_FILE_BYTES:
+        notes.append(f"{rel}: {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit; not graded")
+        return []
+    data = read()
+    if len(data) > MAX_FILE_BYTES:
+        notes.append(f"{rel}: over the {MAX_FILE_BYTES:,}-byte limit; not graded")
+        return []
+    return [Candidate(rel, data, mtime)]
+
+
+# --------------------------------------------------------------------------- matching
+
+def _norm(stem: str) -> str:
+    s = stem.strip()
+    prev = None
+    while prev != s:
+        prev, s = s, COPY_SUFFIX.sub("", s)
+    return re.sub(r"[^0-9a-z]+", "_", s.lower()).strip("_")
+
+
+def rule_for(name: str, problem) -> str | None:
+    """Which rule (see RULES) matches file name ``name`` to ``problem``, or None."""
+    if not name.lower().endswith(".py"):
+        return None
+    if name == problem.filename:
+        return "exact"
+    stem, n, slug = _norm(name[:-3]), problem.number, problem.slug
+    canon = f"p{n:02d}_{slug}"
+    if stem == canon or stem == f"p{n}_{slug}":
+        return "name"
+    if stem == slug:
+        return "slug"
+    numbers = {f"p{n:02d}", f"p{n}", f"problem{n}", f"problem{n:02d}", f"problem_{n}",
+               f"problem_{n:02d}", f"ex{n}", f"ex{n:02d}", f"exercise{n}", f"exercise_{n}"}
+    if stem in numbers:
+        return "number"
+    if re.search(rf"(^|_)({canon}|p{n}_{slug}|{slug})(_|$)", stem):
+        return "contains"
+    return None
+
+
+def match(cands: list[Candidate], problems, stubs: dict) -> tuple[dict, list]:
+    """{problem number: Match} and notes on what was not used. ``stubs``: {number: sha256}."""
+    notes = []
+    by_problem: dict = {}
+    for c in cands:
+        name = c.rel.rsplit("/", 1)[-1]
+        if name in SUBMITTED_AT_FILES:
+            continue
+        hits = [(RULES.index(r), p) for p in problems if (r := rule_for(name, p))]
+        if not hits:
+            notes.append(f"{c.rel}: no problem has this name; not graded")
+            continue
+        best = min(h[0] for h in hits)
+        top = [p for r, p in hits if r == best]
+        if len(top) > 1:
+            notes.append(f"{c.rel}: the name fits problems {', '.join(str(p.number) for p in top)}; not graded")
+            continue
+        by_problem.setdefault(top[0].number, []).append((best, c))
+    out = {}
+    for number, found in sorted(by_problem.items()):
+        def key(item):
+            rank, c = item
+            parts = c.rel.split("/")
+            return (rank, c.sha256 == stubs.get(number), "practice" not in parts[:-1], len(parts), c.rel)
+        found.sort(key=key)
+        rank, c = found[0]
+        m = Match(number, c.rel, RULES[rank], c.sha256, c.data, content_notes(c.data, stubs.get(number)))
+        for _, other in found[1:]:
+            notes.append(f"{other.rel}: another file for problem {number}; {c.rel} was graded")
+        out[number] = m
+    return out, notes
+
+
+def content_notes(data: bytes, stub_sha: str | None) -> list[str]:
+    if not data.strip():
+        return ["empty file"]
+    notes = []
+    if b"\0" in data:
+        notes.append("binary file (contains NUL bytes)")
+    else:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            notes.append("not UTF-8 text")
+    if stub_sha and hashlib.sha256(data).hexdigest() == stub_sha:
+        notes.append("unchanged stub")
+    return notes
+
+
+# --------------------------------------------------------------------------- students
+
+def _safe_id(name: str) -> str:
+    s = re.sub(r"[^\w.@+-]+", "_", name.strip()).strip("._")
+    return s or "student"
+
+
+def submitted_time(cands: list[Candidate], matches: dict) -> tuple[datetime | None, str]:
+    """When the student handed in: the ISO-8601 time in submitted_at.txt if there is one
+    (an LMS export script writes it), else the newest modification time of the files
+    graded (zip entries: their stored time, read as UTC). See docs/teaching.md."""
+    for c in cands:
+        if c.rel.rsplit("/", 1)[-1] in SUBMITTED_AT_FILES:
+            text = c.data.decode("utf-8", "replace").strip()
+            try:
+                t = datetime.fromisoformat(text.replace("Z", "+00:00"))
+            except ValueError:
+                return None, f"{c.rel} unreadable ({text[:40]!r})"
+            return (t if t.tzinfo else t.replace(tzinfo=timezone.utc)), c.rel
+    times = [c.mtime for c in cands if c.mtime is not None and any(m.rel == c.rel for m in matches.values())]
+    if not times:
+        return None, ""
+    return datetime.fromtimestamp(int(max(times)), tz=timezone.utc), "newest file time"
+
+
+def discover(root: Path, problems, stubs: dict, roster: list | None = None) -> tuple[list, list]:
+    """([Submission], notes about the folder itself), students sorted by id."""
+    root = Path(root)
+    notes, subs = [], {}
+    for entry in sorted(root.iterdir(), key=lambda p: p.name):
+        if entry.name.startswith(".") or entry.name in SKIP_DIRS:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            sid, kind = _safe_id(entry.name), "folder"
+        elif entry.is_file() and entry.suffix.lower() == ".zip":
+            sid, kind = _safe_id(entry.stem), "zip"
+        else:
+            notes.append(f"{entry.name}: not a folder or a .zip; ignored")
+            continue
+        if sid in subs:
+            notes.append(f"{entry.name}: student {sid} already has {subs[sid].source}; ignored")
+            continue
+        sub = Submission(sid, entry.name + "/")  # a zip's files show as bob.zip/practice/...
+        try:
+            cands = read_folder(entry, sub.notes) if kind == "folder" else read_zip(entry, sub.notes)
+        except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError, ValueError) as e:
+            sub.unreadable = f"{entry.name} could not be read ({type(e).__name__}: {e})"
+            cands = []
+        sub.matches, more = match(cands, problems, stubs)
+        sub.notes += more
+        sub.submitted_at, sub.submitted_at_source = submitted_time(cands, sub.matches)
+        subs[sid] = sub
+    for sid in roster or []:
+        sid = _safe_id(sid)
+        if sid not in subs:
+            subs[sid] = Submission(sid, "", notes=["on the roster, no submission found"])
+    extra = sorted(set(subs) - {_safe_id(s) for s in roster}) if roster else []
+    for sid in extra:
+        subs[sid].notes.append("not on the roster")
+    return [subs[k] for k in sorted(subs)], notes
+
+
+__all__ = ["Submission", "Match", "Candidate", "discover", "match", "rule_for", "content_notes", "RULES"]

@@ -1,0 +1,194 @@
+"""The student bundle: no model answers by any route, and it works from its zip.
+
+One bundle is built per module (from the working tree, so the test sees the files as they
+are now) and checked for: no solutions/, tests or git history; no function with a model
+answer's body (AST comparison, up to names and formatting) beyond the documented
+allowances; every stub unsolved; for every problem, an attempt that returns the course's
+reference fails in the bundle's own judge; and `bash setup.sh && python practice/judge.py`
+works on a fresh copy unzipped elsewhere (setup.sh runs for real, with the packages this
+venv already has made visible to the new venv, so nothing is downloaded: see the test)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader import runner
+from grader.classroom import leaks, release
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dist")
+    return release.build(out, source="worktree")
+
+
+def test_bundle_has_no_solutions_tests_history_or_teacher_tools(bundle):
+    names = release.zip_names(bundle.zip_path)
+    top = f"{bundle.folder.name}/"
+    assert all(n.startswith(top) for n in names), "the zip has one top folder"
+    rels = [n[len(top):] for n in names]
+    assert sorted(rels) == sorted(bundle.files)
+    on_disk = sorted(p.relative_to(bundle.folder).as_posix() for p in bundle.folder.rglob("*") if p.is_file())
+    assert on_disk == sorted(bundle.files)
+    for rel in rels:
+        parts = rel.split("/")
+        assert parts[0] not in ("solutions", "tests", "docs", ".ci", "classroom"), rel
+        assert ".git" not in parts and "__pycache__" not in parts, rel
+        assert not rel.startswith("grader/classroom"), rel
+        assert not rel.endswith((".pyc", ".pyo")), rel
+    # what a learner needs is there
+    for need in ("setup.sh", "requirements.txt", "pyproject.toml", "judge.py", "practice/judge.py",
+                 "grader/runner.py", "mlacourse/flops.py", "kernels/mla_decode.py"):
+        assert need in rels, need
+    for p in runner.discover():
+        assert f"practice/{p.filename}" in rels
+        assert f"grader/problems/{p.filename}" in rels  # public and hidden case generators
+    chapters = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert chapters and all(f"notebooks/{c}" in rels for c in chapters)
+    # no file of the bundle is a byte-for-byte copy of a model answer
+    answers = {f.read_bytes() for f in (ROOT / "solutions").glob("*.py")}
+    assert not any((bundle.folder / r).read_bytes() in answers for r in rels)
+
+
+def test_no_function_in_the_bundle_has_a_model_answer_body(bundle):
+    hits = leaks.find_leaks(ROOT / "solutions", bundle.folder)
+    for model, hit in hits:
+        where = hit.where.split(":", 1)[0].split(" cell ", 1)[0]
+        allowed = where.startswith(release.REFERENCE_DIRS) or (model.name, where) in release.ALLOWED
+        assert allowed, f"{hit.where} has the body of the model answer {model.where}"
+    # every allowance is still needed (a stale allowance would hide a future leak)
+    used = {(m.name, h.where.split(":", 1)[0].split(" cell ", 1)[0]) for m, h in hits}
+    assert set(release.ALLOWED) <= used
+
+
+def test_the_leak_scan_catches_a_renamed_copy(tmp_path):
+    """The comparison is not vacuous: a model answer with renamed variables, no docstring
+    and other formatting is found; a different function is not."""
+    src = (ROOT / "solutions" / "p10_split_kv_decode.py").read_text()
+    renamed = src.replace("num_splits", "n_parts").replace("    ", "  ")
+    (tmp_path / "student_notes.py").write_text('"""notes"""\n' + renamed)
+    (tmp_path / "other.py").write_text("def split_kv_decode(q, k):\n    return q @ k.T\n")
+    hits = leaks.find_leaks(ROOT / "solutions", tmp_path)
+    assert hits and all(h.where.startswith("student_notes.py") for _, h in hits)
+
+
+def test_a_solved_stub_stops_the_release(tmp_path):
+    files, _, _ = release.collect(ROOT, "worktree")
+    files["practice/p04_choose_path.py"] = (ROOT / "solutions" / "p04_choose_path.py").read_bytes()
+    bad = release.unsolved_stub_problems(files)
+    assert any("p04_choose_path.py" in b and "NotImplementedError" in b for b in bad)
+    assert release.unsolved_stub_problems(release.collect(ROOT, "worktree")[0]) == []
+
+
+def test_student_readme_has_no_teacher_section(bundle):
+    text = (bundle.folder / "README.md").read_text()
+    assert "Student edition" in text
+    assert "For teachers" not in text and "grader.classroom" not in text
+    assert "model answers are in" not in text
+
+
+def test_release_zip_is_reproducible(bundle, tmp_path):
+    again = release.build(tmp_path, source="worktree")
+    assert again.zip_path.read_bytes() == bundle.zip_path.read_bytes()
+
+
+# one route to the reference per problem, rotated so each route is tried on several
+ROUTES = [
+    ("import", "from {mod} import PROBLEM as _P\n"),
+    ("importlib", "import importlib\n_P = importlib.import_module({mod!r}).PROBLEM\n"),
+    ("__import__", "_P = __import__({mod!r}, fromlist=['PROBLEM']).PROBLEM\n"),
+    ("sys.path + import", "import sys, os\nsys.path.insert(0, os.environ['BUNDLE'])\n"
+                          "from {mod} import PROBLEM as _P\n"),
+    ("source file", "import importlib.util, os\n"
+                    "_s = importlib.util.spec_from_file_location('x', os.path.join(os.environ['BUNDLE'], "
+                    "{file!r}))\n_m = importlib.util.module_from_spec(_s)\n_s.loader.exec_module(_m)\n_P = _m.PROBLEM\n"),
+    ("exec of the source", "import os\n_ns = {{}}\nexec(open(os.path.join(os.environ['BUNDLE'], {file!r})).read(), _ns)\n"
+                           "_P = _ns['PROBLEM']\n"),
+]
+
+GRADE_ALL = r"""
+import json, sys
+sys.path.insert(0, '.')
+from concurrent.futures import ThreadPoolExecutor
+from grader import runner
+jobs = json.loads(sys.argv[1])
+def one(job):
+    r = runner.grade(runner.find(job[0]), job[1], 11)
+    return [job[0], str(r.status), r.reason or (r.first_failure().reason if r.first_failure() else "")]
+with ThreadPoolExecutor(2) as pool:
+    print(json.dumps(list(pool.map(one, jobs))))
+"""
+
+
+def test_reference_attempts_fail_in_the_bundle(bundle, tmp_path):
+    """For every problem: an attempt whose functions return exactly the spec's reference
+    (which the judge's own tests show passes every case) fails in the bundle's judge,
+    whatever route it takes to the reference."""
+    jobs, routes = [], {}
+    for i, p in enumerate(runner.discover()):
+        name, tpl = ROUTES[i % len(ROUTES)]
+        mod = f"grader.problems.{p.filename[:-3]}"
+        head = tpl.format(mod=mod, file=f"grader/problems/{p.filename}")
+        body = "".join(f"def {fn}(*args, **kwargs):\n    return _P.reference[{fn!r}](*args, **kwargs)\n\n"
+                       for fn in p.functions)
+        f = tmp_path / p.filename
+        f.write_text(head + "\n" + body)
+        jobs.append([p.number, str(f)])
+        routes[p.number] = name
+    env = dict(os.environ, BUNDLE=str(bundle.folder))
+    out = subprocess.run([sys.executable, "-c", GRADE_ALL, json.dumps(jobs)], cwd=bundle.folder, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    results = json.loads(out.stdout.strip().splitlines()[-1])
+    assert len(results) == len(jobs) >= 12
+    for number, status, reason in results:
+        if status == "unavailable":
+            pytest.fail(f"problem {number} could not be graded here (needs torch/triton)")
+        assert status == "failed" and reason == "uses_reference", \
+            f"problem {number} via {routes[number]}: {status} ({reason})"
+
+
+@pytest.mark.slow
+def test_setup_and_judge_work_from_the_zip(bundle, tmp_path):
+    """Unzip on a fresh folder, run the bundle's own `bash setup.sh`, then
+    `python practice/judge.py`. To stay fast and offline the test makes .venv itself
+    first (setup.sh keeps an existing one), without pip or setuptools of its own, and
+    a .pth file shows it this venv's packages, pip included: setup.sh then finds torch
+    and every requirement installed, so its pip steps download nothing, and it really
+    runs `pip install -e .` (no build isolation: this venv's setuptools) and registers
+    the Jupyter kernel. What is not exercised: making the venv and downloading."""
+    with zipfile.ZipFile(bundle.zip_path) as zf:
+        zf.extractall(tmp_path)
+    copy = tmp_path / bundle.folder.name
+    for f in ("setup.sh", "judge.py", "practice/judge.py"):  # zipfile drops modes: restore
+        (copy / f).chmod(0o755)
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(copy / ".venv")], check=True, timeout=120)
+    site = next((copy / ".venv" / "lib").glob("python*/site-packages"))
+    ours = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
+    (site / "course_venv.pth").write_text("\n".join(ours) + "\n")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTHON", "VIRTUAL_ENV")) and k != "MLA_JUDGE_NO_VENV"}
+    env.update(PIP_NO_BUILD_ISOLATION="0", PIP_NO_INDEX="1")
+    setup = subprocess.run(["bash", "setup.sh"], cwd=copy, env=env, capture_output=True, text=True, timeout=600)
+    assert setup.returncode == 0, setup.stdout[-2000:] + setup.stderr[-3000:]
+    assert "setup: done" in setup.stdout
+    # the editable install points at the copy, not at this repository
+    where = subprocess.run([str(copy / ".venv/bin/python"), "-c", "import grader; print(grader.__file__)"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert where.stdout.strip().startswith(str(copy)), where.stdout + where.stderr
+    overview = subprocess.run([str(copy / ".venv/bin/python"), "practice/judge.py"], cwd=copy, env=env,
+                              capture_output=True, text=True, timeout=300)
+    assert overview.returncode == 0, overview.stdout[-2000:] + overview.stderr[-2000:]
+    assert "not started" in overview.stdout and "passed 0" in overview.stdout
+    shutil.copy2(ROOT / "solutions" / "p01_kv_cache_bytes.py", copy / "practice" / "p01_kv_cache_bytes.py")
+    one = subprocess.run(["python3", "practice/judge.py", "1"], cwd=copy, env=env, capture_output=True,
+                         text=True, timeout=120)   # the system python hands over to the copy's .venv
+    assert one.returncode == 0 and "PASSED" in one.stdout, one.stdout[-2000:] + one.stderr[-2000:]
