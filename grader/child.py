@@ -408,6 +408,8 @@ def install_guard(scratch: str, protected=(), readable=()):
                                           f"the judge only allows changes inside its scratch folder")
         elif event in _SPAWN_EVENTS:
             raise PermissionError(f"graded code may not start other programs ({event})")
+        elif event in ("os.kill", "os.killpg") and args and args[0] not in (0, os.getpid()):
+            raise PermissionError(f"graded code may not signal other processes ({event})")
 
     sys.addaudithook(hook)
 
@@ -701,7 +703,23 @@ def serve_forked(job: dict, module, fd: int):
     run_cases(module, job["path"], job["cases"], send, profiler=profiler)
 
 
+def die_with_parent():
+    """Linux: ask the kernel to kill this process when the judge that started it dies, so
+    graded code cannot outlive the judge (and signal whatever process adopts it)."""
+    if not sys.platform.startswith("linux"):
+        return
+    parent = os.getppid()
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the judge died before the request was made
+        _REAL_EXIT(70)
+
+
 def main():
+    die_with_parent()
     fd = int(sys.argv[sys.argv.index("--fd") + 1])
     job_path = sys.argv[sys.argv.index("--job") + 1]
     with open(job_path, "rb") as f:

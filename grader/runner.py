@@ -292,10 +292,11 @@ def _passes(problem: Problem, case: Case, answer) -> bool:
 
 
 def grade(problem: Problem, path=None, seed: int | None = None, in_process: bool | None = None,
-          module=None, isolate: bool | None = None) -> ProblemResult:
+          module=None, isolate: bool | None = None, protect=()) -> ProblemResult:
     """Grade one problem. ``path``: the learner's file (default practice/pNN_slug.py);
     ``module``: an object holding the functions instead (a notebook): run in a fork of
-    this process where there is one (``isolate=False``: in this process)."""
+    this process where there is one (``isolate=False``: in this process). ``protect``:
+    more folders graded code may not read (a class's other submissions, the grades)."""
     t0 = time.monotonic()
     given = path is not None
     path = str(path) if given else str(PRACTICE / problem.filename)
@@ -322,8 +323,9 @@ def grade(problem: Problem, path=None, seed: int | None = None, in_process: bool
     if res.in_process:
         records = run_in_process(path, cases, module=module)
     else:
-        records, res.output = sandbox.run(problem, path, cases,
-                                          course_folders(), provided_data(problem), module=module)
+        protected = sorted(set(course_folders()) | {str(Path(f).resolve()) for f in protect})
+        records, res.output = sandbox.run(problem, path, cases, protected, provided_data(problem),
+                                          module=module)
     if "import_error" in records:
         res.broken(*_import_message(problem, records["import_error"]))
     else:

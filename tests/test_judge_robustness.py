@@ -452,3 +452,57 @@ def test_reference_use_is_refused_by_every_route(tmp_path):
         f = first(res)
         assert res.status is ProblemStatus.FAILED and f.reason == "uses_reference", (name, f.message)
         assert "write it yourself" in f.message, name
+
+
+# ---- the attempt's process and the judge's --------------------------------------------
+
+def test_graded_code_may_not_signal_other_processes(tmp_path):
+    """`os.kill(os.getppid(), 9)` would kill the judge: refused, and the judge lives on."""
+    res = grade_src(tmp_path, """
+        import os
+        import numpy as np
+        def double(x):
+            os.kill(os.getppid(), 9)
+            return 2 * np.asarray(x)
+        """)
+    f = first(res)
+    assert "may not signal other processes" in f.message and "PermissionError" in f.message
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_the_attempts_process_dies_with_the_judge(tmp_path):
+    """The child asks the kernel for SIGKILL when its parent (the judge) dies, so an
+    attempt cannot outlive the judge; the attempt below passes only if that is set."""
+    res = grade_src(tmp_path, """
+        import ctypes
+        import numpy as np
+        def double(x):
+            sig = ctypes.c_int()
+            ctypes.CDLL(None).prctl(2, ctypes.byref(sig), 0, 0, 0)   # PR_GET_PDEATHSIG
+            return 2 * np.asarray(x) if sig.value == 9 else np.asarray(x)
+        """)
+    assert res.status is ProblemStatus.PASSED, first(res).message
+
+
+def test_forged_start_events_cannot_extend_the_run(tmp_path, monkeypatch):
+    """Graded code can find the protocol's token in its own frames and print fake 'start'
+    events to reset the per-case deadline; the whole run's budget still ends it."""
+    import grader.sandbox as sb
+    monkeypatch.setattr(sb, "START_GAP_S", 0.5)
+    monkeypatch.setattr(sb, "STARTUP_S", {"numpy": 3.0, "torch": 3.0})
+    t0 = time.monotonic()
+    res = grade_src(tmp_path, """
+        import json, sys, time
+        import numpy as np
+        def double(x):
+            f = sys._getframe()
+            while "send" not in f.f_locals:    # up to the harness's frame
+                f = f.f_back
+            send = f.f_locals["send"]
+            while True:
+                send({"event": "start", "i": 0})   # keep asking for a fresh deadline
+                time.sleep(0.2)
+        """)
+    # budget: startup 3 + timeout 1 + cases 2 * 1 + gaps 3 * 0.5 = 7.5 s
+    assert time.monotonic() - t0 < 15
+    assert first(res).reason == "timeout"

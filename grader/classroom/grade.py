@@ -20,14 +20,10 @@ stopped; a second run on the same folder and seed writes byte-identical grades.
 
 Isolation beyond the judge's own: graded code may not read the submissions folder or
 the output folder (the staged copies of other students' files, the cached verdicts with
-their expected values). The judge protects the folders that
-``runner.course_folders()`` lists; the workers add those two to the list while they
-grade (``protect``): a hook the judge does not have yet (a ``protected`` argument to
-``runner.grade`` would replace it).
+their expected values): the workers pass both to ``runner.grade(..., protect=...)``.
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib.metadata
 import json
@@ -121,25 +117,6 @@ def stub_hashes(problems) -> dict:
         if f.is_file():
             out[p.number] = hashlib.sha256(f.read_bytes()).hexdigest()
     return out
-
-
-# --------------------------------------------------------------------------- protecting the class
-
-@contextlib.contextmanager
-def protect(folders):
-    """While active, the judge also refuses graded code reads under ``folders``: the
-    submissions and the output folder, so no attempt can read a classmate's file.
-    (runner.grade takes its protected list from runner.course_folders().)"""
-    original = runner.course_folders
-    extra = [str(Path(f).resolve()) for f in folders]
-
-    def course_folders():
-        return sorted(set(original()) | set(extra))
-    runner.course_folders = course_folders
-    try:
-        yield
-    finally:
-        runner.course_folders = original
 
 
 # --------------------------------------------------------------------------- one attempt as data
@@ -379,4 +356,4 @@ def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: 
 
 
 __all__ = ["Settings", "ClassResult", "Graded", "grade_class", "resolve_seed", "judge_version",
-           "record_of", "stopped_record", "missing_record", "replace_strings", "protect", "FILE", "SEED_ENV"]
+           "record_of", "stopped_record", "missing_record", "replace_strings", "FILE", "SEED_ENV"]

@@ -182,7 +182,7 @@ def run_jobs(jobs: list, workers: int, on_done, on_stopped, log_dir: Path | None
             if stopping.is_set():
                 return
             if status in ("died", "budget"):
-                w.stop()    # its sandbox child dies with it (worker.death_pact)
+                w.stop()    # its sandbox child dies with it (child.die_with_parent)
             with lock:
                 if status == "ok":
                     started.unlink(missing_ok=True)

@@ -115,9 +115,18 @@ def uses_reference(p, student: str = "") -> Attempt:
 
 
 def kills_grader(p, student: str = "") -> Attempt:
-    """Tampering: signals the process that grades it."""
-    return Attempt(_defs(p, f"# {student}\nimport os, signal\nos.kill(os.getppid(), signal.SIGKILL)"),
+    """Tampering: signals the process that grades it -- through libc, past the judge's
+    refusal of os.kill (a guard against Python, not an operating-system sandbox), so the
+    class pool's own protection is what stops it."""
+    return Attempt(_defs(p, f"# {student}\nimport ctypes, os, signal\n"
+                            "ctypes.CDLL(None).kill(os.getppid(), signal.SIGKILL)"),
                    "failed", "stopped_grader")
+
+
+def signals_grader(p, student: str = "") -> Attempt:
+    """Tampering: os.kill on the process that grades it; the judge refuses the call."""
+    return Attempt(_defs(p, f"# {student}\nimport os, signal\nos.kill(os.getppid(), signal.SIGKILL)"),
+                   "failed", "exception")
 
 
 def reads_classmates(p, student: str = "") -> Attempt:
@@ -162,7 +171,7 @@ def binary(p, student: str = "") -> Attempt:
 
 
 KINDS = {"right": right, "wrong": wrong, "stub": stub, "timeout": timeout, "memory_hog": memory_hog,
-         "uses_reference": uses_reference, "kills_grader": kills_grader, "reads_classmates": reads_classmates,
+         "uses_reference": uses_reference, "kills_grader": kills_grader, "signals_grader": signals_grader, "reads_classmates": reads_classmates,
          "writes_gradebook": writes_gradebook, "exits": exits, "syntax_error": syntax_error,
          "empty": empty, "binary": binary}
 
