@@ -90,7 +90,7 @@ def render_landing(book: bool = True, problems=None, runtime_mb: float = 0.0) ->
     prows = []
     for p in problems:
         gpu = sorted(set(p.requires) & GPU_ONLY)
-        where = (f"needs {' + '.join(gpu)}: on a computer (<code>python judge.py {p.number}</code>)"
+        where = (f"needs {' + '.join(gpu)}: on a computer (<code>python practice/judge.py {p.number}</code>)"
                  if gpu else f'<a href="{_e(lab_url("practice/" + p.filename))}">edit</a>, then '
                              f"<code>%judge {p.number}</code>")
         prows.append(f"<tr><td>{p.number}</td><td><code>{_e(p.slug)}</code> — {_e(p.title)}</td>"
@@ -139,7 +139,7 @@ at most {runtime_mb} MB once; after that it comes from the browser's cache.</p>
 <p>Each problem is a file in <code>practice/</code>. Write the function it asks for, save
 (Ctrl-S), and grade it in <a href="{judge}">practice/judge.ipynb</a> with
 <code>%judge N</code> (<code>%judge N --hint</code> for a hint, <code>%judge</code> for all).
-The verdicts and feedback are those of <code>python judge.py N</code> on a computer.
+The verdicts and feedback are those of <code>python practice/judge.py N</code> on a computer.
 In the browser your code runs inside the notebook's kernel, <b>in-process with no time limit</b>:
 if grading never finishes (an endless loop), use <i>Kernel › Restart Kernel</i>, fix the file and grade again.</p>
 <table>
@@ -157,7 +157,7 @@ right-click a file in the lab's file browser and choose <i>Download</i> (or
 <h2>On your own computer</h2>
 <p>Everything here also runs locally, with a real time limit per graded case, and
 problem 12 and the GPU parts of chapter 6 need it: <code>bash setup.sh &amp;&amp;
-.venv/bin/python judge.py</code> (see the repository's README).</p>
+python practice/judge.py</code> (see the repository's README).</p>
 </body>
 </html>
 """
