@@ -19,7 +19,7 @@ if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
     spec=${TORCH_CPU_SPEC:-torch==2.13.0}
     echo "setup: no NVIDIA GPU: installing a CPU-only $spec"
     # --no-deps: torch's own dependencies come from the normal index in the next step.
-    "${PIP[@]}" --no-deps "$spec" --index-url https://download.pytorch.org/whl/cpu
+    "${PIP[@]}" --no-deps --retries 1 --timeout 15 "$spec" --index-url https://download.pytorch.org/whl/cpu
   fi
 fi
 "${PIP[@]}" -r requirements.txt
