@@ -56,8 +56,8 @@ def isolation_note(r: ProblemResult) -> str | None:
     if r.isolation == "fork":
         return None  # the same limits as the command line: nothing to warn about
     if r.in_process and sys.platform == "emscripten":  # interrupting does not stop a loop there
-        return ("(graded inside this browser tab's Python: there is no time limit. If your code "
-                "runs forever, restart the kernel (Kernel > Restart Kernel), fix it, grade again.)")
+        return ("(graded in-process, in this browser tab's Python: there is no time limit. If your "
+                "code runs forever, restart the kernel (Kernel > Restart Kernel), fix it, grade again.)")
     if r.in_process:
         return ("(graded inside this Python process: there is no time limit and no crash "
                 "protection. If your code runs forever, interrupt the kernel (the ■ button, or "

@@ -23,6 +23,8 @@ from grader.records import CaseStatus, ProblemStatus
 sys.path.insert(0, str(Path(__file__).resolve().parent / "corpus"))
 import probe  # noqa: E402  (the corpus's own reader of file headers)
 
+pytestmark = pytest.mark.slow  # a few minutes: every attempt through the real judge
+
 SEEDS = (1, 2, 3)
 SLOW_SEEDS = (1, 2)  # problem 12 runs its kernels in Triton's interpreter
 PROBLEMS = {p.number: p for p in runner.discover()}

@@ -211,7 +211,7 @@ if HAS_TORCH:
 @pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
 def test_p08_torch_expansion_is_rejected_too(graded):
     f = failure(graded[P8_TORCH_EXPANDER])
-    assert f.case.name.startswith("memory trap") and "materializes per-head keys" in f.message
+    assert f.case.name.startswith("expansion trap") and "materializes per-head keys" in f.message
 
 
 @pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
@@ -223,7 +223,7 @@ def test_p08_legit_torch_attempt_passes(graded):
 @pytest.mark.parametrize("name", list(P8_EXPANDERS))
 def test_p08_materializing_attempts_are_rejected(graded, name):
     f = failure(graded[(8, "expander " + name)])
-    assert f.case.name.startswith("memory trap")
+    assert f.case.name.startswith("expansion trap")
     assert "materializes per-head keys or values" in f.message
 
 

@@ -1,5 +1,6 @@
 """expect: fail
 slip: always counts 2 bytes per element (bf16), ignoring bytes_per_element.
+mistake: bytes_per_element fixed at 2
 """
 
 

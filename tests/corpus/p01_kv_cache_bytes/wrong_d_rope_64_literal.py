@@ -1,5 +1,6 @@
 """expect: fail
 slip: MLA adds a literal 64 for the rope key instead of d_rope.
+mistake: d_rope fixed at 64
 """
 
 

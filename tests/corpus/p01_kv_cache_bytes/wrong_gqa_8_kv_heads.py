@@ -1,5 +1,6 @@
 """expect: fail
 slip: GQA hard-codes 8 KV heads (the default) instead of n_kv_heads.
+mistake: n_kv_heads fixed at 8
 """
 
 

@@ -1,5 +1,6 @@
 """expect: fail
 slip: hard-codes head_dim 128 (V3's value) and ignores the argument; the factor 2 is there.
+mistake: head_dim fixed at 128
 """
 
 

@@ -1,5 +1,6 @@
 """expect: fail
 slip: uses the FP8 dense peak when the cache is FP8; the matmuls still run in bf16 (on Hopper this number equals the bf16 sparse peak).
+mistake: FP8 peak for an FP8 cache
 """
 from mlacourse.hardware import GPUS
 

@@ -1,5 +1,6 @@
 """expect: fail
 slip: an empty split gets lse_part 0 (not -inf), and the combine then gives it weight exp(0 - lse).
+mistake: empty split lse 0
 """
 import math
 

@@ -1,5 +1,6 @@
 """expect: fail
 slip: splits at np.linspace(0, T, n_splits + 1).round() -- even-ish sizes, not the statement's ceil(T / n_splits) ranges.
+mistake: linspace split boundaries
 """
 import math
 
