@@ -20,7 +20,7 @@ import sys
 
 import numpy as np
 
-from mlacourse.schedule import lengths_bench, lengths_flashmla, schedule_stats, work_per_sm
+from mlacourse.schedule import lengths_bench, lengths_flashmla, schedule_stats
 
 NUM_SMS = 132
 B = 128

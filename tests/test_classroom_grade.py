@@ -7,7 +7,6 @@ run after deleting some cached verdicts regrades exactly those."""
 import csv
 import json
 import os
-import sys
 import time
 import zipfile
 from datetime import datetime, timezone

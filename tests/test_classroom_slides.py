@@ -4,7 +4,6 @@ assets a deck loads nothing from another host. The decks are rendered without ex
 the chapters (the rules read the cells' source, so the slides are the same); one slow
 test executes chapter 1 and checks its figure is in the deck."""
 import re
-from pathlib import Path
 
 import nbformat
 import pytest

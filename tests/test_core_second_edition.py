@@ -13,7 +13,7 @@ import pytest
 
 from mlacourse import cache, deepseek, exercises, flops, hardware, layer, paged, rope, step
 from mlacourse.engine import OutOfPages, append_slots, release, share_prefix
-from mlacourse.config import DEEPSEEK_V3, TINY, MLAConfig
+from mlacourse.config import DEEPSEEK_V3, TINY
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -3,14 +3,13 @@ runner (a child process per attempt): right ones pass, wrong ones fail with the 
 mistake when it is a known one. (Every spec's own rules: tests/test_judge_specs.py.)"""
 from __future__ import annotations
 
-import copy
 import json
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from grader.records import CaseStatus, ProblemStatus
+from grader.records import ProblemStatus
 from grader import child, runner
 from grader.problems import p01_kv_cache_bytes, p08_absorb_decode
 

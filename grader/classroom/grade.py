@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import report, runner
-from grader.records import CaseStatus, ProblemResult, ProblemStatus
+from grader.records import CaseStatus, ProblemResult
 
 from . import pool
 from . import submissions as subs_mod

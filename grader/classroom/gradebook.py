@@ -198,7 +198,7 @@ def summary_md(res: ClassResult, data: dict) -> str:
              f"Seed {st.seed}; points per problem: "
              + ", ".join(f"p{p.number:02d} {_fmt(st.points_for(p.number))}" for p in st.problems) + ".", ""]
     if st.skipped:
-        lines += [f"Not graded here: " + "; ".join(f"problem {n} ({why})" for n, why in sorted(st.skipped.items())), ""]
+        lines += ["Not graded here: " + "; ".join(f"problem {n} ({why})" for n, why in sorted(st.skipped.items())), ""]
     lines += ["| # | problem | passed | failed | not started | missing |", "|---|---|---|---|---|---|"]
     for d in data["problems"]:
         s = d["status"]
