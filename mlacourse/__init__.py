@@ -16,6 +16,9 @@ Modules:
   deepseek   DeepSeek's names and layouts (reference MLA, Hugging Face), FP8 block weights
   exercises  the check behind the chapters' "what if" exercises
   diagrams   pictures drawn by matplotlib (imported on demand; the rest needs only numpy)
+  schedule   the decode kernel's planner and its HBM-traffic / per-SM work model (chapter 6)
+  kernel_diagrams  chapter 6's pictures of the kernel's grid, tiles and block table (on demand)
+  engine     a tiny MLA inference engine: paged latent cache, continuous batching (chapter 7)
 """
 from . import attention, cache, config, deepseek, exercises, flops, fp8, hardware, layer, paged, rope, step  # noqa: F401
 from .config import DEEPSEEK_V2, DEEPSEEK_V3, TINY, MLAConfig  # noqa: F401
