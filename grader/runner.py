@@ -200,6 +200,40 @@ def _messages(problem: Problem, case: Case, rec: dict) -> tuple[str, str]:
     return f"unexpected result from the test process: {st!r}", "error"
 
 
+def mutations(problem: Problem, mutated) -> list[str]:
+    """The changes to the arguments the contract forbids, in words (a record from an older
+    child names only the arguments)."""
+    out = []
+    for m in mutated or []:
+        arg, where = (m.get("arg"), m.get("where")) if isinstance(m, dict) else (m, f"{m} changed")
+        if arg not in problem.may_change_inputs:
+            out.append(str(where))
+    return out
+
+
+def kernel_text(problem: Problem, fn: str, rec: dict) -> str:
+    """Why an answer does not count as the kernel's (problem 12: needs_kernel_launch)."""
+    point = (f"the point of problem {problem.number} is the kernel itself (kernel[grid](...) storing "
+             "every value of out and lse), not the same math in torch or numpy.")
+    note = rec.get("kernel_note") or {}
+    which = f"value {note['leaf']} of the result" if "leaf" in note else "the answer"
+    if not rec.get("launches"):
+        return f"{fn} returned an answer without launching a Triton kernel; {point}"
+    why = note.get("why")
+    if why == "unwritten":
+        rerun = f" (re-running it raised {note['rerun_error']})" if note.get("rerun_error") else ""
+        return (f"{fn} returned {which} ({note.get('size', '?')} numbers), but your kernel did not "
+                f"write {note.get('count', 'some')} of them: they held the same values before the "
+                "launch, and when the judge re-ran the launch with those elements set to NaN they "
+                f"stayed NaN{rerun}. The judge fills new tensors (torch.empty) with NaN, so a value "
+                f"computed outside the kernel and left in the output does not count; {point}")
+    if why == "changed_after":
+        return (f"{fn} returned {which} from a tensor that was changed after your kernel wrote it "
+                f"(by torch or numpy code in the launcher); {point}")
+    return (f"{fn} returned {which} that is not what your kernel wrote (no tensor passed to a "
+            f"launch holds it); {point}")
+
+
 def uses_reference_text(problem: Problem, uses: list) -> str:
     what = "; ".join(uses[:3]) or "the course's code"
     return (f"your code uses the course's reference implementation ({what}); write it "
@@ -215,17 +249,14 @@ def grade_record(problem: Problem, case: Case, rec: dict) -> CaseOutcome:
     if st == RunStatus.OK:
         result = _child.decode(rec.get("result"))
         out.result = result
-        if rec.get("mutated"):
-            names = ", ".join(rec["mutated"])
-            return out.fail(f"{fn} modified its input {names} in place. The caller still needs it: "
-                            f"work on a copy or use operations that return new arrays (x = x * 2, "
-                            f"not x *= 2).", "mutated_input")
+        changed = mutations(problem, rec.get("mutated"))
+        if changed:
+            return out.fail(f"{fn} changed its input in place: {'; '.join(changed)}. The caller "
+                            "still needs its arguments as they were: work on a copy (x = x * 2, not "
+                            "x *= 2; sorted(xs) or list(xs), not xs.sort() or xs.pop()).",
+                            "mutated_input")
         if problem.needs_kernel_launch and not (rec.get("launches") and rec.get("from_kernel")):
-            what = ("without launching a Triton kernel" if not rec.get("launches") else
-                    "that is not what your kernel wrote (no tensor passed to the launch holds it)")
-            return out.fail(f"{fn} returned an answer {what}; the point of problem "
-                            f"{problem.number} is the kernel itself (kernel[grid](...) filling out "
-                            f"and lse), not the same math in torch or numpy.", "no_kernel")
+            return out.fail(kernel_text(problem, fn, rec), "no_kernel")
         try:
             verdict = problem.check(case, result)
         except Exception as e:  # noqa: BLE001 -- a result the checker could not read
