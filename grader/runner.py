@@ -216,7 +216,9 @@ def kernel_text(problem: Problem, fn: str, rec: dict) -> str:
     point = (f"the point of problem {problem.number} is the kernel itself (kernel[grid](...) storing "
              "every value of out and lse), not the same math in torch or numpy.")
     note = rec.get("kernel_note") or {}
-    which = f"value {note['leaf']} of the result" if "leaf" in note else "the answer"
+    ordinal = ("first", "second", "third", "fourth")
+    which = (f"the {ordinal[note['leaf']]} array of its answer" if note.get("leaf") in range(4)
+             else "its answer")
     if not rec.get("launches"):
         return f"{fn} returned an answer without launching a Triton kernel; {point}"
     why = note.get("why")

@@ -77,7 +77,8 @@ Case(name, function, args, hidden=False, seed=None, describe="", expected=None,
   args        keyword arguments for the learner's function (numpy arrays, numbers, str).
   describe    shapes and seed in words; shown with a failure ("q_nope [4, 8], T=17, seed 3").
   expected    optional precomputed reference answer for ``check`` to use.
-  data        anything else ``check`` needs (names of dims, tolerances, ...).
+  data        anything else ``check`` needs (names of dims, tolerances, ...); ``{"no_twin":
+              True}`` keeps memo_twins from redrawing this case's values.
   memory_mb   a tighter memory cap for this case only; if the call then raises
               MemoryError, the case fails with ``memory_error_message`` (used by
               absorb_decode to catch attempts that materialize per-head keys).
@@ -567,8 +568,10 @@ def new_values(x, rng) -> np.ndarray:
 
 def _eligible(case) -> bool:
     """Cases built for a memory cap or a deadline are not worth twinning (slow, and their
-    point is the method, not the values)."""
-    return case.memory_mb is None and case.timeout_message is None
+    point is the method, not the values), nor those whose values are built with care
+    (``data={"no_twin": True}``: new values would lose what they test, e.g. a softmax kept
+    one-hot so that float32 answers pass)."""
+    return case.memory_mb is None and case.timeout_message is None and not case.data.get("no_twin")
 
 
 def memo_twins(cases: list, rng, changes: dict, *, reference: dict, check: Callable,
