@@ -403,7 +403,8 @@ class Watch:
                 notes.append(note)
             else:
                 note = min(notes, key=lambda n: n.get("count", 0)) if notes else {"why": "not_a_launch_tensor"}
-                return {"from_kernel": False, "kernel_note": dict(note, leaf=i, size=int(flat.size))}
+                return {"from_kernel": False,
+                        "kernel_note": dict(note, leaf=i, of=len(leaves), size=int(flat.size))}
         return {"from_kernel": True}
 
     def _written(self, t, final):

@@ -217,8 +217,8 @@ def kernel_text(problem: Problem, fn: str, rec: dict) -> str:
              "every value of out and lse), not the same math in torch or numpy.")
     note = rec.get("kernel_note") or {}
     ordinal = ("first", "second", "third", "fourth")
-    which = (f"the {ordinal[note['leaf']]} array of its answer" if note.get("leaf") in range(4)
-             else "its answer")
+    which = (f"the {ordinal[note['leaf']]} array of its answer"
+             if note.get("leaf") in range(4) and note.get("of", 2) > 1 else "its answer")
     if not rec.get("launches"):
         return f"{fn} returned an answer without launching a Triton kernel; {point}"
     why = note.get("why")

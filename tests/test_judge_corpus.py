@@ -39,6 +39,7 @@ REASONS = {
     "wrong_shape": {"wrong_shape"},
     "not_finite": {"not_finite"},
     "mutated_input": {"mutated_input"},
+    "no_kernel": {"no_kernel"},
     "tamper": {"exception", "uses_reference", "import_error"},  # the write is refused
 }
 

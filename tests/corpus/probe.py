@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 KEYS = ("expect", "slip", "mistake", "reason")
 REASONS = {"uses_reference", "timeout", "memory", "exit", "crash", "wrong_type", "wrong_shape",
-           "not_finite", "mutated_input", "tamper"}
+           "not_finite", "mutated_input", "no_kernel", "tamper"}
 GUARDED = ["grader", "mlacourse", "solutions", "practice", "kernels", "judge.py"]
 
 
@@ -153,6 +153,8 @@ WHY = [  # (text in the judge's report, short tag), first match wins
     ("still running after", "timeout"), ("out of memory", "memory"),
     ("tried to stop the program", "exit"), ("ended (exit code", "exit"),
     ("crashed", "crash"), ("modified its input", "mutated_input"),
+    ("changed its input in place", "mutated_input"), ("your kernel did not write", "no_kernel"),
+    ("without launching a Triton kernel", "no_kernel"), ("not what your kernel wrote", "no_kernel"),
     ("raised an exception", "exception"), ("returned shape", "wrong_shape"),
     ("NaN and", "not_finite"), ("is nan", "not_finite"), ("is inf", "not_finite"),
     ("is -inf", "not_finite"), ("of your result is NaN", "not_finite"),
