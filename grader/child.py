@@ -302,7 +302,8 @@ class Launch:
 
     def rerun_poisoned(self, k, unsure):
         """Run the launch again on copies of its tensors as they were before it, with
-        tensor k's `unsure` positions set to NaN; return tensor k's contents afterwards."""
+        tensor k's `unsure` positions set to a value the launch did not leave there (NaN,
+        or 1.0 where it left NaN); return tensor k's contents afterwards."""
         import torch
         copies = {}
 
@@ -318,9 +319,12 @@ class Launch:
         target = copies.get(k)
         if target is None:
             return None
-        mask = torch.as_tensor(unsure.reshape(tuple(target.shape)), device=target.device)
-        with torch.no_grad():
-            target.masked_fill_(mask, float("nan"))  # in place: the strides the kernel uses stay
+        shape = tuple(target.shape)
+        left_nan = torch.isnan(self.after[k])
+        with torch.no_grad():  # in place: the strides the kernel uses stay
+            target.masked_fill_(torch.as_tensor(unsure.reshape(shape), device=target.device) & ~left_nan,
+                                float("nan"))
+            target.masked_fill_(torch.as_tensor(unsure.reshape(shape), device=target.device) & left_nan, 1.0)
         self.run(*args, **kwargs)
         return _contents(target)
 
@@ -372,7 +376,7 @@ class Watch:
         wrote: equal to the final contents of a tensor passed to a launch, unchanged since
         the last launch that had it, and every element of it written by a launch (changed
         by one, or -- where a launch left the value it found, e.g. a 0 over a zero-filled
-        tensor -- written again when that launch is re-run with those elements set to NaN).
+        tensor -- written again when that launch is re-run with those elements poisoned).
         Otherwise from_kernel False and a kernel_note saying what is wrong."""
         import numpy as np
         leaves = list(result) if isinstance(result, (tuple, list)) else [result]
@@ -431,9 +435,8 @@ class Watch:
                         "rerun_error": f"{type(e).__name__}: {e}"[:200]}
             if got is None:
                 continue
-            got = got.ravel()
-            want = _contents(launch.after[j]).ravel()
-            unsure &= ~(~np.isnan(got) & (got == want))
+            written = _equal(got.ravel(), _contents(launch.after[j]).ravel())  # not the poison
+            unsure &= ~written
             if not unsure.any():
                 return None
         return {"why": "unwritten", "count": int(unsure.sum())}

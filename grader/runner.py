@@ -203,11 +203,13 @@ def _messages(problem: Problem, case: Case, rec: dict) -> tuple[str, str]:
 def mutations(problem: Problem, mutated) -> list[str]:
     """The changes to the arguments the contract forbids, in words (a record from an older
     child names only the arguments)."""
+    if not mutated:
+        return []
     out = []
-    for m in mutated or []:
+    for m in mutated if isinstance(mutated, list) else [mutated]:
         arg, where = (m.get("arg"), m.get("where")) if isinstance(m, dict) else (m, f"{m} changed")
-        if arg not in problem.may_change_inputs:
-            out.append(str(where))
+        if not (isinstance(arg, str) and arg in problem.may_change_inputs):
+            out.append(str(where)[:300])  # the child's words: shown, never trusted further
     return out
 
 
@@ -215,7 +217,8 @@ def kernel_text(problem: Problem, fn: str, rec: dict) -> str:
     """Why an answer does not count as the kernel's (problem 12: needs_kernel_launch)."""
     point = (f"the point of problem {problem.number} is the kernel itself (kernel[grid](...) storing "
              "every value of out and lse), not the same math in torch or numpy.")
-    note = rec.get("kernel_note") or {}
+    note = rec.get("kernel_note")
+    note = note if isinstance(note, dict) else {}
     ordinal = ("first", "second", "third", "fourth")
     which = (f"the {ordinal[note['leaf']]} array of its answer"
              if note.get("leaf") in range(4) and note.get("of", 2) > 1 else "its answer")
@@ -223,11 +226,11 @@ def kernel_text(problem: Problem, fn: str, rec: dict) -> str:
         return f"{fn} returned an answer without launching a Triton kernel; {point}"
     why = note.get("why")
     if why == "unwritten":
-        rerun = f" (re-running it raised {note['rerun_error']})" if note.get("rerun_error") else ""
+        rerun = f" (re-running it raised {str(note['rerun_error'])[:200]})" if note.get("rerun_error") else ""
         return (f"{fn} returned {which} ({note.get('size', '?')} numbers), but your kernel did not "
                 f"write {note.get('count', 'some')} of them: they held the same values before the "
-                "launch, and when the judge re-ran the launch with those elements set to NaN they "
-                f"stayed NaN{rerun}. The judge fills new tensors (torch.empty) with NaN, so a value "
+                "launch, and when the judge re-ran the launch with those elements poisoned (NaN) "
+                f"the kernel left the poison there{rerun}. The judge fills new tensors (torch.empty) with NaN, so a value "
                 f"computed outside the kernel and left in the output does not count; {point}")
     if why == "changed_after":
         return (f"{fn} returned {which} from a tensor that was changed after your kernel wrote it "

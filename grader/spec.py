@@ -10,12 +10,15 @@ How the judge uses a spec
 1. ``make_cases(seed)`` builds the cases in the judge's process. Public cases should
    not depend on ``seed`` (so the learner sees the same examples every run); hidden
    cases draw their data from ``numpy.random.default_rng(seed)`` and record the seed in
-   ``Case.seed`` so a failure can be reproduced with ``--seed N``.
+   ``Case.seed`` so a failure can be reproduced with ``--seed N``. They hold only input
+   the statement allows (tests/test_judge_sweeps.py runs the reference on many seeds),
+   every edge, and the twins of ``memo_twins`` (last line of every ``make_cases``).
 2. Each case's ``args`` are sent to a fresh child process, which imports the learner's
    file and calls ``function(**args)``. Only plain data comes back: numpy arrays (torch
    tensors are converted in the child), numbers, strings, lists/tuples/dicts of those.
    The child also reports an exception, a timeout, a crash, running out of memory, a
-   changed input array, or a reach for the course's own code (importing or reading
+   changed argument (every argument is compared deeply, lists and what they hold
+   included), or a reach for the course's own code (importing or reading
    mlacourse/, grader/, solutions/ or kernels/ is refused; ``may_import`` lists the
    data an attempt may import instead).
 3. ``check(case, result)`` runs in the judge's process on that returned data and gives a
@@ -120,7 +123,7 @@ Complete example (a toy problem; real ones live in grader/problems/, in this ord
 
     import numpy as np
 
-    from grader.spec import Case, Edge, Mistake, Problem, compare_arrays, shape_text
+    from grader.spec import Case, Edge, Mistake, Problem, compare_arrays, memo_twins, new_values, shape_text
 
     FN = "scaled_sum"
     STATEMENT = "Write `scaled_sum(x, scale)`: x [n, d] -> [d], the column sums times scale."
@@ -140,7 +143,11 @@ Complete example (a toy problem; real ones live in grader/problems/, in this ord
             cases.append(Case(f"random {i}", FN, {"x": x, "scale": float(rng.uniform(0.1, 2))},
                               hidden=True, seed=seed,
                               describe=shape_text(x=x) + f", seed {seed}"))
-        return cases
+        return memo_twins(cases, rng, CHANGES, reference={FN: reference}, check=check)
+
+
+    # each argument changed alone: an answer cached on the other one fails
+    CHANGES = {"x": lambda a, rng: new_values(a["x"], rng), "scale": lambda a, rng: 2 * a["scale"]}
 
 
     def check(case, result):
