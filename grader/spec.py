@@ -616,7 +616,7 @@ def memo_twins(cases: list, rng, changes: dict, *, reference: dict, check: Calla
         order = [pool[i] for i in rng.permutation(len(pool))]
         made = []  # (original, twin)
 
-        def attempt(what, build, tries=3):
+        def attempt(what, build, tries=6):
             for _ in range(tries):  # a random change may leave the answer as it was: redraw
                 for orig in order:
                     args = build(copy.deepcopy(orig.args))

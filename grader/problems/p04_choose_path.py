@@ -147,15 +147,24 @@ def _changed(name, pick):
     return lambda a, rng: pick(a[name], rng)
 
 
+def _halved_or_doubled(lo, hi):
+    """Half or twice the value (within [lo, hi]), else any other: big moves, so that the
+    cheaper path flips for some case (from an exact tie, halving d_v or d_nope does)."""
+    def pick(v, rng):
+        options = [x for x in {max(lo, v // 2), min(hi, 2 * v)} if x != v]
+        return int(rng.choice(options)) if options and rng.random() < 0.8 else another_int(lo, hi)(v, rng)
+    return pick
+
+
 # memo_twins: each argument changed alone (a cache keyed on the others fails)
 CHANGES = {
     "n_new": lambda a, rng: another_int(1, a["n_ctx"])(a["n_new"], rng),
     "n_ctx": _other_context,
     "n_heads": _changed("n_heads", another_int(1, 128)),
-    "d_nope": _changed("d_nope", another_int(8, 256)),
+    "d_nope": _changed("d_nope", _halved_or_doubled(8, 256)),
     "d_rope": lambda a, rng: 2 * another_int(0, 64)(a["d_rope"] // 2, rng),
-    "d_v": _changed("d_v", another_int(8, 256)),
-    "d_latent": _changed("d_latent", another_int(16, 1024)),
+    "d_v": _changed("d_v", _halved_or_doubled(8, 256)),
+    "d_latent": _changed("d_latent", _halved_or_doubled(16, 1024)),
 }
 
 
