@@ -1,5 +1,6 @@
 """expect: fail
 slip: decides that a request is decoding by n_pending == 1 instead of reading is_decode, so a prefill with one token left is served with the decodes.
+mistake: a prefill with one token left taken for a decode
 """
 
 
