@@ -62,6 +62,7 @@ class Request:
     n_registered: int = 0  # full pages already offered to the prefix cache
     swap_n: int = 0  # cached tokens saved to host memory while swapped out
     swapped_rows: object = None  # [n_layers, swap_n, d_cache] on the host (None without rows)
+    events: list = field(default_factory=list)  # [(step, phase, "admit" | "release", tokens)] for replays
 
     @property
     def tokens(self) -> list:
@@ -108,6 +109,7 @@ class StepRecord:
     pages_cached: int = 0  # pages no request holds that keep a cached block (evictable)
     hits: list = field(default_factory=list)  # [(rid, tokens)] found in the prefix cache
     swaps: list = field(default_factory=list)  # [(rid, "out" | "in", tokens)] rows moved to/from the host
+    sampled: list = field(default_factory=list)  # [rid] that got a new token this step
 
     @property
     def tokens(self) -> int:
@@ -231,6 +233,7 @@ class Engine:
         return not any(r.state in ("running", "waiting") for r in self.requests.values())
 
     def _preempt(self, r: Request, swaps: list) -> None:
+        r.events.append((self.now, 0, "release", r.n_cached))
         if self.on_full == "swap":  # save the rows to the host before the pages go
             r.swap_n = r.n_cached
             r.swapped_rows = self.pool.read_all_layers(r.table, r.n_cached) if self.pool.data is not None else None
@@ -288,6 +291,7 @@ class Engine:
             for layer in range(self.cfg.n_layers):
                 self.pool.write(layer, table, 0, r.swapped_rows[layer])
         r.table, r.n_cached, r.state = table, start, "running"
+        r.events.append((self.now, 1, "admit", len(r.tokens)))
         if how == "swap":
             swaps.append((r.rid, "in", start))
             r.swap_n, r.swapped_rows = 0, None
@@ -351,7 +355,7 @@ class Engine:
             path = "absorb" if kind == "decode" else choose_path(n, r.n_cached + n, **self.path_shapes)
             chunks.append(Chunk(rid, r.n_cached, n, kind, path))
         hidden = self._forward(chunks) if self.compute and chunks else None
-        finished = []
+        finished, sampled = [], []
         for i, c in enumerate(chunks):
             r = self.requests[c.rid]
             r.n_cached += c.n
@@ -364,10 +368,12 @@ class Engine:
                     r.generated.append(sample(z, r.sampling, r.rng))
                 else:
                     r.generated.append(0)
+                sampled.append(r.rid)
                 if r.first_token_step is None:
                     r.first_token_step = self.now
                 r.finish_reason = stop_reason(r.generated, r.sampling, r.max_new_tokens)
                 if r.finish_reason is not None:
+                    r.events.append((self.now, 2, "release", r.n_cached))
                     self.pool.release(r.table)
                     r.state, r.finish_step = "finished", self.now
                     finished.append(r.rid)
@@ -376,7 +382,7 @@ class Engine:
                          seqlens={r.rid: r.n_cached for r in live},
                          tables={r.rid: tuple(r.table) for r in live} if self.record_tables else {},
                          pages_in_use=self.pool.pages_in_use, pages_cached=self.pool.pages_cached,
-                         hits=hits, swaps=swaps)
+                         hits=hits, swaps=swaps, sampled=sampled)
         self.trace.append(rec)
         self.now += 1
         return rec
@@ -455,6 +461,14 @@ class Engine:
             if self.step() is None:
                 return self.results()
         raise RuntimeError(f"not finished after {max_steps} steps")
+
+    def cache_events(self) -> list:
+        """Every admission and release of the run, in the order they happened, as
+        [(step, "admit" | "release", rid, tokens)]: the request's known tokens when admitted,
+        its cached tokens when released (preempted or finished). Input for radix.replay."""
+        ev = [(step, phase, r.order, kind, r.rid, r.tokens[:n])
+              for r in self.requests.values() for step, phase, kind, n in r.events]
+        return [(step, kind, rid, toks) for step, _, _, kind, rid, toks in sorted(ev, key=lambda e: e[:3])]
 
     def results(self) -> dict:
         out = {}
