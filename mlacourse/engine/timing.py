@@ -36,6 +36,8 @@ from .core import Chunk, chunk_path
 def chunk_cost(cfg: MLAConfig, n_new: int, n_ctx: int, path: str, kv_row_bytes: int | None = None) -> tuple[int, int]:
     """(FLOPs, bytes) of one chunk in ONE layer, weights not included (they are read once
     per step, whatever the chunks). kv_row_bytes: one cached row (default bf16: 1152)."""
+    if path not in ("absorb", "expand"):
+        raise ValueError(f"path must be 'absorb' or 'expand', got {path!r}")
     shapes = cfg.attention_shapes
     row = 2 * cfg.d_cache if kv_row_bytes is None else kv_row_bytes
     # every projection of a token except W_UK|W_UV, whose cost is in attention_flops (per path)
@@ -48,8 +50,6 @@ def chunk_cost(cfg: MLAConfig, n_new: int, n_ctx: int, path: str, kv_row_bytes: 
         b = flops.decode_bytes(cfg.n_heads, n_new, n_ctx, cfg.d_qk, cfg.d_v, kv_row_bytes=row)
         built = flops.materialized_shapes("expand", n_new, n_ctx, **shapes)
         b += 2 * 2 * (math.prod(built["k per head"]) + math.prod(built["v per head"]))  # bf16, written + read
-    else:
-        raise ValueError(f"path must be 'absorb' or 'expand', got {path!r}")
     return f, b + n_new * 2 * cfg.d_model * 2  # + the bf16 hidden state in and the layer's output out
 
 
@@ -69,21 +69,28 @@ class StepTime:
         return self.compute_s >= self.memory_s
 
 
+def _step(costs, gpu, cfg: MLAConfig, precision: str, weights: str) -> StepTime:
+    """StepTime from per-layer [((flops, bytes), count)] of a non-empty step."""
+    g = hardware.get(gpu) if isinstance(gpu, str) else gpu
+    f = sum(cf * k for (cf, _), k in costs) * cfg.n_layers
+    b = (sum(cb * k for (_, cb), k in costs) + step_model.attention_weight_bytes(cfg, weights)) * cfg.n_layers
+    return StepTime(f, b, f / (g.peak_tflops(precision) * 1e12), b / (g.hbm_gbps * 1e9))
+
+
 def step_time(chunks, gpu="H800", cfg: MLAConfig = DEEPSEEK_V3, precision: str = "bf16", weights: str = "fp8",
               kv_row_bytes: int | None = None, policy: str | None = None) -> StepTime:
     """The modelled time of one step of the attention layers: chunks [Chunk] (an empty step
     costs nothing: no weights are read when nothing runs). policy None keeps each chunk's
     own path; "chosen", "rule", "absorb" or "expand" recomputes it (core.chunk_path)."""
-    g = hardware.get(gpu) if isinstance(gpu, str) else gpu
     if not chunks:
+        hardware.get(gpu) if isinstance(gpu, str) else gpu  # a bad GPU name is still an error
         return StepTime(0, 0, 0.0, 0.0)
-    f = b = 0
+    count = {}
     for c in chunks:
-        path = c.path if policy is None else chunk_path(c, cfg.attention_shapes, policy)
-        cf, cb = chunk_cost(cfg, c.n, c.n_ctx, path, kv_row_bytes)
-        f, b = f + cf, b + cb
-    f, b = f * cfg.n_layers, (b + step_model.attention_weight_bytes(cfg, weights)) * cfg.n_layers
-    return StepTime(f, b, f / (g.peak_tflops(precision) * 1e12), b / (g.hbm_gbps * 1e9))
+        key = (c.n, c.n_ctx, c.path if policy is None else chunk_path(c, cfg.attention_shapes, policy))
+        count[key] = count.get(key, 0) + 1
+    return _step([(chunk_cost(cfg, n, ctx, path, kv_row_bytes), k) for (n, ctx, path), k in count.items()],
+                 gpu, cfg, precision, weights)
 
 
 def decode_batch(batch: int, context: int) -> list:
@@ -91,20 +98,28 @@ def decode_batch(batch: int, context: int) -> list:
     return [Chunk(f"d{i}", context - 1, 1, "decode", "absorb") for i in range(batch)]
 
 
+def decode_step_time(batch: int, context: int, gpu="H800", cfg: MLAConfig = DEEPSEEK_V3, precision: str = "bf16",
+                     weights: str = "fp8", kv_row_bytes: int | None = None) -> StepTime:
+    """step_time(decode_batch(batch, context)) without building the chunks."""
+    if batch < 1:
+        raise ValueError(f"batch must be >= 1, got {batch}")
+    return _step([(chunk_cost(cfg, 1, context, "absorb", kv_row_bytes), batch)], gpu, cfg, precision, weights)
+
+
 def decode_throughput(batch: int, context: int, gpu="H800", **kw) -> float:
     """Output tokens per second of a step of `batch` decodes at `context` (attention layers)."""
-    return batch / step_time(decode_batch(batch, context), gpu, **kw).seconds
+    return batch / decode_step_time(batch, context, gpu, **kw).seconds
 
 
 def knee_batch(context: int, gpu="H800", max_batch: int = 1 << 16, **kw) -> int | None:
     """The smallest decode batch whose step is compute-bound (None if none up to max_batch).
     Above it, a bigger batch adds time in proportion: throughput stops growing."""
-    if not step_time(decode_batch(max_batch, context), gpu, **kw).compute_bound:
+    if not decode_step_time(max_batch, context, gpu, **kw).compute_bound:
         return None
     lo, hi = 1, max_batch
     while lo < hi:  # compute-bound is monotone in the batch: the weights are shared, the rest scales
         mid = (lo + hi) // 2
-        if step_time(decode_batch(mid, context), gpu, **kw).compute_bound:
+        if decode_step_time(mid, context, gpu, **kw).compute_bound:
             hi = mid
         else:
             lo = mid + 1
