@@ -170,35 +170,42 @@ def replay(events, capacity_tokens: int, page_size: int = 1) -> dict:
     """Run a sequence of admissions and releases through a radix cache of capacity_tokens.
 
     events: [(step, kind, rid, tokens)] in order; kind "admit" (tokens = the request's
-    known tokens) or "release" (tokens = its cached tokens, which join the tree). An
-    admitted request matches at most len(tokens) - 1 tokens (one must run for the next
-    token's logits) and holds the rest privately until it is released; when the tree and
-    the private tokens would pass capacity_tokens, unlocked leaves are evicted.
+    known tokens) or "release" (tokens = its cached tokens). An admitted request matches
+    at most len(tokens) - 1 tokens (one must run for the next token's logits); its tokens
+    then join the tree at once (SGLang inserts a request's prefill as it is computed) and
+    its path is locked until it is released, when its cached tokens (the generated ones
+    too) are inserted. Tokens past the last whole page are held privately. When the tree
+    and the private tokens would pass capacity_tokens, unlocked leaves are evicted (a
+    locked path may still pass it: the model does not preempt).
     Returns hit tokens, looked-up tokens, the hit rate, the peak of tokens held, evictions."""
     tree = RadixTree(page_size)
     held, private = {}, 0
     hits = looked = peak = evicted = 0
+
+    def make_room():
+        nonlocal evicted
+        over = tree.size + private - capacity_tokens
+        if over > 0:
+            evicted += tree.evict(over)
+
     for step, kind, rid, tokens in events:
         tree.clock = step
+        tail = len(tokens) % page_size
         if kind == "admit":
-            n_hit, node = tree.match(tokens[:len(tokens) - 1])
+            n_hit, _ = tree.match(tokens[:len(tokens) - 1])
+            hits, looked = hits + n_hit, looked + len(tokens)
+            private += tail
+            tree.insert(tokens)
+            node = tree.match(tokens)[1]
             tree.lock_path(node, +1)
-            own = len(tokens) - n_hit
-            over = tree.size + private + own - capacity_tokens
-            if over > 0:
-                evicted += tree.evict(over)
-            held[rid] = (node, own)
-            private += own
-            hits += n_hit
-            looked += len(tokens)
+            held[rid] = (node, tail)
+            make_room()
         elif kind == "release":
             node, own = held.pop(rid)
-            private -= own
+            private -= own  # the admitted tail was private; a released tail is dropped
             tree.insert(tokens)
             tree.lock_path(node, -1)
-            over = tree.size + private - capacity_tokens
-            if over > 0:
-                evicted += tree.evict(over)
+            make_room()
         else:
             raise ValueError(f"event kind must be 'admit' or 'release', got {kind!r}")
         peak = max(peak, tree.size + private)

@@ -26,11 +26,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from .. import flops, hardware
 from .. import step as step_model
 from ..config import DEEPSEEK_V3, MLAConfig
 from .core import Chunk, chunk_path
+
+
+@lru_cache(maxsize=None)
+def _per_token(cfg: MLAConfig) -> int:
+    """FLOPs of every projection of one token except W_UK|W_UV (whose cost is in attention_flops)."""
+    return step_model.projection_flops_per_token(cfg) - flops.absorb_flops_per_new_token(
+        cfg.n_heads, cfg.d_nope, cfg.d_v, cfg.d_latent)
+
+
+@lru_cache(maxsize=None)
+def _weight_bytes(cfg: MLAConfig, weights: str) -> int:
+    return step_model.attention_weight_bytes(cfg, weights)
 
 
 def chunk_cost(cfg: MLAConfig, n_new: int, n_ctx: int, path: str, kv_row_bytes: int | None = None) -> tuple[int, int]:
@@ -40,10 +53,7 @@ def chunk_cost(cfg: MLAConfig, n_new: int, n_ctx: int, path: str, kv_row_bytes: 
         raise ValueError(f"path must be 'absorb' or 'expand', got {path!r}")
     shapes = cfg.attention_shapes
     row = 2 * cfg.d_cache if kv_row_bytes is None else kv_row_bytes
-    # every projection of a token except W_UK|W_UV, whose cost is in attention_flops (per path)
-    other_proj = step_model.projection_flops_per_token(cfg) - flops.absorb_flops_per_new_token(
-        cfg.n_heads, cfg.d_nope, cfg.d_v, cfg.d_latent)
-    f = n_new * other_proj + flops.attention_flops(n_new, n_ctx, **shapes)[path]
+    f = n_new * _per_token(cfg) + flops.attention_flops(n_new, n_ctx, **shapes)[path]
     if path == "absorb":  # an MQA over the 576-wide rows: q_lat|q_rope in, o_lat out
         b = flops.decode_bytes(cfg.n_heads, n_new, n_ctx, cfg.d_cache, cfg.d_latent, kv_row_bytes=row)
     elif path == "expand":  # ordinary MHA over per-head K [192] and V [128] built from the rows
@@ -73,7 +83,7 @@ def _step(costs, gpu, cfg: MLAConfig, precision: str, weights: str) -> StepTime:
     """StepTime from per-layer [((flops, bytes), count)] of a non-empty step."""
     g = hardware.get(gpu) if isinstance(gpu, str) else gpu
     f = sum(cf * k for (cf, _), k in costs) * cfg.n_layers
-    b = (sum(cb * k for (_, cb), k in costs) + step_model.attention_weight_bytes(cfg, weights)) * cfg.n_layers
+    b = (sum(cb * k for (_, cb), k in costs) + _weight_bytes(cfg, weights)) * cfg.n_layers
     return StepTime(f, b, f / (g.peak_tflops(precision) * 1e12), b / (g.hbm_gbps * 1e9))
 
 
