@@ -157,7 +157,7 @@ def test_ch5_attention_weights_per_layer():
     fp8_mb, bf16_mb = grab("05", r"128x128 block\) ([\d.]+) MB, bf16 ([\d.]+) MB", 2)
     assert fp8_mb == round(step.attention_weight_bytes(V3, "fp8") / 1e6, 1) == 187.2
     assert bf16_mb == round(2 * 187_107_328 / 1e6, 1)
-    tokens = grab("05", r"latent cache of ([\d,]+) tokens \(bf16 rows\)")
+    tokens = grab("05", r"that layer's latent cache of ([\d,]+) tokens \s*\(1,152-byte bf16 rows\)")
     assert tokens == round(step.attention_weight_bytes(V3) / 1152) and 160_000 < tokens < 165_000
 
 

@@ -7,8 +7,7 @@ each part of the cache that the invariant must catch."""
 import numpy as np
 import pytest
 
-from mlacourse.engine import Engine, block_hash, block_hashes, slot_mapping, submit
-from mlacourse.engine import pages as pages_mod
+from mlacourse.engine import Engine, block_hash, block_hashes, submit
 from mlacourse.engine import prefix_cache as pc_mod
 from mlacourse.engine.radix import RadixTree, evict_lru, replay
 from mlacourse.engine.workloads import shared_prompt_stream

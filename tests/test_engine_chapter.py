@@ -16,7 +16,7 @@ import pytest
 from mlacourse import cache, flops, hardware
 from mlacourse import step as step_model
 from mlacourse.config import DEEPSEEK_V3
-from mlacourse.engine import Engine, ModelConfig, mix_stream, pages_needed, submit, system_prompt_stream
+from mlacourse.engine import Engine, ModelConfig, mix_stream, random_stream, submit, system_prompt_stream
 from tests.test_notebooks import EXECUTION_TIMES, OUTPUT_TEXT, run_chapter
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,12 +121,11 @@ def step1_lengths():
 
 def test_sharing_figures(text):
     lens = step1_lengths()
-    for P, shown in ((16, r"4.4x fewer pages, at the run's peak 3.0x"), ):
-        unshared = sum(ceil_div(m, P) for m in lens)
-        shared = unshared - 31 * (100 // P)  # the shared full pages, stored once
-        assert f"with    sharing: {shared:3d} pages after step 1" in text
-        assert f"without sharing: {unshared:3d} pages after step 1" in text
-        assert round(unshared / shared, 1) == 4.4
+    unshared = sum(ceil_div(m, 16) for m in lens)
+    shared = unshared - 31 * (100 // 16)  # the 6 shared full pages, stored once
+    assert f"with    sharing: {shared:3d} pages after step 1" in text
+    assert f"without sharing: {unshared:3d} pages after step 1" in text
+    assert round(unshared / shared, 1) == 4.4 and "after step 1 sharing holds 4.4x fewer pages" in text
     kb, mb_v3 = shared * 16 * 2 * 20 * 8 / 1e3, shared * 16 * 61 * 576 * 2 / 1e6  # 2 layers x 20 float64
     assert f"{kb:6.1f} KB here" in text and f"{mb_v3:6.1f} MB at V3" in text
     assert "at the run's peak 3.0x fewer" in text and "13.9 GB of cache" in text
@@ -165,7 +164,7 @@ def test_radix_table_equal_at_full_pages_more_at_page_one(text):
 # ---- §7.8, §7.9 ----------------------------------------------------------------------------------
 
 def test_fragmentation_figures(text):
-    stream = __import__("mlacourse.engine", fromlist=["random_stream"]).random_stream(40, CFG.vocab, seed=3)
+    stream = random_stream(40, CFG.vocab, seed=3)
     for p in (1, 16, 256):
         eng = Engine(CFG, num_pages=24000 // p + 40, page_size=p, token_budget=256, share_prefixes=False,
                      compute=False, record_tables=False)
