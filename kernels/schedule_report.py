@@ -11,7 +11,7 @@ launch order, KV-tile reads replayed through a 50 MB LRU L2), for three designs:
   v3 now         version 3 with the row blocks of a sequence adjacent in launch order
   v4 planned     persistent programs over mla_decode_plan (FlashMLA's get_mla_metadata)
 
-Goals (issue 10): imbalance <= 1.05 and HBM bytes 1.00x the cache at h_q=128.
+Goals: imbalance <= 1.05 and HBM bytes 1.00x the cache at h_q=128.
 A model, not a measurement: the real L2 is not an ideal LRU, and work time per block is
 taken as constant."""
 from __future__ import annotations
