@@ -567,6 +567,20 @@ VERSIONS = tuple(VERSION_TABLE)
 DEFAULT_VERSION = "planned"
 
 
+def _launch_sparse(call):
+    from . import sparse_decode
+    return sparse_decode.launches(call)  # call: a sparse_decode.SparseCall
+
+
+# Sparse decode (DeepSeek Sparse Attention, chapter 8) takes `indices` instead of a block table:
+# another calling convention (kernels.sparse_decode.sparse_mla_decode_with_kvcache), so its row
+# has a table of its own, which the dense tests and the benchmark do not iterate.
+SPARSE_VERSION_TABLE = {v.name: v for v in [
+    Version(1, "sparse", _launch_sparse, "top-k FP8 rows named by physical indices, dequantized in registers, "
+            "-1 entries skipped", _TESTED),
+]}
+
+
 def _check(q, kv_cache, block_table, cache_seqlens, head_dim_v, is_fp8_kvcache):
     if q.dim() != 4:
         raise ValueError(f"q must be [b, s_q, h_q, {D_K}], got shape {tuple(q.shape)}")
