@@ -153,6 +153,7 @@ def make_cases(seed):
     hidden.append(("the same shapes again, other values", _redraw(rng, base)))
     hidden.append(("the same q, other rows and cache", _redraw(rng, base, q=False)))
     hidden.append(("the same q and indices, another cache", _redraw(rng, base, q=False, indices=False)))
+    hidden.append(("the same cache and indices, other queries", _redraw(rng, base, cache=False, indices=False)))
     hidden.append(("heads scoring near +750 beside heads near -750 (keep each row stable)",
                    _stable_args(rng, int(rng.integers(2, 5)), int(rng.integers(3, 9)), int(rng.choice([4, 16])))))
     hidden.append(("a query token whose entries are all -1",
