@@ -31,6 +31,8 @@ import numpy as np
 
 from . import flops
 from .attention import attention_from_scores
+from .cache import fp8_mla_row_bytes
+from .config import DEEPSEEK_V3
 from .fp8 import TILE as FP8_TILE
 from .fp8 import unpack_fp8_row
 from .hardware import GPU, get
@@ -58,8 +60,8 @@ class DSAConfig:
 DSA_V32 = DSAConfig("DeepSeek-V3.2", index_n_heads=64, index_head_dim=128, index_topk=2048,
                     index_rope_dim=64, index_quant_block=128)
 
-FP8_ROW_BYTES = 656  # FlashMLA's FP8 MLA row: 512 e4m3 + 4 float32 scales + 64 bf16 rope values
-D_LATENT, D_ROPE = 512, 64
+D_LATENT, D_ROPE = DEEPSEEK_V3.d_latent, DEEPSEEK_V3.d_rope  # 512, 64 (V3.2 keeps V3's MLA shapes)
+FP8_ROW_BYTES = fp8_mla_row_bytes(D_LATENT, D_ROPE)  # 656: 512 e4m3 + 4 float32 scales + 64 bf16 rope
 
 
 # ---------------------------------------------------------------------------------------
@@ -108,6 +110,18 @@ def index_topk(scores, topk: int, n_visible=None) -> np.ndarray:
         keep = order[:topk]
         out[t, :len(keep)] = keep
     return out
+
+
+def lightning_indexer(q_idx, weights, k_idx, topk: int) -> np.ndarray:
+    """The indexer of one sequence's decode step: q_idx [s_q, H, D] and weights [s_q, H] of its
+    s_q new tokens, the keys k_idx [s_k, D] of all its tokens (the new ones last) -> int64
+    [s_q, topk] positions, by index_topk's rule. New token t sees positions
+    0 .. s_k - s_q + t (itself included, the later new tokens not)."""
+    scores = index_scores(q_idx, weights, k_idx)  # [s_q, s_k]
+    s_q, s_k = scores.shape
+    if s_q > s_k:
+        raise ValueError(f"{s_q} new tokens but only {s_k} keys: the new tokens' own keys must be included")
+    return index_topk(scores, topk, n_visible=s_k - s_q + 1 + np.arange(s_q))
 
 
 # ---------------------------------------------------------------------------------------

@@ -72,6 +72,19 @@ def test_topk_rejects_bad_input():
         S.index_topk(np.zeros((1, 3)), 1, n_visible=[4])
 
 
+def test_lightning_indexer_is_causal_among_the_new_tokens():
+    rng = np.random.default_rng(12)
+    q, w, k = rng.standard_normal((3, 4, 8)), rng.standard_normal((3, 4)), rng.standard_normal((10, 8))
+    got = S.lightning_indexer(q, w, k, 9)
+    scores = S.index_scores(q, w, k)
+    for t in range(3):
+        visible = 10 - 3 + 1 + t  # 8, 9, 10 tokens
+        want = sorted(range(visible), key=lambda s: (-scores[t, s], s))[:9]
+        assert got[t].tolist() == want + [-1] * (9 - len(want))
+    with pytest.raises(ValueError, match="own keys"):
+        S.lightning_indexer(q, w, k[:2], 1)
+
+
 def test_v32_config_values():
     assert (S.DSA_V32.index_n_heads, S.DSA_V32.index_head_dim, S.DSA_V32.index_topk) == (64, 128, 2048)
     assert S.DSA_V32.index_key_bytes == 128 + 4  # e4m3 codes + one float32 scale

@@ -1,4 +1,4 @@
-"""Problems 16 and 17 (chapter 8) against issue 15's rules, in-process:
+"""Problems 16, 17 and 18 (chapter 8) against issue 15's rules, in-process:
 
 - on every seed the hidden cases repeat shapes and argument subsets with other values, and
   repeat an earlier call after a different one, so an attempt that caches its answer by
@@ -16,7 +16,7 @@ import pytest
 
 from grader import runner
 
-PROBLEMS = {p.number: p for p in runner.discover() if p.number in (16, 17)}
+PROBLEMS = {p.number: p for p in runner.discover() if p.number in (16, 17, 18)}
 
 
 def _key(v):
@@ -49,7 +49,7 @@ def _grade_in_order(problem, seed, attempt):
     return ok
 
 
-@pytest.mark.parametrize("number", [16, 17])
+@pytest.mark.parametrize("number", [16, 17, 18])
 def test_hidden_cases_hold_twins_and_a_repeat(number):
     p = PROBLEMS[number]
     for seed in range(6):
@@ -69,7 +69,7 @@ def test_hidden_cases_hold_twins_and_a_repeat(number):
             assert pairs, f"problem {number} seed {seed}: no two cases share {name} with other values elsewhere"
 
 
-@pytest.mark.parametrize("number", [16, 17])
+@pytest.mark.parametrize("number", [16, 17, 18])
 def test_memoising_attempts_fail_on_every_seed(number):
     p = PROBLEMS[number]
     ref = p.reference[p.functions[0]]
@@ -82,7 +82,7 @@ def test_memoising_attempts_fail_on_every_seed(number):
                 f"problem {number}: an attempt caching by {what} passes seed {seed}"
 
 
-@pytest.mark.parametrize("number, seeds", [(16, 2000), (17, 150),
+@pytest.mark.parametrize("number, seeds", [(16, 2000), (17, 150), (18, 300),
                                            pytest.param(17, 2000, marks=pytest.mark.slow)])
 def test_generator_makes_only_allowed_inputs(number, seeds):
     """The reference (which rejects what the statement forbids) answers every case."""
@@ -93,7 +93,7 @@ def test_generator_makes_only_allowed_inputs(number, seeds):
             ref(**copy.deepcopy(c.args))
 
 
-@pytest.mark.parametrize("number, seeds", [(16, 300), (17, 60)])
+@pytest.mark.parametrize("number, seeds", [(16, 300), (17, 60), (18, 100)])
 def test_model_answer_passes_many_seeds(number, seeds):
     p = PROBLEMS[number]
     sol = getattr(importlib.import_module(f"solutions.{p.filename[:-3]}"), p.functions[0])
