@@ -31,6 +31,8 @@ The versions (choose with version=...; all dispatch through VERSION_TABLE below)
   5 "gluon"    Hopper-only, in Gluon (kernels/gluon_decode.py): TMA page tiles in an
                mbarrier pipeline, two warpgroups splitting QK^T by keys and PV by output
                columns. Compiled for sm_90, not yet run on a GPU.
+Sparse decode (DeepSeek-V3.2, chapter 8: `indices` instead of a block table) is
+kernels/sparse_decode.py, with its own row in SPARSE_VERSION_TABLE below.
 In every version the row blocks of one sequence are adjacent in launch order (grid axis 0),
 so they run at the same time and read each KV tile from HBM once (the second from L2).
 Versions 1-4 read bf16/fp16 caches and FlashMLA's FP8 rows (is_fp8_kvcache=True):

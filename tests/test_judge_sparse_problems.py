@@ -99,3 +99,14 @@ def test_model_answer_passes_many_seeds(number, seeds):
     sol = getattr(importlib.import_module(f"solutions.{p.filename[:-3]}"), p.functions[0])
     for seed in range(seeds):
         assert _grade_in_order(p, seed, sol), f"problem {number}: the model answer fails seed {seed}"
+
+
+@pytest.mark.parametrize("number", [16, 17, 18])
+def test_every_edge_is_in_the_hidden_cases_of_every_seed(number):
+    """Issue 15: a situation the statement promises is in every seed's HIDDEN cases (seeds 0-49),
+    so an attempt that passes the public cases alone cannot skip it."""
+    p = PROBLEMS[number]
+    for seed in range(50):
+        hidden = [c for c in p.make_cases(seed) if c.hidden]
+        for e in p.edges:
+            assert any(e.holds(c.args) for c in hidden), f"problem {number} seed {seed}: no hidden case has {e.name}"
