@@ -37,6 +37,7 @@ from .mla_decode import (Launch, _check_tile, _interpreting, _load_kv_tile, _loa
                          default_block_m, default_launch)
 
 _D_LAT = tl.constexpr(D_LATENT)
+MAX_GRID_Y = 65535  # CUDA's limit on a grid's second axis, which holds the query tokens
 
 
 @triton.jit
@@ -133,6 +134,9 @@ def _check(q, kv_cache, indices, head_dim_v):
         raise TypeError(f"q must be bfloat16 or float16, got {q.dtype}")
     if not 1 <= h_q <= 128 or s_q < 1:
         raise ValueError(f"need 1 <= h_q <= 128 and s_q >= 1, got h_q={h_q}, s_q={s_q}")
+    if b * s_q > MAX_GRID_Y:
+        raise ValueError(f"b * s_q = {b * s_q} query tokens exceed the launch grid's second axis ({MAX_GRID_Y}): "
+                         "split the batch into several calls")
     if kv_cache.dtype != torch.uint8 or kv_cache.dim() != 4 or kv_cache.shape[2] != 1 \
             or kv_cache.shape[3] != FP8_ROW_BYTES:
         raise TypeError(f"kv_cache must be FlashMLA's FP8 rows, uint8 [num_blocks, page_block_size, 1, "

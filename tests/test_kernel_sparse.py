@@ -189,6 +189,8 @@ def _args(**over):
     (lambda a: dict(a, indices=a["indices"][:, :, :0]), ValueError, "topk >= 1"),
     (lambda a: dict(a, indices=a["indices"].transpose(1, 2).contiguous().transpose(1, 2)), ValueError,
      "contiguous"),
+    (lambda a: dict(a, q=a["q"].expand(40000, 2, 2, 576),  # no copy: the grid check comes first
+                    indices=a["indices"].expand(40000, 2, 8)), ValueError, "grid"),
 ])
 def test_bad_inputs_are_named(change, error, match):
     with pytest.raises(error, match=match):
