@@ -3,6 +3,7 @@ what the compiler made: resources from ptxas, and the KV loop from the SASS.
 
   python -m kernels.compile_report                  (from the repository root; a few minutes on 2 cores)
   python -m kernels.compile_report --only planned   (one version and the combine kernel)
+  python -m kernels.compile_report --only sparse    (the sparse decode kernel, kernels.sparse_decode)
   python -m kernels.compile_report --json           (machine-readable rows)
   python -m kernels.compile_report --excerpt gluon  (one configuration's MMA layouts and SASS loop, JSON)
 
@@ -80,6 +81,26 @@ def shipped_configs(only=None):
                         continue
                     seen.add(label)
                     out.append((label, launch))
+    return out + sparse_configs(only)
+
+
+def sparse_configs(only=None):
+    """[(label, Launch)] of the sparse kernel (kernels.sparse_decode) for each BLOCK_M a GPU
+    launch ships: it takes indices instead of a block table, so the dense loop above does not
+    build it. A V3.2-like call: top-k 2048, FP8 rows."""
+    if only and only != "sparse":
+        return []
+    import torch
+
+    from . import sparse_decode
+    from .dims import D_K, FP8_ROW_BYTES
+    out = []
+    for _, h_q in SHAPES:
+        q = torch.zeros(2, 1, h_q, D_K, dtype=torch.bfloat16)
+        kv = torch.zeros(4, 64, 1, FP8_ROW_BYTES, dtype=torch.uint8)
+        idx = torch.zeros(2, 1, 2048, dtype=torch.int32)
+        launches, _, _ = sparse_decode.prepare(q, kv, idx, gpu=True, check_indices=False)
+        out += [(launch.label.replace("sparse", "sparse fp8"), launch) for launch in launches]
     return out
 
 

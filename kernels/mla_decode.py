@@ -31,6 +31,8 @@ The versions (choose with version=...; all dispatch through VERSION_TABLE below)
   5 "gluon"    Hopper-only, in Gluon (kernels/gluon_decode.py): TMA page tiles in an
                mbarrier pipeline, two warpgroups splitting QK^T by keys and PV by output
                columns. Compiled for sm_90, not yet run on a GPU.
+Sparse decode (DeepSeek-V3.2, chapter 8: `indices` instead of a block table) is
+kernels/sparse_decode.py, with its own row in SPARSE_VERSION_TABLE below.
 In every version the row blocks of one sequence are adjacent in launch order (grid axis 0),
 so they run at the same time and read each KV tile from HBM once (the second from L2).
 Versions 1-4 read bf16/fp16 caches and FlashMLA's FP8 rows (is_fp8_kvcache=True):
@@ -565,6 +567,20 @@ VERSION_TABLE = {v.name: v for v in [
 ]}
 VERSIONS = tuple(VERSION_TABLE)
 DEFAULT_VERSION = "planned"
+
+
+def _launch_sparse(call):
+    from . import sparse_decode
+    return sparse_decode.launches(call)  # call: a sparse_decode.SparseCall
+
+
+# Sparse decode (DeepSeek Sparse Attention, chapter 8) takes `indices` instead of a block table:
+# another calling convention (kernels.sparse_decode.sparse_mla_decode_with_kvcache), so its row
+# has a table of its own, which the dense tests and the benchmark do not iterate.
+SPARSE_VERSION_TABLE = {v.name: v for v in [
+    Version(1, "sparse", _launch_sparse, "top-k FP8 rows named by physical indices, dequantized in registers, "
+            "-1 entries skipped", _TESTED),
+]}
 
 
 def _check(q, kv_cache, block_table, cache_seqlens, head_dim_v, is_fp8_kvcache):

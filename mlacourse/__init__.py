@@ -12,6 +12,8 @@ Modules:
   hardware   GPU peaks and memory capacities with sources, ridge points
   paged      paged cache build/gather (FlashMLA layout), page counts and slack (the allocator: engine.pages)
   fp8        FlashMLA's 656-byte FP8 row: e4m3 + scales + bf16 rope
+  sparse     DeepSeek Sparse Attention (V3.2): lightning indexer and top-k, FlashMLA's sparse
+             indices, sparse decode over FP8 rows, the cost of a sparse step (chapter 8)
   step       the whole decode step: attention weights (187M params in V3) beside the cache
   deepseek   DeepSeek's names and layouts (reference MLA, Hugging Face), FP8 block weights
   exercises  the check behind the chapters' "what if" exercises
