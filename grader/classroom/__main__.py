@@ -120,11 +120,25 @@ def cmd_grade(a) -> int:
         top = f"; most often: {d['mistakes'][0][0]} ({d['mistakes'][0][2]})" if d["mistakes"] else ""
         print(f"  p{d['problem']:02d} {d['slug']:<20} passed {s['passed']:>3}, failed {s['failed']:>3}, "
               f"not started {s['not started']:>3}, missing {s['missing']:>3}{top}")
+    _print_notebooks(res.students)
     print(f"graded {len(res.students)} students x {len(problems)} problems "
           f"({res.attempts} distinct attempts, {res.graded_now} graded now, the rest from the cache) "
           f"in {took:.1f} s with {st.workers} workers; seed {seed} ({seed_from}).")
     print(f"  {Path(a.out) / 'gradebook.csv'}, verdicts.csv, results/, summary.md, summary.png, matching.md")
     return 0
+
+
+def _print_notebooks(students, shown: int = 40) -> None:
+    """What happened to notebook hand-ins: every refusal is printed (it scores 0)."""
+    from .notebooks import class_notebooks
+    graded, refused = class_notebooks(students)
+    if not graded and not refused:
+        return
+    print(f"  notebooks: {len(graded)} attempt(s) graded from notebooks, {len(refused)} NOT GRADED")
+    for sid, n, where, why in refused[:shown]:
+        print(f"  NOT GRADED: {sid} problem {n}: the notebook {where} could not be used: {why}")
+    if len(refused) > shown:
+        print(f"  ... and {len(refused) - shown} more notebooks not graded: see summary.md")
 
 
 def cmd_gradescope(a) -> int:
