@@ -107,6 +107,9 @@ REFUSALS = [
      "`attention_flops` uses `helper`, which no cell of the notebook defines"),
     ("a syntax error", notebook(SOL4, "def choose_path(n_new, n_ctx:\n    return 'absorb'"),
      "cell 2 redefines `choose_path` but does not parse (line 1:"),
+    ("the only definition does not parse", notebook(SOL4.replace("def choose_path(n_new,", "def choose_path(n_new,,")),
+     "no cell defines `attention_flops`, `choose_path` at top level (problem 4 asks for `attention_flops`, "
+     "`choose_path`); cell 1 has a definition but does not parse (line 21: invalid syntax)"),
     ("a loop sets the value", notebook("for k in range(3):\n    HEADS = 128", SOL4.replace("n_heads=128", "n_heads=HEADS")),
      "`HEADS` (used by `attention_flops`) is set by a `for` loop (cell 1, line 1"),
     ("changed after it is set", notebook("DIMS = [128]\nDIMS.append(64)", SOL4.replace("n_heads=128", "n_heads=DIMS[0]")),
@@ -174,6 +177,8 @@ def test_notebooks_match_by_name_or_by_the_functions_they_define():
     m, _ = _match({"homework.ipynb": notebook(SOL4, lse)})
     assert set(m) == {4, 5} and all(x.rule == "notebook: defines the functions" for x in m.values())
     assert "def lse_merge" in m[5].data.decode() and "def choose_path" not in m[5].data.decode()
+    m, _ = _match({"homework.ipynb": notebook("def choose_path(n_new, n_ctx:\n    return 1")})
+    assert m[4].rule == "notebook: defines the functions" and "does not parse" in m[4].notebook.refused
 
 
 def test_a_chapter_handed_back_unchanged_is_not_an_attempt():

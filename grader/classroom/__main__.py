@@ -78,7 +78,9 @@ def cmd_release(a) -> int:
     print(f"  folder: {r.folder}\n  zip:    {r.zip_path}")
     for name, where, why in r.allowed_hits:
         print(f"  note: {where} has the body of the model answer {name} -- allowed: {why}")
-    print("  not included: solutions/, tests/, grader/classroom/, docs/, .github/ (and git history)")
+    print(f"  not included: {', '.join(r.left_out)} (and git history)")
+    if a.github_classroom:
+        print("  included for GitHub Classroom: .github/workflows/classroom.yml (the autograding workflow)")
     return 0
 
 
@@ -142,16 +144,32 @@ def _print_notebooks(students, shown: int = 40) -> None:
 
 
 def cmd_gradescope(a) -> int:
-    from .grade import resolve_seed
+    """The autograder zip, on the teacher's own seed: without one the command refuses (an
+    invented seed would be a second secret, and a file holding it next to the student
+    bundle in --out would be one copy away from the students)."""
+    from .grade import SEED_ENV, resolve_seed
     from .platforms import build_gradescope
-    seed = None
-    if a.seed is not None or a.seed_file or os.environ.get("MLA_CLASS_SEED"):
-        seed, _ = resolve_seed(a.seed, a.seed_file)
+    if a.seed is None and not a.seed_file and not os.environ.get(SEED_ENV, "").strip():
+        print("error: gradescope needs your secret seed, the one `grade` uses: --seed-file FILE (or --seed N, "
+              f"or ${SEED_ENV}). Make one once, outside the course's folders:\n"
+              '  python -c "import secrets; print(secrets.randbelow(2**31))" > ~/mla-secret-seed.txt',
+              file=sys.stderr)
+        return 2
+    out = Path(a.out).resolve()
+    if a.seed_file and (out == Path(a.seed_file).resolve().parent or out in Path(a.seed_file).resolve().parents):
+        print(f"error: the seed file {a.seed_file} is inside --out {a.out}, next to what students are given; "
+              "keep it elsewhere (e.g. ~/mla-secret-seed.txt)", file=sys.stderr)
+        return 2
+    try:
+        seed, seed_from = resolve_seed(a.seed, a.seed_file)
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     path, seed = build_gradescope(Path(a.out), seed, _points(a.points), with_torch=not a.without_torch,
                                   hide_seed=not a.show_seed)
-    (Path(a.out) / "gradescope-seed.txt").write_text(f"{seed}\n")
-    print(f"Gradescope autograder: {path} (seed {seed}, also in {Path(a.out) / 'gradescope-seed.txt'}; "
-          "keep it, it reproduces the hidden cases). Upload the zip as the assignment's autograder.")
+    print(f"Gradescope autograder: {path} (seed from {seed_from}; it is written only into the zip's "
+          "config.json). Upload the zip as the assignment's autograder, and to Gradescope only: it "
+          "holds your seed.")
     return 0
 
 
@@ -223,10 +241,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.set_defaults(func=cmd_grade)
 
-    s = sub.add_parser("gradescope", help="build the Gradescope autograder zip")
+    s = sub.add_parser("gradescope", help="build the Gradescope autograder zip (needs your seed)")
     s.add_argument("--out", default="dist")
-    s.add_argument("--seed", type=int)
-    s.add_argument("--seed-file")
+    s.add_argument("--seed", type=int, help="the hidden cases' seed (better: --seed-file)")
+    s.add_argument("--seed-file", help="a file holding the teacher's secret seed (required, or --seed, "
+                                       "or $MLA_CLASS_SEED); not inside --out")
     s.add_argument("--points")
     s.add_argument("--without-torch", action="store_true", help="leave out problems that need torch/triton")
     s.add_argument("--show-seed", action="store_true", help="show the seed in students' feedback")

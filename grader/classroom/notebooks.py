@@ -232,7 +232,7 @@ def read_notebook(rel: str, data: bytes) -> Notebook:
             tree = ast.parse(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
             where = f"line {e.lineno}: " if isinstance(e, SyntaxError) and e.lineno else ""
-            msg = e.msg if isinstance(e, SyntaxError) else type(e).__name__
+            msg = e.msg if isinstance(e, SyntaxError) else f"too deeply nested to read ({type(e).__name__})"
             nb.broken.append((number, raw, f"{where}{msg}"))
             continue
         lines = source.split("\n")
@@ -304,6 +304,13 @@ def _base_name(node) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
+def _unparse(node, st: Statement) -> str:
+    try:
+        return ast.unparse(node)
+    except RecursionError:
+        return _first_line(st.text)
+
+
 def _mutation(st: Statement, name: str) -> str | None:
     """The source of a change to ``name``'s value (not a rebinding) inside a top-level
     statement, outside the functions it defines; None if there is none."""
@@ -318,12 +325,12 @@ def _mutation(st: Statement, name: str) -> str | None:
             continue
         if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)) \
                 and _base_name(node.value) == name:
-            return ast.unparse(node)
+            return _unparse(node, st)
         if isinstance(node, ast.Call):
             f = node.func
             if (isinstance(f, ast.Attribute) and f.attr in MUTATORS and _base_name(f.value) == name) \
                     or any(kw.arg == "out" and _base_name(kw.value) == name for kw in node.keywords):
-                return ast.unparse(node)
+                return _unparse(node, st)
         todo.extend(ast.iter_child_nodes(node))
     return None
 
@@ -522,10 +529,20 @@ def _own_definitions(nb: Notebook, problem) -> list[str]:
     out = []
     for f in problem.functions:
         defs = [s for s in nb.definitions(f) if s.kind == "def"]
-        if defs and not leaks._is_trivial(defs[-1].node) \
-                and leaks.fingerprint(defs[-1].node) not in course.get(f, set()):
+        try:
+            own = bool(defs) and not leaks._is_trivial(defs[-1].node) \
+                and leaks.fingerprint(defs[-1].node) not in course.get(f, set())
+        except RecursionError:   # too deep to compare: it is not the course's code either
+            own = True
+        if own:
             out.append(f)
     return out
+
+
+def _unparsed_definitions(nb: Notebook, problem) -> list[str]:
+    """The problem's functions a cell that does not parse seems to define (``def f(``)."""
+    return [f for f in problem.functions
+            if any(re.search(rf"^(async\s+)?def\s+{re.escape(f)}\b", raw, re.M) for _, raw, _ in nb.broken)]
 
 
 def refused_record(problem, ex: Extraction) -> dict:
@@ -588,7 +605,7 @@ def notebook_matches(cands: list, problems, taken: dict, stubs: dict, notes: lis
         used = False
         for p in problems:
             rule = by_name.get(p.number)
-            if rule is None and not nb.error and _own_definitions(nb, p):
+            if rule is None and not nb.error and (_own_definitions(nb, p) or _unparsed_definitions(nb, p)):
                 rule = "functions"
             if rule is None:
                 continue
