@@ -195,8 +195,16 @@ def cmd_github(a) -> int:
 
 def cmd_slides(a) -> int:
     from . import slides
-    paths = slides.build_all(Path(a.out), execute=a.execute, assets=a.assets, fetch=a.fetch_assets,
-                             chapters=a.chapters or None, log=print)
+    try:
+        paths = slides.build_all(Path(a.out), execute=a.execute, cdn=a.cdn, assets=a.assets,
+                                 chapters=a.chapters or None, log=print)
+    except slides.AssetError as e:
+        print(f"error: the decks' assets (reveal.js, require.js, jQuery, MathJax) could not be had: {e}.\n"
+              "  They are downloaded once from the npm registry and cached in "
+              f"{slides.CACHE}; on a machine without the network, copy that folder from one that has it "
+              "and pass --assets FOLDER, or build decks that load them from CDNs when viewed: --cdn",
+              file=sys.stderr)
+        return 1
     print(f"{len(paths)} decks in {a.out}/ (open {Path(a.out) / 'index.html'})")
     return 0
 
@@ -265,10 +273,11 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--out", default="slides")
     d.add_argument("--no-execute", dest="execute", action="store_false",
                    help="do not run the chapters first (no plots or printed results)")
-    d.add_argument("--assets", help="a folder holding reveal.js, require.js, jquery and MathJax "
-                                    "(see --fetch-assets): decks then need no network to view")
-    d.add_argument("--fetch-assets", action="store_true",
-                   help="download those into OUT/_assets with npm once (needs npm and the network)")
+    d.add_argument("--assets", help="a folder holding the pinned npm tarballs of reveal.js, requirejs, jquery "
+                                    "and mathjax (a copy of ~/.cache/mla-course/npm), for a machine "
+                                    "without the network (default: that cache, else the npm registry)")
+    d.add_argument("--cdn", action="store_true",
+                   help="decks load those libraries from CDNs when viewed, instead of OUT/_assets")
     d.set_defaults(func=cmd_slides)
 
     t = sub.add_parser("guide", help="regenerate docs/teaching.md's generated sections")
