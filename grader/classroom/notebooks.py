@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 import functools
 import hashlib
 import json
@@ -193,9 +194,21 @@ def _statement_text(src_lines: list[str], node: ast.stmt, shares_line: bool, sou
     return "\n".join(src_lines[start - 1:node.end_lineno])
 
 
+_PARSED: dict = {}     # sha256 of a notebook -> its Notebook (a class hands in many equal copies)
+
+
 def read_notebook(rel: str, data: bytes) -> Notebook:
     """Parse every code cell of the .ipynb in ``data`` (never running anything)."""
-    nb = Notebook(rel)
+    key = hashlib.sha256(data).hexdigest()
+    if key not in _PARSED:
+        if len(_PARSED) >= 256:
+            _PARSED.clear()
+        _PARSED[key] = _parse(data)
+    return dataclasses.replace(_PARSED[key], rel=rel)
+
+
+def _parse(data: bytes) -> Notebook:
+    nb = Notebook("")
     try:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
