@@ -230,9 +230,10 @@ def gradescope_run(root: Path, workers: int | None = None) -> dict:
     records = {p.number: missing_record(p, p.filename) for p in probs if p.number not in matches}
     records.update({n: nbs.refused_record(by_number[n], m.notebook) for n, m in matches.items()
                     if nbs.is_refused(m)})   # a notebook that cannot be used: the reason, no job
-    with tempfile.TemporaryDirectory(prefix="mla-gradescope-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="mla-gradescope-") as tmp, \
+            tempfile.TemporaryDirectory(prefix="mla-gradescope-notebooks-") as rebuilt:
         jobs = [pool.Job((n, m.sha256), n, str(root / "submission" / m.rel if m.notebook is None
-                                               else nbs.stage(m, by_number[n], Path(tmp))),
+                                               else nbs.stage(m, by_number[n], Path(rebuilt))),
                          int(config["seed"]),
                          str(Path(tmp) / f"p{n:02d}.json"), [], pool.budget_for(by_number[n]),
                          {str(root / "submission") + "/": ""})
