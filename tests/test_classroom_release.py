@@ -7,6 +7,7 @@ allowances; every stub unsolved; for every problem, an attempt that returns the 
 reference fails in the bundle's own judge; and `bash setup.sh && python practice/judge.py`
 works on a fresh copy unzipped elsewhere (setup.sh runs for real, with the packages this
 venv already has made visible to the new venv, so nothing is downloaded: see the test)."""
+import ast
 import json
 import os
 import shutil
@@ -277,3 +278,29 @@ def test_no_course_code_pasted_as_an_attempt_passes(bundle, tmp_path):
             report[-1] += f"; {', '.join(allowed)} passes its own cases (allowed: release.ALLOWED)"
     assert not passing, "course code that is a drop-in answer:\n  " + "\n  ".join(passing) + \
         "\nall verdicts:\n  " + "\n  ".join(report)
+
+
+def test_what_the_guide_calls_open_is_in_the_bundle(bundle):
+    """docs/teaching.md's "open" table (guide.open_problems) names, per problem, the course
+    code the judge's reference runs, and says a release ships it: every function it names
+    is defined at top level (or as a method of a class defined there) in the bundle's file,
+    and the table has a row for every problem."""
+    from grader.classroom import guide
+    problems = runner.discover()
+    for p in problems:
+        runs = [q for fn in p.functions for q in leaks.course_code_run(p.reference[fn])]
+        assert runs, f"problem {p.number}: no course code found in its reference"
+        for q in runs:   # "mlacourse.engine.scheduler.Scheduler.plan": the longest prefix that is a file
+            parts = q.split(".")
+            cut = next((c for c in range(len(parts) - 1, 0, -1)
+                        if (bundle.folder / ("/".join(parts[:c]) + ".py")).is_file()), None)
+            assert cut, f"problem {p.number}: no file of the bundle holds {q}"
+            tree = ast.parse((bundle.folder / ("/".join(parts[:cut]) + ".py")).read_text())
+            top = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            head, *rest = parts[cut:]
+            assert head in top, f"problem {p.number}: {q} is not in the bundle"
+            if rest:
+                assert rest[0] in {n.name for n in top[head].body if isinstance(n, ast.FunctionDef)}, q
+    table = guide.open_problems()
+    for p in problems:
+        assert f"\n| {p.number} `{p.slug}` | " in table, p.number

@@ -10,6 +10,9 @@ What this does not catch (said plainly, so nobody relies on it for more): the sa
 algorithm written with different statements. That is what a course teaches, and the
 chapters show derivations; the judge's refusal of the course's reference (grader/child.py)
 covers imports and source reads, and the release test checks it for every problem.
+Course code pasted by hand is the other route: ``pasted_attempts`` below builds those
+files (the release test grades them), and ``course_code_run`` says which course code a
+problem's reference runs (docs/teaching.md lists it: what a release leaves open).
 """
 from __future__ import annotations
 
@@ -261,7 +264,8 @@ def defined_functions(root: Path) -> dict:
     ships: .py files under CODE_DIRS and the chapters' code cells."""
     from . import notebooks
     found: dict = {}
-    for path in sorted(root.rglob("*")):
+    paths = [p for top in CODE_DIRS + ("notebooks/",) if (root / top).is_dir() for p in (root / top).rglob("*")]
+    for path in sorted(paths):
         rel = path.relative_to(root).as_posix()
         if not path.is_file() or "/." in "/" + rel or "__pycache__" in rel:
             continue
@@ -314,3 +318,61 @@ def pasted_attempts(bundle: Path, problems) -> list[Pasted]:
 
 def _module_name_to_file(module: str) -> str:
     return module.replace(".", "/") + ".py"
+
+
+# --------------------------------------------------------------------------- what a release leaves open
+
+def _in_course(obj) -> bool:
+    return (getattr(obj, "__module__", None) or "").split(".")[0] in COURSE_PACKAGES
+
+
+def _course_name(obj) -> str:
+    return f"{obj.__module__}.{getattr(obj, '__qualname__', getattr(obj, '__name__', '?'))}"
+
+
+def _resolve(node, names: dict):
+    """The object an expression of a reference names (``scheduler.Scheduler(...).plan`` ->
+    the function Scheduler.plan), or None where it cannot be known without running it."""
+    import builtins
+    if isinstance(node, ast.Name):
+        return names.get(node.id, getattr(builtins, node.id, None))
+    if isinstance(node, ast.Attribute):
+        base = _resolve(node.value, names)
+        return getattr(base, node.attr, None) if base is not None else None
+    if isinstance(node, ast.Call):   # a class called gives an instance: its methods are the class's
+        made = _resolve(node.func, names)
+        return made if isinstance(made, type) else None
+    return None
+
+
+def course_code_run(reference) -> list[str]:
+    """The course's functions and classes (mlacourse, kernels) a spec's reference runs,
+    read from its source and the helpers of its own module that it calls, in the order
+    they appear: ["mlacourse.engine.scheduler.Scheduler", "mlacourse.engine.scheduler.Scheduler.plan"].
+    A reference that is itself course code gives its own name."""
+    import inspect
+    import textwrap
+    if _in_course(reference):
+        return [_course_name(reference)]
+    found, todo, seen = [], [reference], set()
+    while todo:
+        fn = todo.pop(0)
+        if fn in seen:
+            continue
+        seen.add(fn)
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        names = dict(getattr(fn, "__globals__", {}))
+        for node in sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)),
+                           key=lambda n: (n.lineno, n.col_offset)):
+            obj = _resolve(node.func, names)
+            if obj is None:
+                continue
+            if _in_course(obj) and (inspect.isfunction(obj) or inspect.isclass(obj)):
+                if _course_name(obj) not in found:
+                    found.append(_course_name(obj))
+            elif inspect.isfunction(obj) and obj.__module__ == reference.__module__:
+                todo.append(obj)   # a helper of the spec: what it runs counts too
+    return found
