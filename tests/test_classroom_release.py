@@ -214,7 +214,7 @@ def one(job):
     first = r.first_failure()
     why = r.reason or (first.reason if first else "") or ""
     msg = r.message or (first.message if first else "") or ""
-    return [str(r.status), why, " ".join(msg.split())[:140], cases]
+    return [str(r.status), why, " ".join(msg.split())[:140], cases, sum(o.case.hidden for o in r.outcomes)]
 with ThreadPoolExecutor(2) as pool:
     print(json.dumps(list(pool.map(one, jobs))))
 """
@@ -278,6 +278,18 @@ def test_no_course_code_pasted_as_an_attempt_passes(bundle, tmp_path):
             report[-1] += f"; {', '.join(allowed)} passes its own cases (allowed: release.ALLOWED)"
     assert not passing, "course code that is a drop-in answer:\n  " + "\n  ".join(passing) + \
         "\nall verdicts:\n  " + "\n  ".join(report)
+
+
+@pytest.mark.slow
+def test_the_bundle_grades_every_problem(bundle, tmp_path):
+    """The references moved behind adapters still grade: in the bundle's own judge every
+    model answer passes its public and hidden cases (seed 11)."""
+    problems = runner.discover()
+    answers = [leaks.Pasted(p.number, {f: f for f in p.functions}, f"solutions/{p.filename}", "model answer",
+                            source=(ROOT / "solutions" / p.filename).read_text()) for p in problems]
+    results = _grade_pasted(bundle.folder, answers, tmp_path)
+    for p, (status, why, msg, cases, hidden) in zip(problems, results):
+        assert status == "passed" and hidden > 0, f"problem {p.number}: {status} ({why}: {msg}), {hidden} hidden cases"
 
 
 def test_what_the_guide_calls_open_is_in_the_bundle(bundle):
