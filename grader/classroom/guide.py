@@ -1,16 +1,19 @@
-"""The generated parts of docs/teaching.md: the course plan and the problem reference.
+"""The generated parts of docs/teaching.md: the course plan, what a release leaves open, and
+the problem reference.
 
     python -m grader.classroom guide           rewrite them from the specs and chapters
     python -m grader.classroom guide --check   exit 1 if the committed file is stale
 
 Each generated part sits between ``<!-- BEGIN GENERATED: name -->`` and
 ``<!-- END GENERATED: name -->``; everything outside the markers is written by hand.
-"open" lists, per problem, the course code the judge's reference runs (a release ships it)
-and the course functions named like the problem's. The plan has one week per chapter (notebooks/NN_*.ipynb, so a new chapter appears by
+The plan has one week per chapter (notebooks/NN_*.ipynb, so a new chapter appears by
 itself) with the problems whose spec names that chapter. The reference lists, per
 problem, what its cases cover (the case names of seed 0), the situations every seed
 must include (the spec's edges), its limits, what it may import, and the named mistakes
-the judge recognises -- all read from grader/problems/, not typed twice.
+the judge recognises -- all read from grader/problems/, not typed twice. "open" says, per
+problem, which course code the judge's reference runs (a release ships it) and which
+course functions carry the problem's function names (leaks.course_code_run,
+leaks.defined_functions).
 """
 from __future__ import annotations
 

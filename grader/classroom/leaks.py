@@ -169,7 +169,6 @@ def find_leaks(answers: Path, bundle: Path) -> list[tuple[Function, Function]]:
     return hits
 
 
-__all__ = ["Function", "fingerprint", "fingerprints", "tree_functions", "find_leaks", "notebook_sources"]
 
 
 # --------------------------------------------------------------------------- pasted answers
@@ -205,6 +204,10 @@ class Pasted:
 
 def _module_name(rel: str) -> str:
     return rel[:-3].replace("/", ".")
+
+
+def _module_name_to_file(module: str) -> str:
+    return module.replace(".", "/") + ".py"
 
 
 def absolute_imports(source: str, rel: str) -> str:
@@ -316,10 +319,6 @@ def pasted_attempts(bundle: Path, problems) -> list[Pasted]:
     return out
 
 
-def _module_name_to_file(module: str) -> str:
-    return module.replace(".", "/") + ".py"
-
-
 # --------------------------------------------------------------------------- what a release leaves open
 
 def _in_course(obj) -> bool:
@@ -376,3 +375,7 @@ def course_code_run(reference) -> list[str]:
             elif inspect.isfunction(obj) and obj.__module__ == reference.__module__:
                 todo.append(obj)   # a helper of the spec: what it runs counts too
     return found
+
+
+__all__ = ["Function", "fingerprint", "fingerprints", "tree_functions", "find_leaks", "notebook_sources",
+           "Pasted", "absolute_imports", "defined_functions", "pasted_attempts", "course_code_run"]
