@@ -531,15 +531,25 @@ def _launch_planned(call: Call):
     return launches
 
 
-def _launch_gluon(call: Call):
-    from . import gluon_decode
+def _launch_gluon_module(call: Call, module_name: str):
+    """Versions 5 and 6: a Gluon kernel over a 64-row plan, then the combine of split sequences."""
+    import importlib
+    module = importlib.import_module(f".{module_name}", __package__)
     block_m = call.take("block_m", 64)
     plan = _get_plan(call, call.take("plan", None), block_m, call.take("plan_block_n", 64))
     o_part, lse_part = _partials(call, plan)
-    launches = gluon_decode.launches(call, plan, o_part, lse_part)
+    launches = module.launches(call, plan, o_part, lse_part)
     if plan.combine.shape[0]:
         launches.append(_combine_launch(call, o_part, lse_part, plan.combine, int(plan.host.combine[:, 2].max())))
     return launches
+
+
+def _launch_gluon(call: Call):
+    return _launch_gluon_module(call, "gluon_decode")
+
+
+def _launch_seesaw(call: Call):
+    return _launch_gluon_module(call, "seesaw_decode")
 
 
 @dataclass(frozen=True)
@@ -562,6 +572,8 @@ VERSION_TABLE = {v.name: v for v in [
             _TESTED),
     Version(5, "gluon", _launch_gluon, "Hopper Gluon: TMA page tiles, mbarrier pipeline, two warpgroups",
             "compiled, not yet run on a GPU", interpreter=False),
+    Version(6, "seesaw", _launch_seesaw, "Hopper Gluon: the seesaw -- O split in halves, two warp-specialized "
+            "warpgroups, two KV tiles per step", "compiled, not yet run on a GPU", interpreter=False),
 ]}
 VERSIONS = tuple(VERSION_TABLE)
 DEFAULT_VERSION = "planned"
