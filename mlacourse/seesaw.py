@@ -149,13 +149,14 @@ def draw_register_budget(layouts=REGISTER_LAYOUTS):
 @dataclass(frozen=True)
 class Step:
     number: int
-    warpgroup: int  # 0 holds O_L (columns 0..255), 1 holds O_R (256..511)
+    warpgroup: int  # 0 holds O_L (columns 0..255), 1 holds O_R (256..511); -1: both
     unit: str  # "tensor" (wgmma), "CUDA" (FP32/MUFU), or "CUDA + tensor" (rescale, then wgmma)
     does: str
     waits_on: str
 
 
 SEESAW_STEPS = (
+    Step(0, -1, "-", "m = -inf (shared by both warpgroups); O_L = O_R = 0; l = 0", "-"),
     Step(1, 0, "tensor", "S0 = q K0^T * scale", "K0 in shared memory (TMA)"),
     Step(2, 1, "tensor", "S1 = q K1^T * scale", "K1 in shared memory (TMA)"),
     Step(3, 0, "CUDA", "m0 = max(m, rowmax S0); a0 = exp(m - m0); m = m0", "S0 (step 1)"),
@@ -167,8 +168,9 @@ SEESAW_STEPS = (
     Step(9, 0, "CUDA", "P0 = a1 P0, to shared memory", "a1 from warpgroup 1 (step 6)"),
     Step(10, 1, "tensor", "O_R = O_R + P0 V0R", "P0 in shared memory (step 9)"),
     Step(11, 0, "CUDA + tensor", "O_L = a1 O_L + P1 V1L", "P1 in shared memory (step 7)"),
-    Step(12, 1, "-", "l = (a0 a1) l + a1 rowsum(P0) + rowsum(P1); next pair", "-"),
 )
+# The blog's steps leave out the running sum l; it follows the same factors:
+# l = (a0 a1) l + rowsum(P0 after step 9) + rowsum(P1).
 
 
 def _shift(m_old, m_new):
