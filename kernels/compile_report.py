@@ -345,6 +345,9 @@ def report_one(label, launch):
     if loop.get("loop") is None:  # no SASS (or no MMA loop in it): read the PTX
         loop = analyse_loop(k.asm["ptx"], "ptx", launch.num_warps, bm, bn)
     row.update(loop)
+    workers = re.findall(r"^\s*partition\d+\(.*\)\s*num_warps\((\d+)\)", k.asm.get("ttgir", ""), flags=re.M)
+    if workers:  # warp-specialized: the launch's warps run the default partition, these the workers
+        row["worker_warps"] = [int(x) for x in workers]
     row["seconds"] = round(time.time() - t, 1)
     return row
 
@@ -436,7 +439,8 @@ def format_table(rows):
         ratio = f"{r['ratio']:.2f}" if r.get("ratio") else "-"
         ov = "-" if r.get("overlap") is None else ("yes" if r["overlap"] else "no")
         inflight = "-" if r.get("in_flight_at_mma") is None else str(r["in_flight_at_mma"])
-        lines.append(f"| {r['label']} | {r['block_m'] or '-'} x {r['block_n'] or '-'} | {r['num_warps']} "
+        warps = "+".join(str(w) for w in [r["num_warps"]] + r.get("worker_warps", []))
+        lines.append(f"| {r['label']} | {r['block_m'] or '-'} x {r['block_n'] or '-'} | {warps} "
                      f"| {r['num_stages']} | {r['shared']} | {r['regs']} | {r['spill_stores']}/{r['spill_loads']} "
                      f"| {shapes} | {ratio} | {r.get('instructions', '-')} | {inflight} | {ov} |")
     return "\n".join(lines)

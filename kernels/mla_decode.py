@@ -375,6 +375,7 @@ class Call:
     qk_scale_log2: float
     options: dict
     gpu: bool
+    batch_invariant: bool = False  # no split of a sequence's keys: its result independent of the batch
     b: int = field(init=False)
     s_q: int = field(init=False)
     h_q: int = field(init=False)
@@ -475,6 +476,11 @@ def _combine_launch(call: Call, o_part, lse_part, combine, max_count):
 def _launch_splitkv(call: Call):
     block_m, block_n, warps, stages = _tile_options(call)
     num_splits = call.take("num_splits", None)
+    if call.batch_invariant:
+        if num_splits not in (None, 1):
+            raise ValueError(f"batch_invariant=True runs one split per sequence; got num_splits={num_splits} "
+                             f"(the split count follows the batch size, so a sequence's result would too)")
+        num_splits = 1
     if num_splits is None:
         num_splits = default_num_splits(call.b, call.s_q, call.h_q, call.block_table.shape[1] * call.page,
                                         sm_count(call.q.device), block_m, block_n)
@@ -483,8 +489,10 @@ def _launch_splitkv(call: Call):
     dev = call.q.device
     o_part = torch.empty(call.b * num_splits, call.n_rows, D_LATENT, dtype=torch.float32, device=dev)
     lse_part = torch.empty(call.b * num_splits, call.n_rows, dtype=torch.float32, device=dev)
-    seqs = torch.arange(call.b, dtype=torch.int32)
-    combine = torch.stack([seqs, seqs * num_splits, torch.full_like(seqs, num_splits)], 1).to(dev)  # every sequence
+    # the combine table (sequence, first slot, slots) of every sequence, made on the device: a host
+    # tensor copied over would be a host-to-device copy (and a sync) inside every timed call
+    seqs = torch.arange(call.b, dtype=torch.int32, device=dev)
+    combine = torch.stack([seqs, seqs * num_splits, torch.full_like(seqs, num_splits)], 1)
     return [Launch(f"splitkv BLOCK_M={block_m}", _splitkv_kernel,
                    (triton.cdiv(call.n_rows, block_m), call.b, num_splits),
                    dict(call.common_args(), o_part_ptr=o_part, lse_part_ptr=lse_part, num_splits=num_splits),
@@ -496,9 +504,13 @@ def _launch_splitkv(call: Call):
 def _get_plan(call: Call, plan, block_m: int, block_n: int) -> DecodePlan:
     num_sms = call.take("num_sms", None)
     if plan is None:
-        plan = mla_decode_plan(call.cache_seqlens, call.h_q, call.s_q, num_sms, block_m=block_m, block_n=block_n)
+        plan = mla_decode_plan(call.cache_seqlens, call.h_q, call.s_q, num_sms, block_m=block_m, block_n=block_n,
+                               batch_invariant=call.batch_invariant)
     elif num_sms is not None:
         raise TypeError("pass either plan= or num_sms=, not both (a plan already fixes its SM count)")
+    if call.batch_invariant and not plan.batch_invariant:
+        raise ValueError("batch_invariant=True needs a plan made with mla_decode_plan(..., batch_invariant=True) "
+                         "(this plan cuts sequences where the batch puts its share boundaries)")
     plan.check(call.b, call.s_q, call.h_q, call.q.device)
     if plan.block_m != block_m:
         raise ValueError(f"the plan was made for block_m={plan.block_m}, the launch uses block_m={block_m}")
@@ -628,6 +640,7 @@ def prepare(q, kv_cache, block_table, cache_seqlens, head_dim_v=D_LATENT, softma
     """Check the inputs and build the launches of one call, without running them.
     Returns (version, launches, out, lse)."""
     version = options.pop("version", DEFAULT_VERSION)
+    batch_invariant = bool(options.pop("batch_invariant", False))
     if version not in VERSION_TABLE:
         raise ValueError(f"version must be one of {VERSIONS}, got {version!r}")
     _check(q, kv_cache, block_table, cache_seqlens, head_dim_v, is_fp8_kvcache)
@@ -636,7 +649,7 @@ def prepare(q, kv_cache, block_table, cache_seqlens, head_dim_v=D_LATENT, softma
     out = torch.empty(b, s_q, h_q, D_LATENT, dtype=q.dtype, device=q.device)
     lse = torch.empty(b, h_q, s_q, dtype=torch.float32, device=q.device)
     call = Call(q, kv_cache, block_table, cache_seqlens, out, lse, bool(causal), bool(is_fp8_kvcache),
-                float(scale) * LOG2E, options, (not _interpreting()) if gpu is None else gpu)
+                float(scale) * LOG2E, options, (not _interpreting()) if gpu is None else gpu, batch_invariant)
     launches = VERSION_TABLE[version].launch(call) if b else []
     if options:
         raise TypeError(f"unknown option(s) for version {version!r}: {sorted(options)}")
@@ -649,7 +662,10 @@ def mla_decode_with_kvcache(q, kv_cache, block_table, cache_seqlens, head_dim_v=
 
     out [b, s_q, h_q, 512] in q's dtype; lse [b, h_q, s_q] float32, natural log, -inf for
     rows that see no key (FlashMLA: +inf). options:
-      version      "naive" | "tiled" | "splitkv" | "planned" (default) | "gluon" (Hopper GPU only)
+      version      "naive" | "tiled" | "splitkv" | "planned" (default) | "gluon" | "seesaw" (Gluon: Hopper only)
+      batch_invariant  True: no sequence's keys are split across programs (splitkv: one split; planned,
+                   gluon, seesaw: a plan made with batch_invariant=True), so a sequence's out and lse are
+                   bitwise the same whatever else is in the batch; naive and tiled never split
       plan         a kernels.plan.mla_decode_plan(...) for this batch (planned, gluon; made here if absent)
       num_sms      SMs to plan for when no plan is given (default: the device's)
       num_splits   split-KV pieces per sequence (splitkv; default: default_num_splits)
