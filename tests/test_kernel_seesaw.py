@@ -101,3 +101,16 @@ def test_seesaw_on_hopper(lens, s_q, h_q, causal, page):
         assert c.ok, c.message
         if 0 in lens:
             assert torch.all(lse[lens.index(0)] == -math.inf)
+
+
+def test_the_16_row_question_is_reported():
+    """At h_q*s_q = 16 a wgmma-only kernel computes 64 rows for 16: the report says 4.00."""
+    from kernels.compile_report import format_table
+    row = dict(label="seesaw bf16 BLOCK_M=64", block_m=64, block_n=64, num_warps=4, num_stages=1, shared=1,
+               regs=255, spill_stores=0, spill_loads=0, mma=44, mma_shapes=["HGMMA.64x64x16"], ratio=1.0,
+               instructions=10, in_flight_at_mma=None, overlap=None, worker_warps=[4])
+    table = format_table([row])
+    assert "| 4+4 |" in table and "seesaw bf16 BLOCK_M=64, at h_q*s_q=16 (derived) |" in table
+    assert "| 4.00 |" in table
+    bench_md = (ROOT / "kernels" / "BENCHMARKS.md").read_text()
+    assert bench_md.count("at h_q*s_q=16 (derived)") == 4 and "planned bf16 BLOCK_M=16" in bench_md
