@@ -48,7 +48,7 @@ def test_the_whole_dry_run(tmp_path):
     summary = (tmp_path / "GPU_CHECK.md").read_text()
     print(summary)
     assert r.returncode == 0, summary + r.stderr
-    for step in ("env", "tests", "seesaw", "bench"):
+    for step in ("env", "tests", "seesaw", "bench", "bench-gluon"):
         assert f"| {step} | ok |" in summary, step
     sparse = "ok" if (ROOT / "tests" / "test_kernel_sparse.py").exists() else "skipped"
     assert f"| sparse | {sparse}" in summary
