@@ -31,6 +31,11 @@ The versions (choose with version=...; all dispatch through VERSION_TABLE below)
   5 "gluon"    Hopper-only, in Gluon (kernels/gluon_decode.py): TMA page tiles in an
                mbarrier pipeline, two warpgroups splitting QK^T by keys and PV by output
                columns. Compiled for sm_90, not yet run on a GPU.
+  6 "seesaw"   Hopper-only, in Gluon (kernels/seesaw_decode.py): FlashMLA's seesaw -- two
+               warp-specialized warpgroups holding O_L and O_R, two KV tiles per step, one
+               shared running max (chapter 8). Compiled for sm_90, not yet run on a GPU.
+batch_invariant=True (any version) splits no sequence's keys across programs: a sequence's
+out and lse are then bitwise the same whatever else is in the batch.
 In every version the row blocks of one sequence are adjacent in launch order (grid axis 0),
 so they run at the same time and read each KV tile from HBM once (the second from L2).
 Versions 1-4 read bf16/fp16 caches and FlashMLA's FP8 rows (is_fp8_kvcache=True):
@@ -572,6 +577,9 @@ class Version:
     summary: str
     status: str  # what has been checked, in words
     interpreter: bool = True  # runs in Triton's CPU interpreter
+    kind: str = "dense"  # "dense": block_table + cache_seqlens (FlashMLA's dense call); other kinds
+    #                      (a sparse decode taking indices) share the table but not the dense tests,
+    #                      the benchmark's dense matrix or chapter 6's list
 
 
 _TESTED = "tested in Triton's CPU interpreter; compiled for sm_90; not yet timed on a GPU"
@@ -587,7 +595,7 @@ VERSION_TABLE = {v.name: v for v in [
     Version(6, "seesaw", _launch_seesaw, "Hopper Gluon: the seesaw -- O split in halves, two warp-specialized "
             "warpgroups, two KV tiles per step", "compiled, not yet run on a GPU", interpreter=False),
 ]}
-VERSIONS = tuple(VERSION_TABLE)
+VERSIONS = tuple(n for n, v in VERSION_TABLE.items() if v.kind == "dense")  # the dense call's versions
 DEFAULT_VERSION = "planned"
 
 
