@@ -21,6 +21,8 @@ Modules:
   schedule   the decode kernel's planner and its HBM-traffic / per-SM work model (chapter 6)
   kernel_diagrams  chapter 6's pictures of the kernel's grid, tiles and block table (on demand)
   engine     a tiny MLA inference engine: paged latent cache, continuous batching (chapter 7)
+  seesaw     FlashMLA's seesaw: the register wall, its step order, a schedule model (chapter 8)
+  batch_invariance  why split-KV makes a sequence's bits depend on its batch, in float32 (chapter 8)
 """
 from . import attention, cache, config, deepseek, exercises, flops, fp8, hardware, layer, paged, rope, step  # noqa: F401
 from .config import DEEPSEEK_V2, DEEPSEEK_V3, TINY, MLAConfig  # noqa: F401
