@@ -91,7 +91,9 @@ def index_topk(scores, topk: int, n_visible=None) -> np.ndarray:
     Row t may choose among positions 0 .. n_visible[t] - 1 (all S when n_visible is None).
     The tie rule: positions are ordered by score, highest first, and equal scores by
     position, smaller first; the first topk of that order are returned in that order. When
-    fewer than topk positions are visible the row is padded with -1 at the end."""
+    fewer than topk positions are visible the row is padded with -1 at the end.
+    In a decode step the s_q new tokens are the last of the S keys and each sees itself
+    and what came before it: n_visible = attention.causal_mask(s_q, S).sum(axis=1)."""
     s = np.asarray(scores, dtype=np.float64)
     if s.ndim != 2:
         raise ValueError(f"scores must be [T, S], got shape {s.shape}")
@@ -110,18 +112,6 @@ def index_topk(scores, topk: int, n_visible=None) -> np.ndarray:
         keep = order[:topk]
         out[t, :len(keep)] = keep
     return out
-
-
-def lightning_indexer(q_idx, weights, k_idx, topk: int) -> np.ndarray:
-    """The indexer of one sequence's decode step: q_idx [s_q, H, D] and weights [s_q, H] of its
-    s_q new tokens, the keys k_idx [s_k, D] of all its tokens (the new ones last) -> int64
-    [s_q, topk] positions, by index_topk's rule. New token t sees positions
-    0 .. s_k - s_q + t (itself included, the later new tokens not)."""
-    scores = index_scores(q_idx, weights, k_idx)  # [s_q, s_k]
-    s_q, s_k = scores.shape
-    if s_q > s_k:
-        raise ValueError(f"{s_q} new tokens but only {s_k} keys: the new tokens' own keys must be included")
-    return index_topk(scores, topk, n_visible=s_k - s_q + 1 + np.arange(s_q))
 
 
 # ---------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from mlacourse import sparse as S
-from mlacourse.attention import attention
+from mlacourse.attention import attention, causal_mask
 from mlacourse.fp8 import pack_fp8_row, unpack_fp8_row
 from mlacourse.hardware import GPUS
 from mlacourse.paged import make_paged_cache
@@ -72,17 +72,17 @@ def test_topk_rejects_bad_input():
         S.index_topk(np.zeros((1, 3)), 1, n_visible=[4])
 
 
-def test_lightning_indexer_is_causal_among_the_new_tokens():
+def test_the_indexer_of_a_decode_step_is_causal_among_the_new_tokens():
+    """index_topk with the visibility its docstring gives a decode step (causal_mask) --
+    what problem 18's reference computes -- against the rule written out."""
     rng = np.random.default_rng(12)
     q, w, k = rng.standard_normal((3, 4, 8)), rng.standard_normal((3, 4)), rng.standard_normal((10, 8))
-    got = S.lightning_indexer(q, w, k, 9)
     scores = S.index_scores(q, w, k)
+    got = S.index_topk(scores, 9, n_visible=causal_mask(3, 10).sum(axis=1))
     for t in range(3):
         visible = 10 - 3 + 1 + t  # 8, 9, 10 tokens
         want = sorted(range(visible), key=lambda s: (-scores[t, s], s))[:9]
         assert got[t].tolist() == want + [-1] * (9 - len(want))
-    with pytest.raises(ValueError, match="own keys"):
-        S.lightning_indexer(q, w, k[:2], 1)
 
 
 def test_v32_config_values():

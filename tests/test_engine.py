@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from mlacourse import flops, paged
 from mlacourse.engine import (GREEDY, Engine, ModelConfig, OutOfPages, SamplingParams, append_slots, chunk_path,
                               init_model, longest_shared_prefix, pages_for_requests, pages_needed, paged_slack,
-                              reference_generate, release, schedule_step, share_prefix, step_attention_flops)
+                              reference_generate, release, Scheduler, share_prefix, step_attention_flops)
 from mlacourse.engine import pages as pages_mod
 
 MODEL = init_model(ModelConfig(), seed=0)
@@ -428,24 +428,28 @@ def test_page_count_formulas():
 
 # ---- the scheduler (reference logic for a practice problem) --------------------------------
 
-def test_schedule_step_decodes_first_then_prefills_then_admissions():
+def test_scheduler_plans_decodes_first_then_prefills_then_admissions():
     running = [("a", 30, False), ("b", 1, True), ("c", 1, True)]
     waiting = [("d", 50), ("e", 5)]
-    assert schedule_step(running, waiting, 40) == [("b", 1), ("c", 1), ("a", 30), ("d", 8)]
-    assert schedule_step(running, waiting, 100) == [("b", 1), ("c", 1), ("a", 30), ("d", 50), ("e", 5)]
-    assert schedule_step(running, waiting, 1) == [("b", 1)]
-    assert schedule_step(running, waiting, 100, max_running=4) == [("b", 1), ("c", 1), ("a", 30), ("d", 50)]
-    assert schedule_step(running, waiting, 100, max_running=3) == [("b", 1), ("c", 1), ("a", 30)]
-    assert schedule_step([], [], 5) == []
+    assert Scheduler(40).plan(running, waiting) == [("b", 1), ("c", 1), ("a", 30), ("d", 8)]
+    assert Scheduler(100).plan(running, waiting) == [("b", 1), ("c", 1), ("a", 30), ("d", 50), ("e", 5)]
+    assert Scheduler(1).plan(running, waiting) == [("b", 1)]
+    assert Scheduler(100, max_running=4).plan(running, waiting) == [("b", 1), ("c", 1), ("a", 30), ("d", 50)]
+    assert Scheduler(100, max_running=3).plan(running, waiting) == [("b", 1), ("c", 1), ("a", 30)]
+    assert Scheduler(5).plan([], []) == []
 
 
-def test_schedule_step_rejects_bad_input():
+def test_scheduler_rejects_bad_input():
     with pytest.raises(ValueError, match="token_budget"):
-        schedule_step([], [], 0)
+        Scheduler(0)
+    with pytest.raises(ValueError, match="max_running"):
+        Scheduler(4, max_running=0)
+    with pytest.raises(ValueError, match="token_budget"):
+        Engine(MODEL, num_pages=8, page_size=4, token_budget=0)  # the engine's limits are the scheduler's
     with pytest.raises(ValueError, match="is_decode"):
-        schedule_step([("a", 2, True)], [], 4)
+        Scheduler(4).plan([("a", 2, True)], [])
     with pytest.raises(ValueError, match="at least 1"):
-        schedule_step([], [("a", 0)], 4)
+        Scheduler(4).plan([], [("a", 0)])
 
 
 # ---- FLOP accounting -----------------------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 
 from mlacourse.engine import Engine, block_hash, block_hashes, submit
 from mlacourse.engine import prefix_cache as pc_mod
-from mlacourse.engine.radix import RadixTree, evict_lru, replay
+from mlacourse.engine.radix import RadixTree, eviction_order, replay
 from mlacourse.engine.workloads import shared_prompt_stream
 from tests.test_engine import MODEL, TOL, check_bookkeeping, max_logit_error
 
@@ -202,23 +202,35 @@ def test_mutation_a_hit_covering_every_token_is_caught(monkeypatch):
 
 # ---- the radix model and its eviction rule --------------------------------------------------
 
-def test_evict_lru_leaves_first_and_parents_as_they_empty():
+def test_eviction_order_leaves_first_and_parents_as_they_empty():
     #      0 (t=5) -- 1 (t=5) -- 2 (t=3)
     #                        \- 3 (t=4, in use)
     #      4 (t=1)
     parent = [-1, 0, 1, 1, -1]
-    tokens = [10, 4, 2, 3, 7]
     last = [5, 5, 3, 4, 1]
     in_use = [False, True, False, True, False]  # 3 is in use, so is its path (1)
-    assert evict_lru(parent, tokens, last, in_use, 0) == []
-    assert evict_lru(parent, tokens, last, in_use, 1) == [4]
-    assert evict_lru(parent, tokens, last, in_use, 8) == [4, 2]
-    assert evict_lru(parent, tokens, last, in_use, 10 ** 6) == [4, 2]  # 1 and 3 are in use; 0 keeps child 1
+    assert eviction_order(parent, last, in_use) == [4, 2]  # 1 and 3 are in use; 0 keeps child 1
     free = [False] * 5
-    assert evict_lru(parent, tokens, last, free, 10 ** 6) == [4, 2, 3, 1, 0]
-    assert evict_lru(parent, tokens, [1, 1, 1, 1, 1], free, 10 ** 6) == [2, 3, 1, 0, 4]  # ties: smaller index
+    assert eviction_order(parent, last, free) == [4, 2, 3, 1, 0]
+    assert eviction_order(parent, [1, 1, 1, 1, 1], free) == [2, 3, 1, 0, 4]  # ties: smaller index
+    assert eviction_order([], [], []) == []
     with pytest.raises(ValueError):
-        evict_lru([-1, 5], [1, 1], [0, 0], [False, False], 1)
+        eviction_order([-1, 5], [0, 0], [False, False])
+
+
+def test_radix_tree_evicts_the_shortest_prefix_of_the_order_that_frees_enough():
+    #  root -- [1 2 3] -- [4 5]   (inserted at clock 1)
+    #                 \-- [9]     (inserted at clock 2)
+    #       -- [7 7 7 7]          (inserted at clock 0: the oldest leaf)
+    t = RadixTree(page_size=1)
+    for clock, tokens in ((0, [7, 7, 7, 7]), (1, [1, 2, 3, 4, 5]), (2, [1, 2, 3, 9])):
+        t.clock = clock
+        t.insert(tokens)
+    assert t.size == 10
+    assert t.evict(0) == 0 and t.size == 10
+    assert t.evict(1) == 4 and t.match([7, 7, 7, 7])[0] == 0  # the oldest leaf alone frees enough
+    assert t.evict(3) == 3 and t.size == 3                   # [4 5], then [9]: 2 tokens were too few
+    assert t.evict(100) == 3 and t.size == 0                 # [1 2 3] became a leaf: everything goes
 
 
 def test_radix_tree_matches_tokens_and_whole_pages():

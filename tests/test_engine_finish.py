@@ -4,7 +4,7 @@ part that the invariant (each request equals itself alone) must catch."""
 import numpy as np
 import pytest
 
-from mlacourse.engine import Engine, SamplingParams, detokenize, reference_generate, sample, schedule_step, stop_reason
+from mlacourse.engine import Engine, SamplingParams, Scheduler, detokenize, reference_generate, sample, stop_reason
 from mlacourse.engine import core as core_mod
 from mlacourse.engine import sampling as sampling_mod
 from mlacourse.engine.sampling import TEXT_ALPHABET, top_p_probabilities
@@ -179,14 +179,14 @@ def test_mutation_one_generator_for_the_whole_batch_is_caught(monkeypatch):
 
 # ---- the per-request prefill cap ------------------------------------------------------------------
 
-def test_schedule_step_prefill_cap():
+def test_scheduler_prefill_cap():
     running = [("a", 30, False), ("b", 1, True)]
     waiting = [("d", 50), ("e", 5)]
-    assert schedule_step(running, waiting, 40, prefill_cap=8) == [("b", 1), ("a", 8), ("d", 8), ("e", 5)]
-    assert schedule_step(running, waiting, 12, prefill_cap=8) == [("b", 1), ("a", 8), ("d", 3)]
-    assert schedule_step(running, waiting, 40) == [("b", 1), ("a", 30), ("d", 9)]
+    assert Scheduler(40, prefill_cap=8).plan(running, waiting) == [("b", 1), ("a", 8), ("d", 8), ("e", 5)]
+    assert Scheduler(12, prefill_cap=8).plan(running, waiting) == [("b", 1), ("a", 8), ("d", 3)]
+    assert Scheduler(40).plan(running, waiting) == [("b", 1), ("a", 30), ("d", 9)]
     with pytest.raises(ValueError, match="prefill_cap"):
-        schedule_step(running, waiting, 40, prefill_cap=0)
+        Scheduler(40, prefill_cap=0)
 
 
 def test_prefill_cap_lets_a_short_prompt_start_beside_a_long_one():
@@ -202,7 +202,11 @@ def test_prefill_cap_lets_a_short_prompt_start_beside_a_long_one():
 
 
 def test_mutation_a_cap_the_engine_ignores_is_caught(monkeypatch):
-    real = core_mod.schedule_step
-    monkeypatch.setattr(core_mod, "schedule_step", lambda r, w, b, m=None, cap=None: real(r, w, b, m))
+    real = core_mod.Scheduler.plan
+
+    def plan_without_cap(self, running, waiting):
+        uncapped = Scheduler(self.token_budget, self.max_running)
+        return real(uncapped, running, waiting)
+    monkeypatch.setattr(core_mod.Scheduler, "plan", plan_without_cap)
     with pytest.raises(AssertionError):
         test_prefill_cap_lets_a_short_prompt_start_beside_a_long_one()

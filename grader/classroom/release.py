@@ -16,6 +16,13 @@ checkout, else from the folder as it is. Before writing anything the build check
 (2) no function in the bundle has a model answer's body (grader/classroom/leaks.py),
 apart from the reference implementation (mlacourse) and the entries in ``ALLOWED``,
 each with its reason. The zip is reproducible: sorted entries, fixed dates and modes.
+
+The reference itself must ship (the bundle's judge grades with it), so no release can
+hide a problem's algorithm from a student who reads it: docs/teaching.md lists, from the
+specs, the course code each problem's reference runs. What the tests guarantee is that
+none of it is a drop-in answer: every spec's reference and every function of the bundle
+with a problem's function name, pasted as a practice file (leaks.pasted_attempts), fails
+the bundle's judge (tests/test_classroom_release.py).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Problem 15: which cached prefixes to evict from a radix-tree prefix cache -- unlocked
 leaves, least recently used first, a parent as soon as its last child is gone (chapter 7).
 The judge sends only valid trees (what a cache holds), because an exception is a failed
-case to it: checking the input is mlacourse.engine.radix.evict_lru's business."""
+case to it: checking the input is mlacourse.engine.radix's business."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ A node under an in-use node may itself be unlocked and evicted. Do not change th
 (the cache still needs them). The input is always valid, so you need not check it.
 
 The judge compares the list exactly -- order included -- with
-`mlacourse.engine.radix.evict_lru` on trees of 1 to 40 nodes: ties in `last_access`,
+the radix-tree model's eviction (`mlacourse.engine.radix`) on trees of 1 to 40 nodes: ties in `last_access`,
 parents that become leaves in the middle of a call, locked paths with unlocked branches,
 `n_needed` of 0, exactly reached, and more than everything that can go.
 """
@@ -63,8 +63,15 @@ HINTS = [
 # ---- the reference ---------------------------------------------------------------------
 
 def reference(parent, tokens, last_access, in_use, n_needed):
-    return radix.evict_lru(np.array(parent), np.array(tokens), np.array(last_access), np.array(in_use),
-                           int(n_needed))
+    """The radix model's eviction order, cut where the nodes taken hold n_needed tokens (an
+    adapter: the model's API is not the problem's)."""
+    out, freed = [], 0
+    for i in radix.eviction_order(np.array(parent), np.array(last_access), np.array(in_use)):
+        if freed >= n_needed:
+            break
+        out.append(i)
+        freed += int(tokens[i])
+    return out
 
 
 # ---- cases -------------------------------------------------------------------------------
@@ -151,7 +158,7 @@ def _scenarios(rng, seed):
     out.append(_case("more than can be freed: every candidate goes", p, tk, la, iu, int(tk.sum()) + 1, **h))
     # 5. n_needed reached exactly by the first evictions
     p, tk, la, iu = _random_tree(rng, int(rng.integers(8, 14)))
-    ev = radix.evict_lru(p, tk, la, iu, int(tk.sum()))
+    ev = radix.eviction_order(p, la, iu)  # everything that can go, in order
     k = max(1, len(ev) // 2)
     out.append(_case("n_needed reached exactly", p, tk, la, iu, int(tk[ev[:k]].sum()), **h))
     # 6. leaves with equal times: the smaller id wins; tokens large, so one node is enough

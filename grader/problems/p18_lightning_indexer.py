@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from grader.spec import PASS, Case, Edge, Mistake, Problem, Verdict, as_array, compare_arrays, fail
-from mlacourse.sparse import index_scores, lightning_indexer
+from mlacourse.attention import causal_mask
+from mlacourse.sparse import index_scores, index_topk
 
 FN = "lightning_indexer"
 
@@ -32,7 +33,8 @@ first**. When fewer than `topk` positions are visible, fill the rest of the row 
 The hidden cases use small whole numbers (weights in quarters), so every score is exact and
 ties are real: several tokens often score exactly 0 (every head's dot product negative), and
 some keys repeat. They vary s_q, H, D, s_k and topk, and repeat shapes with other values. Do
-not change the inputs. Checked exactly against `mlacourse.sparse.lightning_indexer`.
+not change the inputs. Checked exactly against the course's `index_scores` and `index_topk`
+(`mlacourse.sparse`) with that causal rule.
 """
 
 HINTS = [
@@ -46,7 +48,10 @@ HINTS = [
 
 
 def reference(q_idx, weights, k_idx, topk):
-    return lightning_indexer(q_idx, weights, k_idx, topk)  # int64 [s_q, topk]
+    """The course's index scores and top-k, new token t seeing positions 0 .. s_k - s_q + t
+    (chapter 3's bottom-right causal mask): int64 [s_q, topk]."""
+    visible = causal_mask(len(q_idx), len(k_idx)).sum(axis=1)  # [s_q]
+    return index_topk(index_scores(q_idx, weights, k_idx), topk, n_visible=visible)
 
 
 # ---- cases -----------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ chosen per chunk, sampling and stop conditions, preemption by recompute or swap.
   pages         the page pool and its allocator (share_prefix, append_slots, release, slot_mapping)
   prefix_cache  full pages found by chained block hashes, kept after their requests, LRU eviction
   radix         a model of SGLang's radix-tree cache, to compare with the engine's hashes
-  scheduler     schedule_step: one step's plan under a token budget
+  scheduler     Scheduler: each step's plan under a token budget
   sampling      greedy / temperature + top-p with a per-request seed; stop conditions
   core          Engine: requests in, tokens out; the step trace; FLOP accounting
   timing        seconds from the trace: chapter 5's roofline per step, TTFT, TPOT, throughput
@@ -20,5 +20,5 @@ from .pages import (OutOfPages, PagePool, append_slots, longest_shared_prefix, p
 from ..paged import paged_slack  # noqa: F401 -- wasted slots of unshared requests
 from .prefix_cache import PrefixCache, block_hash, block_hashes  # noqa: F401
 from .sampling import GREEDY, SamplingParams, detokenize, sample, stop_reason  # noqa: F401
-from .scheduler import schedule_step  # noqa: F401
+from .scheduler import Scheduler  # noqa: F401
 from .workloads import mix_stream, random_stream, submit, system_prompt_stream  # noqa: F401

@@ -2,7 +2,7 @@
 
 Each step
   1. moves requests whose arrival step has come into the waiting queue;
-  2. plans the step with schedule_step (decodes, running prefills, admissions, under
+  2. plans the step with its Scheduler (decodes, running prefills, admissions, under
      the token budget);
   3. gives every planned request the pages its new tokens need (append_slots, with
      copy-on-write); an admitted request first takes the pages of the longest prefix it
@@ -34,7 +34,7 @@ from .model import ModelConfig, TinyModel, check_prompt, logits_of, mlp
 from .pages import OutOfPages, PagePool, longest_shared_prefix, pages_needed
 from .prefix_cache import PrefixCache, extend_block_hashes
 from .sampling import GREEDY, SamplingParams, output_text, sample, stop_reason
-from .scheduler import schedule_step
+from .scheduler import Scheduler
 
 
 @dataclass
@@ -165,10 +165,7 @@ class Engine:
             raise ValueError(f"decode_backend must be 'numpy' or 'kernel', got {decode_backend!r}")
         if compute and not isinstance(model, TinyModel):
             raise TypeError("compute=True needs a TinyModel (init_model(...)); a ModelConfig only schedules")
-        if token_budget < 1:
-            raise ValueError(f"token_budget must be >= 1, got {token_budget}")
-        if prefill_cap is not None and prefill_cap < 1:
-            raise ValueError(f"prefill_cap must be >= 1 or None, got {prefill_cap}")
+        self.scheduler = Scheduler(token_budget, max_running, prefill_cap)  # checks the three limits
         self.model = model if isinstance(model, TinyModel) else None
         self.cfg: ModelConfig = model.cfg if isinstance(model, TinyModel) else model
         self.kernel_options = dict(kernel_options or {})
@@ -182,14 +179,25 @@ class Engine:
         self.pool = PagePool(self.cfg.n_layers, num_pages, page_size, self.cfg.d_cache, poison=poison,
                              store_rows=compute, cache=PrefixCache(page_size) if prefix_cache else None,
                              mirror=self.device_pool)
-        self.token_budget, self.max_running, self.on_full = token_budget, max_running, on_full
-        self.prefill_cap = prefill_cap
+        self.on_full = on_full
         self.share_prefixes, self.decode_backend, self.compute = share_prefixes, decode_backend, compute
         self.path_shapes = path_shapes or self.cfg.path_shapes()
         self.record_tables = record_tables
         self.requests: dict[str, Request] = {}
         self.trace: list[StepRecord] = []
         self.now = 0
+
+    @property
+    def token_budget(self) -> int:
+        return self.scheduler.token_budget
+
+    @property
+    def max_running(self) -> int | None:
+        return self.scheduler.max_running
+
+    @property
+    def prefill_cap(self) -> int | None:
+        return self.scheduler.prefill_cap
 
     # ---- requests -------------------------------------------------------------------
 
@@ -326,9 +334,8 @@ class Engine:
         running, waiting = self._in_state("running"), self._in_state("waiting")
         sources = list(running)  # requests whose cached pages may be shared this step
         est = {w.rid: self._prefix(w, sources)[2] for w in waiting}
-        plan = schedule_step([(r.rid, r.n_pending, r.is_decode) for r in running],
-                             [(w.rid, len(w.tokens) - est[w.rid]) for w in waiting],
-                             self.token_budget, self.max_running, self.prefill_cap)
+        plan = self.scheduler.plan([(r.rid, r.n_pending, r.is_decode) for r in running],
+                                   [(w.rid, len(w.tokens) - est[w.rid]) for w in waiting])
         planned = dict(plan)
         done, chunks, admitted, preempted, copies, swaps, hits = set(), [], [], [], [], [], []
         admissions_open = True

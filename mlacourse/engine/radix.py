@@ -8,7 +8,7 @@ the request's tokens match, splitting a node where the match ends inside it; a f
 request's tokens are inserted (what is already in the tree is shared, the rest added).
 A node on a running request's path is locked (lock_ref > 0). Memory is freed by
 evicting unlocked leaves, least recently used first; a parent whose last child went
-becomes a leaf and may go next, in the same pass (evict_lru below, problem 15).
+becomes a leaf and may go next, in the same pass (eviction_order below; problem 15).
 
 Its page size: 1 by default, so a match can end on any token -- the tree shares partial
 pages that a block hash cannot. With a page size P > 1 (SGLang sets P = 64 for its
@@ -25,46 +25,40 @@ import heapq
 import numpy as np
 
 
-def evict_lru(parent, tokens, last_access, in_use, n_needed: int) -> list[int]:
-    """Which nodes of a radix cache to evict to free at least n_needed tokens.
+def eviction_order(parent, last_access, locked) -> list[int]:
+    """The order in which a radix cache gives up its nodes when it must free memory.
 
-    parent [n] int     parent node of each node, -1 for a child of the root
-    tokens [n] int     tokens (cache slots) each node holds, >= 1
-    last_access [n]    when each node was last used (a larger number is more recent)
-    in_use [n] bool    node on a running request's path (locked): never evicted
-    Repeatedly evicts, among the nodes not in use with no child left (every child already
-    evicted), the least recently used one -- ties to the smaller node index -- until the
-    evicted nodes hold at least n_needed tokens or nothing more can go. A parent whose
-    last child is evicted becomes a candidate at once. Returns the evicted nodes in
-    eviction order (all it could, if that is fewer than n_needed tokens). The inputs are
-    not changed."""
+    parent [n] int        parent node of each node, -1 for a child of the root
+    last_access [n]       when each node was last used (a larger number is more recent)
+    locked [n] bool       node on a running request's path: never evicted
+    Repeatedly takes, among the nodes not locked with no child left (every child already
+    taken), the least recently used one -- ties to the smaller node index; a parent whose
+    last child is taken becomes a candidate at once. Returns every node that can go, in
+    that order: a cache that needs k tokens evicts the shortest prefix of it holding k
+    (RadixTree.evict). The inputs are not changed."""
     parent = np.asarray(parent, dtype=np.int64)
-    tokens = np.asarray(tokens, dtype=np.int64)
     last_access = np.asarray(last_access)
-    in_use = np.asarray(in_use, dtype=bool)
+    locked = np.asarray(locked, dtype=bool)
     n = len(parent)
-    if not (tokens.shape == last_access.shape == in_use.shape == (n,)):
-        raise ValueError(f"parent, tokens, last_access and in_use must have one entry per node, got shapes "
-                         f"{parent.shape}, {tokens.shape}, {last_access.shape}, {in_use.shape}")
-    if n and (parent.min() < -1 or parent.max() >= n or (tokens < 1).any()):
-        raise ValueError("parent entries must be -1 or a node index, and every node holds >= 1 token")
-    if n_needed < 0:
-        raise ValueError(f"n_needed must be >= 0, got {n_needed}")
-    children = np.zeros(n, dtype=np.int64)  # [n] children not evicted yet
+    if not (last_access.shape == locked.shape == (n,)):
+        raise ValueError(f"parent, last_access and locked must have one entry per node, got shapes "
+                         f"{parent.shape}, {last_access.shape}, {locked.shape}")
+    if n and (parent.min() < -1 or parent.max() >= n):
+        raise ValueError("parent entries must be -1 or a node index")
+    children = np.zeros(n, dtype=np.int64)  # [n] children not taken yet
     np.add.at(children, parent[parent >= 0], 1)
-    heap = [(last_access[i], i) for i in range(n) if not in_use[i] and children[i] == 0]
+    heap = [(last_access[i], i) for i in range(n) if not locked[i] and children[i] == 0]
     heapq.heapify(heap)
-    out, freed = [], 0
-    while freed < n_needed and heap:
+    order = []
+    while heap:
         _, i = heapq.heappop(heap)
-        out.append(int(i))
-        freed += int(tokens[i])
+        order.append(int(i))
         p = parent[i]
         if p >= 0:
             children[p] -= 1
-            if children[p] == 0 and not in_use[p]:
+            if children[p] == 0 and not locked[p]:
                 heapq.heappush(heap, (last_access[p], int(p)))
-    return out
+    return order
 
 
 class RadixTree:
@@ -149,15 +143,16 @@ class RadixTree:
         return len(tokens) - n
 
     def evict(self, n_tokens: int) -> int:
-        """Evict unlocked leaves, LRU first (evict_lru), until n_tokens are freed or nothing
-        more can go. Returns the tokens freed."""
+        """Evict unlocked leaves, LRU first (eviction_order), until n_tokens are freed or
+        nothing more can go. Returns the tokens freed."""
         ids = [i for i in range(1, len(self.parent)) if self.alive[i]]
         index = {i: k for k, i in enumerate(ids)}
         parent = [index.get(self.parent[i], -1) for i in ids]
-        gone = evict_lru(parent, [len(self.key[i]) for i in ids], [self.last[i] for i in ids],
-                         [self.lock[i] > 0 for i in ids], n_tokens)
+        order = eviction_order(parent, [self.last[i] for i in ids], [self.lock[i] > 0 for i in ids])
         freed = 0
-        for k in gone:
+        for k in order:
+            if freed >= n_tokens:
+                break
             i = ids[k]
             self.alive[i] = False
             del self.children[self.parent[i]][self._child_key(self.key[i])]
