@@ -4,5 +4,5 @@
               notebooks/zh/ (``python -m i18n update|build|check``)
 
 The catalogues live in i18n/zh_CN/; the glossary that fixes how each term is rendered is
-docs/glossary.zh.md. Babel reads and writes the catalogues.
+docs/glossary.zh.md. polib reads and writes the catalogues.
 """

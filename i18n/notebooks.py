@@ -10,10 +10,10 @@
 The English notebook is the only source of the English text: `update` reads it and never
 writes it. When an English cell changes, its entry keeps the old translation, becomes
 fuzzy and records the old English (``#| msgid``), so a translator sees what changed, and
-``problems`` reports it until someone re-translates the cell and drops the flag. Babel
-reads and writes the catalogues (gettext's .po format); the merge is by cell id, not by
-the similarity of texts that Babel's ``Catalog.update`` uses, because a cell id says
-exactly which translation belongs to which cell.
+``problems`` reports it until someone re-translates the cell and drops the flag. The
+merge is by cell id, not by the similarity of texts that gettext's msgmerge uses, because
+a cell id says exactly which translation belongs to which cell. polib reads and writes the catalogues
+(gettext's .po format, fuzzy flags, previous msgids and obsolete entries included).
 
 Links: translations keep the English link targets; the build rewrites the relative ones
 for the Chinese notebook's folder (``../practice/x`` -> ``../../practice/x``, another
@@ -21,14 +21,12 @@ chapter -> its Chinese edition, ``../README.md`` -> ``../../README.zh.md``).
 """
 from __future__ import annotations
 
-import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
-from babel.messages.catalog import Catalog, Message
-from babel.messages.pofile import read_po, write_po
+import polib
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -57,52 +55,62 @@ def translatable(nb) -> list[tuple[str, str]]:
 
 # --------------------------------------------------------------------------- catalogues
 
-def load(chapter: Path) -> Catalog:
+def _new_catalog(chapter: Path) -> polib.POFile:
+    po = polib.POFile(wrapwidth=0)   # no re-wrapping: lines break where the cell's lines break
+    po.header = (f"Chinese edition of notebooks/{chapter.name}: one entry per markdown cell, keyed "
+                 "by the cell's id.\nUpdated by `python -m i18n update`; see i18n/notebooks.py.")
+    po.metadata = {"Project-Id-Version": f"mla-course {chapter.stem}", "Language": LOCALE,
+                   "MIME-Version": "1.0", "Content-Type": "text/plain; charset=utf-8",
+                   "Content-Transfer-Encoding": "8bit", "Plural-Forms": "nplurals=1; plural=0;"}
+    return po
+
+
+def load(chapter: Path) -> polib.POFile:
     path = catalog_path(chapter)
     if not path.is_file():
-        return Catalog(locale=LOCALE, project=f"MLA course, {chapter.stem}", fuzzy=False)
-    with open(path, "rb") as f:
-        return read_po(f, locale=LOCALE)
+        return _new_catalog(chapter)
+    po = polib.pofile(str(path), wrapwidth=0)
+    return po
 
 
-def save(chapter: Path, catalog: Catalog) -> None:
+def save(chapter: Path, catalog: polib.POFile) -> None:
     path = catalog_path(chapter)
     path.parent.mkdir(parents=True, exist_ok=True)
-    buf = io.BytesIO()
-    # width=0: no re-wrapping, lines break where the cell's lines break (small diffs)
-    write_po(buf, catalog, width=0, omit_header=False, include_previous=True, no_location=True)
-    path.write_bytes(buf.getvalue())
+    catalog.wrapwidth = 0
+    catalog.save(str(path))
 
 
-def by_cell(catalog: Catalog) -> dict[str, Message]:
-    return {m.context: m for m in catalog if m.id and m.context}
+def by_cell(catalog: polib.POFile) -> dict[str, polib.POEntry]:
+    return {e.msgctxt: e for e in catalog if e.msgctxt and not e.obsolete}
 
 
 def update(chapter: Path) -> dict:
     """Bring the chapter's catalogue in step with its notebook. Returns counts."""
     nb = nbformat.read(chapter, as_version=4)
-    old = load(chapter)
-    old_cells = by_cell(old)
-    new = Catalog(locale=LOCALE, project=f"MLA course, {chapter.stem}", fuzzy=False)
+    old_cells = by_cell(load(chapter))
+    new = _new_catalog(chapter)
     counts = {"same": 0, "changed": 0, "new": 0, "removed": 0}
     seen = set()
     for cell_id, source in translatable(nb):
         seen.add(cell_id)
         was = old_cells.get(cell_id)
+        entry = polib.POEntry(msgctxt=cell_id, msgid=source, msgstr="")
         if was is None:
-            new.add(source, "", context=cell_id)
             counts["new"] += 1
-        elif was.id == source:
-            new.add(source, was.string, context=cell_id, flags=was.flags,
-                    previous_id=was.previous_id if FUZZY in was.flags else ())
+        elif was.msgid == source:
+            entry.msgstr, entry.flags, entry.previous_msgid = was.msgstr, list(was.flags), was.previous_msgid
             counts["same"] += 1
-        else:
-            new.add(source, was.string, context=cell_id, flags={*was.flags, FUZZY},
-                    previous_id=was.previous_id if FUZZY in was.flags and was.previous_id else was.id)
+        else:   # keep the translation, flag it, and remember the English it was made from
+            entry.msgstr = was.msgstr
+            entry.flags = sorted({*was.flags, FUZZY}) if was.msgstr else list(was.flags)
+            entry.previous_msgid = (was.previous_msgid if FUZZY in was.flags and was.previous_msgid
+                                    else was.msgid) if was.msgstr else None
             counts["changed"] += 1
+        new.append(entry)
     for cell_id, was in old_cells.items():
-        if cell_id not in seen and was.string:
-            new.obsolete[(was.id, cell_id)] = was   # kept at the end of the file, marked #~
+        if cell_id not in seen and was.msgstr:
+            was.obsolete = True          # kept at the end of the file, marked #~
+            new.append(was)
             counts["removed"] += 1
     save(chapter, new)
     return counts
@@ -137,9 +145,9 @@ def build(chapter: Path) -> Path:
     for c in nb.cells:
         if c.cell_type != "markdown":
             continue
-        m = cells.get(c["id"])
-        if m is not None and m.string and FUZZY not in m.flags and m.id == c.source:
-            c.source = relink(m.string)
+        e = cells.get(c["id"])
+        if e is not None and e.msgstr and FUZZY not in e.flags and e.msgid == c.source:
+            c.source = relink(e.msgstr)
     nb.metadata["language_info"] = dict(nb.metadata.get("language_info", {}))
     nb.metadata["mlacourse"] = {"lang": "zh-CN", "english": f"../{chapter.name}"}
     out = built_path(chapter)
@@ -200,15 +208,15 @@ def problems(chapter: Path) -> list[Problem]:
         return [Problem(chapter.stem, "-", f"no catalogue {catalog_path(chapter).relative_to(ROOT)}")]
     for cell_id, source in translatable(nb):
         m = cells.get(cell_id)
-        if m is None or m.id != source:
+        if m is None or m.msgid != source:
             out.append(Problem(chapter.stem, cell_id, "the catalogue is out of step with the notebook "
                                                       "(run `python -m i18n update`)"))
-        elif not m.string:
+        elif not m.msgstr:
             out.append(Problem(chapter.stem, cell_id, "not translated"))
         elif FUZZY in m.flags:
             out.append(Problem(chapter.stem, cell_id, "fuzzy: the English changed since it was translated"))
         else:
-            out.extend(Problem(chapter.stem, cell_id, w) for w in same_facts(source, m.string))
+            out.extend(Problem(chapter.stem, cell_id, w) for w in same_facts(source, m.msgstr))
     extra = set(cells) - {i for i, _ in translatable(nb)}
     out.extend(Problem(chapter.stem, i, "an entry for a cell the notebook no longer has") for i in sorted(extra))
     return out
