@@ -190,12 +190,10 @@ WRONG_P01 = (ROOT / "solutions" / "p01_kv_cache_bytes.py").read_text().replace(
 
 
 @pytest.fixture
-def practice(tmp_path, monkeypatch):
+def practice(tmp_path, monkeypatch, stubs):
     """A browser-like drive: practice/ with the stubs, the learner's cwd inside it."""
     d = tmp_path / "practice"
-    d.mkdir()
-    for f in (ROOT / "practice").glob("p[0-9][0-9]_*.py"):
-        shutil.copy2(f, d / f.name)
+    shutil.copytree(stubs, d)
     monkeypatch.chdir(d)
     monkeypatch.setattr(cli, "STATE_FILE", cli.STATE_FILE)  # %judge points it at the drive; restore it
     return d
