@@ -41,7 +41,7 @@ INCLUDE = ["README.md", "setup.sh", "requirements.txt", "pyproject.toml", ".giti
 # never copied, wherever they are (relative path prefixes, then name patterns)
 EXCLUDE_PREFIXES = ("grader/classroom/", "solutions/", "tests/")
 EXCLUDE_NAMES = re.compile(r"(^|/)(__pycache__|\.ipynb_checkpoints|\.git|\.venv|\.pytest_cache|"
-                           r"\.hypothesis)(/|$)|\.py[co]$|(^|/)\.judge_state\.json$|"
+                           r"\.hypothesis)(/|$)|\.py[co]$|(^|/)\.judge_(state\.json|hints\.txt)$|"
                            r"(^|/)practice/results\.json$|\.DS_Store$")
 EXECUTABLE = {"setup.sh", "judge.py", "practice/judge.py"}
 ZIP_DATE = (2020, 1, 1, 0, 0, 0)
