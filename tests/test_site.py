@@ -266,3 +266,118 @@ def test_book_links_point_into_the_site():
     md = "[ch5](05_roofline.ipynb) and <a href=\"../practice/p01_kv_cache_bytes.py\">p1</a>"
     assert build._LINK.sub(lambda m: m.group(1) + link(m.group(2)), md) == \
         "[ch5](05_roofline.html) and <a href=\"../lab/lab/index.html?path=practice/p01_kv_cache_bytes.py\">p1</a>"
+
+
+# --------------------------------------------------------------------------- what the build adds
+
+def test_landing_page_says_what_micropip_does_and_fits_a_phone():
+    html = landing.render_landing(runtime_mb=31)
+    assert "micropip.install" in html and "pypi.org" in html and "PyPI fallback is disabled" in html
+    assert '<link rel="icon" href="favicon.ico">' in html
+    # on a phone the chapter and file columns go (the real browser measures it: test_site_browser)
+    assert "@media (max-width: 40rem)" in html and ".wide { display: none; }" in html
+    problem_rows = [r for r in html.split("<tr>") if '<td class="wide"><code>practice/' in r]
+    assert len(problem_rows) == len(runner.discover())
+    assert all(r.count('class="wide"') == 2 and ">edit</a>" in r or "needs torch" in r for r in problem_rows)
+
+
+def test_lab_notebooks_carry_the_kernels_language_info_and_the_browser_note():
+    import build
+    info = {"name": "python", "version": "3.8", "codemirror_mode": {"name": "python", "version": 3}}
+    nb = {"cells": [{"cell_type": "markdown", "id": "t", "metadata": {}, "source": ["# Chapter 1"]}],
+          "metadata": {"kernelspec": {"name": "python3"}, "language_info": {"name": "python"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    lab = build.for_the_lab(nb, info, note=True)
+    assert lab["metadata"]["language_info"] == info and lab["metadata"]["kernelspec"] == build.PYODIDE_KERNEL
+    assert lab["cells"][0]["id"] == build.BROWSER_NOTE_ID and lab["cells"][1]["id"] == "t"
+    assert "Kernel › Interrupt" in lab["cells"][0]["source"][0] and "Restart" in lab["cells"][0]["source"][0]
+    assert build.for_the_lab(lab, info, note=True)["cells"] == lab["cells"]  # added once
+    assert nb["cells"][0]["id"] == "t" and nb["metadata"]["language_info"] == {"name": "python"}  # a copy
+    assert len(build.for_the_lab(nb, info, note=False)["cells"]) == 1  # the judge notebook: no note
+
+
+def test_the_kernels_language_info_is_read_from_its_extension(tmp_path):
+    import build
+    ext = tmp_path / build.KERNEL_EXTENSION
+    ext.mkdir(parents=True)
+    (ext / "1.js").write_text("var a=1;")
+    with pytest.raises(RuntimeError, match="kernelInfoRequest"):
+        build.pyodide_language_info(tmp_path)
+    (ext / "2.js").write_text(
+        'x;async kernelInfoRequest(){return{implementation:"pyodide",language_info:{codemirror_mode:'
+        '{name:"python",version:3},file_extension:".py",name:"python",version:"3.8"},protocol_version:"5.3"}}')
+    assert build.pyodide_language_info(tmp_path) == {
+        "codemirror_mode": {"name": "python", "version": 3}, "file_extension": ".py", "name": "python",
+        "version": "3.8"}
+
+
+def test_every_staged_chapter_and_the_judge_notebook_are_ready_for_the_lab(tmp_path):
+    import build
+    info = {"name": "python", "version": "3.8"}
+    copied = build.stage_contents(tmp_path, language_info=info)
+    for path in landing.chapters():
+        nb = json.loads((tmp_path / "notebooks" / path.name).read_text())
+        assert nb["metadata"]["language_info"] == info and nb["cells"][0]["id"] == build.BROWSER_NOTE_ID
+        assert nb["cells"][1:] == json.loads(path.read_text())["cells"]  # nothing else changed
+    judge_nb = json.loads((tmp_path / "practice" / "judge.ipynb").read_text())
+    assert judge_nb["metadata"]["language_info"] == info and judge_nb["cells"][0]["id"] != build.BROWSER_NOTE_ID
+    assert "practice/judge.ipynb" in copied
+
+
+def test_favicons_are_shipped_and_linked(tmp_path):
+    import build
+    icons = tmp_path / "lab" / "static" / "favicons"
+    icons.mkdir(parents=True)
+    (icons / "favicon.ico").write_bytes(b"\0\0\1\0icon")
+    (tmp_path / "lab" / "lab").mkdir()
+    (tmp_path / "lab" / "lab" / "index.html").write_text("<html>\n  <head>\n    <title>x</title>")
+    (tmp_path / "lab" / "index.html").write_text('<html><head><link rel="icon" href="own.ico">')
+    build.add_favicons(tmp_path)
+    assert (tmp_path / "favicon.ico").read_bytes() == b"\0\0\1\0icon"
+    assert '<head>\n    <link rel="icon" href="../static/favicons/favicon.ico" />' in \
+        (tmp_path / "lab" / "lab" / "index.html").read_text()
+    assert (tmp_path / "lab" / "index.html").read_text().count('rel="icon"') == 1  # its own kept
+
+
+def test_extra_files_are_listed_in_the_wheels_record(tmp_path):
+    import base64
+    import hashlib
+    import build
+    wheel = tmp_path / "x-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("x/__init__.py", "")
+        z.writestr("x-1.0.dist-info/RECORD", "x/__init__.py,sha256=abc,0\nx-1.0.dist-info/RECORD,,\n")
+    build.add_to_wheel(wheel, {"matplotlib/fontlist.json": b"{}"})
+    with zipfile.ZipFile(wheel) as z:
+        assert z.read("matplotlib/fontlist.json") == b"{}"
+        record = z.read("x-1.0.dist-info/RECORD").decode().splitlines()
+    digest = base64.urlsafe_b64encode(hashlib.sha256(b"{}").digest()).rstrip(b"=").decode()
+    assert record == ["x/__init__.py,sha256=abc,0", f"matplotlib/fontlist.json,sha256={digest},2",
+                      "x-1.0.dist-info/RECORD,,"]
+
+
+def _notebook_with_figures(alts):
+    import base64
+    import nbformat
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n fake").decode()
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(nbformat.v4.new_markdown_cell("# Chapter 9 — A test title"))
+    for alt in alts:
+        out = nbformat.v4.new_output("display_data", data={"image/png": png, "text/plain": "<Figure>"},
+                                     metadata={"image/png": {"alt": alt}} if alt else {})
+        nb.cells.append(nbformat.v4.new_code_cell("plot()", outputs=[out]))
+    return nb
+
+
+def test_book_pages_have_the_chapters_title_and_the_figures_alt_text(tmp_path, caplog):
+    import build
+    path = tmp_path / "09_test.ipynb"
+    path.write_text(json.dumps(_notebook_with_figures([])))  # the title comes from the file
+    body = build.render_page(build.book_exporter(), _notebook_with_figures(["Bars: MLA caches 576 numbers"]), path)
+    assert "<title>Chapter 9 — A test title</title>" in body
+    assert 'alt="Bars: MLA caches 576 numbers"' in body
+    assert "Alternative text is missing" not in caplog.text
+    # a figure without one keeps no alt, and nbconvert says so: the check is not vacuous
+    body = build.render_page(build.book_exporter(), _notebook_with_figures([None]), path)
+    assert "No description has been provided for this image" in body
+    assert "Alternative text is missing on 1 image(s)" in caplog.text
