@@ -156,11 +156,31 @@ def notebook_alt_text(shell=None) -> bool:
         shell = get_ipython()
     if shell is None or not hasattr(shell, "display_formatter") or not hasattr(shell, "events"):
         return False
+    _wrap_inline_backend_metadata()
     if not getattr(shell, "_mlacourse_alt_text", False):
         shell._mlacourse_alt_text = True
         shell.events.register("post_execute", lambda: _wrap_png_printer(shell))
     _wrap_png_printer(shell)
     return True
+
+
+def _wrap_inline_backend_metadata() -> None:
+    """The inline backend shows each figure (plt.show(), the end of a cell) with the output
+    metadata of its _fetch_figure_metadata, looked up when it shows: add the alt there.
+    This holds even when the backend starts in the middle of a cell (a first pyplot call)."""
+    try:
+        from matplotlib_inline import backend_inline
+    except ImportError:
+        return
+    fetch = getattr(backend_inline, "_fetch_figure_metadata", None)
+    if fetch is None or getattr(fetch, "adds_alt_text", False):
+        return
+
+    def metadata_with_alt(fig):
+        return {**(fetch(fig) or {}), "alt": describe_figure(fig)}
+
+    metadata_with_alt.adds_alt_text = True
+    backend_inline._fetch_figure_metadata = metadata_with_alt
 
 
 def _wrap_png_printer(shell) -> None:
