@@ -1,8 +1,8 @@
 """Shared test setup: what a bare `python -m pytest` runs, the stubs, and the interpreter.
 
-**The smoke set.** A bare `python -m pytest` runs SMOKE below: a minute of CPU that shows
-the course works here (the math, every model answer and stub through the judge, a chapter
-executed, the browser judge and the site's pages, one kernel in Triton's interpreter).
+**The smoke set.** A bare `python -m pytest` runs SMOKE below: under a minute of CPU that
+shows the course works here (the math, every model answer and stub through the judge, a
+chapter executed, the browser judge and the site's pages, one kernel in Triton's interpreter).
 Everything else is the full set, run by CI (`CI=true`, set by .ci/run) and by
 `python -m pytest --full` (`--run-slow` is the same). A new test is in the full set unless
 it is named in SMOKE, so adding tests needs no marker. Naming files or tests
@@ -42,14 +42,15 @@ SMOKE = (
     "tests/test_course_map.py",                      # README, chapters, specs and stubs agree
     "tests/test_core_figures.py",                    # the math core's published figures
     "tests/test_engine.py::test_engine_equals_each_request_alone",
-    "tests/test_problems.py::test_judge_grades_solution_passed_and_stub_not_started",
-    "tests/test_problems.py::test_stub_signatures_match_solutions",
+    "tests/test_judge_cli.py::test_solutions_check_passes_and_reports_time",  # all 14 problems, judged
     "tests/test_judge_cli.py::test_file_exit_codes",
     "tests/test_judge_cli.py::test_grade_all_lines_and_summary",
-    "tests/test_judge_cli.py::test_hints_are_revealed_one_at_a_time",
+    "tests/test_judge_cli.py::test_one_hint_counter_for_the_command_line_and_check",
     "tests/test_judge_cli.py::test_notebook_check_by_keyword_and_namespace",
+    "tests/test_problems.py::test_stub_signatures_match_solutions",
     "tests/test_notebooks.py::test_notebook_is_committed_clean",
-    "tests/test_notebooks.py::test_notebook_executes[01_kv_cache]",
+    "tests/test_notebooks.py::test_notebook_executes[01_kv_cache]",  # one chapter, executed
+    "tests/test_chapter_setup.py::test_first_code_cell_sets_one_blas_thread_before_numpy_loads",
     "tests/test_site.py",                            # the browser judge and the site's pages, no browser
     "tests/test_kernels.py::test_edge_lengths[splitkv]",  # one Triton kernel, in the interpreter
 )

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 BUNDLE_NAME = "mla-course-student"
 
 # top-level entries copied into the bundle (folders recursively)
-INCLUDE = ["README.md", "setup.sh", "requirements.txt", "pyproject.toml", ".gitignore", "judge.py",
+INCLUDE = ["README.md", "setup.sh", "requirements.txt", "requirements-light.txt", "pyproject.toml", ".gitignore", "judge.py",
            "grader", "mlacourse", "kernels", "notebooks", "practice"]
 # never copied, wherever they are (relative path prefixes, then name patterns)
 EXCLUDE_PREFIXES = ("grader/classroom/", "solutions/", "tests/")
