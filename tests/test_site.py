@@ -178,7 +178,9 @@ def test_pages_workflow_builds_and_deploys_the_folder():
 
 
 def test_gitignore_keeps_build_output_out_and_sources_in():
-    out = subprocess.run(["git", "check-ignore", "-q", "site/index.html"], cwd=ROOT)
+    out = subprocess.run(["git", "check-ignore", "-q", "site/index.html"], cwd=ROOT, capture_output=True)
+    if out.returncode == 128:  # a copy without git history (a downloaded zip): nothing to ask git
+        pytest.skip("not a git checkout: .gitignore is checked in a clone (CI)")
     src = subprocess.run(["git", "check-ignore", "-q", "web/build.py"], cwd=ROOT)
     assert out.returncode == 0 and src.returncode == 1
 

