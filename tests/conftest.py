@@ -156,7 +156,8 @@ class _NeedsMissingPackages(pytest.Module):
     reason = ""
 
     def collect(self):
-        pytest.skip(self.reason)
+        # raised "from" the test file, so that the skip is reported at its name, not here
+        exec(compile("raise skip", str(self.path), "exec"), {"skip": pytest.skip.Exception(self.reason)})
 
 
 @pytest.hookimpl(tryfirst=True)
