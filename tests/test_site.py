@@ -383,3 +383,22 @@ def test_book_pages_have_the_chapters_title_and_the_figures_alt_text(tmp_path, c
     body = build.render_page(build.book_exporter(), _notebook_with_figures([None]), path)
     assert "No description has been provided for this image" in body
     assert "Alternative text is missing on 1 image(s)" in caplog.text
+
+
+def test_the_site_ships_the_committed_practice_files(tmp_path, capsys):
+    """Answers written in the working tree (a learner's, a teacher's) are not published."""
+    import build
+    (tmp_path / "practice").mkdir()
+    stub, answer = "def f():\n    raise NotImplementedError  # TODO(problem 1)\n", "def f():\n    return 1\n"
+    (tmp_path / "practice" / "p01_a.py").write_text(stub)
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run(git + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "-A"], check=True)
+    subprocess.run(git + ["commit", "-q", "-m", "stubs"], check=True)
+    (tmp_path / "practice" / "p01_a.py").write_text(answer)        # solved here, not committed
+    (tmp_path / "practice" / "p02_new.py").write_text(stub)        # a new problem, not committed yet
+    files = build.practice_files(tmp_path)
+    assert files == {"p01_a.py": stub.encode(), "p02_new.py": stub.encode()}
+    assert "p01_a.py differ from the last commit" in capsys.readouterr().out
+    subprocess.run(["rm", "-rf", str(tmp_path / ".git")], check=True)  # no git: the files as they are
+    assert build.practice_files(tmp_path)["p01_a.py"] == answer.encode()

@@ -221,6 +221,26 @@ def for_the_lab(nb: dict, language_info: dict, note: bool) -> dict:
     return nb
 
 
+def practice_files(root: Path = ROOT) -> dict[str, bytes]:
+    """The practice files the site ships: as in the last commit when the checkout is a git
+    one, so that answers written in this working tree (a learner's, a teacher's) are never
+    published; a file the last commit lacks (a new problem) as it is. Says which differ."""
+    out, differ = {}, []
+    for f in sorted((root / "practice").glob("p[0-9][0-9]_*.py")):
+        try:
+            shown = subprocess.run(["git", "-C", str(root), "show", f"HEAD:practice/{f.name}"],
+                                   capture_output=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            shown = None
+        committed = shown.stdout if shown is not None and shown.returncode == 0 else None
+        out[f.name] = committed if committed is not None else f.read_bytes()
+        if committed is not None and committed != f.read_bytes():
+            differ.append(f.name)
+    if differ:
+        log(f"practice/: {', '.join(differ)} differ from the last commit; the site ships the committed files")
+    return out
+
+
 def stage_contents(dest: Path, language_info: dict | None = None) -> list[str]:
     """What the learner sees in lab/: chapters, practice files, the judge, kernels/."""
     language_info = language_info if language_info is not None else pyodide_language_info()
@@ -232,9 +252,9 @@ def stage_contents(dest: Path, language_info: dict | None = None) -> list[str]:
         out.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
         copied.append(f"notebooks/{nb_path.name}")
     (dest / "practice").mkdir(parents=True, exist_ok=True)
-    for f in sorted((ROOT / "practice").glob("p[0-9][0-9]_*.py")):
-        shutil.copy2(f, dest / "practice" / f.name)
-        copied.append(f"practice/{f.name}")
+    for name, data in practice_files(ROOT).items():
+        (dest / "practice" / name).write_bytes(data)
+        copied.append(f"practice/{name}")
     judge_nb = for_the_lab(json.loads((HERE / "judge.ipynb").read_text()), language_info, note=False)
     (dest / "practice" / "judge.ipynb").write_text(json.dumps(judge_nb, indent=1, ensure_ascii=False) + "\n")
     copied.append("practice/judge.ipynb")
