@@ -297,7 +297,7 @@ def pytest_terminal_summary(terminalreporter, config):
             f"Not run: {len(ignored)} more test files and {state['deselected']} more tests of the "
             "files above (the full set: every chapter and figure, the judge's robustness and "
             "corpus, every kernel in Triton's interpreter, the classroom tools, the real browser).")
-        terminalreporter.write_line(f"Everything, as CI runs it (about 15 minutes on 2 cores): {FULL_COMMAND}")
+        terminalreporter.write_line(f"Everything, as CI runs it (about half an hour on 2 cores): {FULL_COMMAND}")
     if state.get("lost_stubs"):
         terminalreporter.write_line(
             f"note: {', '.join(state['lost_stubs'])} hold your work and there is no git history, "
