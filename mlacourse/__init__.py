@@ -26,3 +26,15 @@ Modules:
 """
 from . import attention, cache, config, deepseek, exercises, flops, fp8, hardware, layer, paged, rope, step  # noqa: F401
 from .config import DEEPSEEK_V2, DEEPSEEK_V3, TINY, MLAConfig  # noqa: F401
+
+
+def _alt_text_in_notebooks() -> None:
+    """In a notebook, figures get alt text (diagrams.notebook_alt_text); elsewhere nothing
+    is imported: mlacourse itself needs only numpy."""
+    import sys
+    if "IPython" in sys.modules:
+        from .diagrams import notebook_alt_text
+        notebook_alt_text()
+
+
+_alt_text_in_notebooks()

@@ -1,7 +1,8 @@
 """The student bundle: no model answers by any route, and it works from its zip.
 
 One bundle is built per module (from the working tree, so the test sees the files as they
-are now) and checked for: no solutions/, tests or git history; no function with a model
+are now, with practice/ as the committed stubs whatever a learner wrote there: see
+tests/pristine.py) and checked for: no solutions/, tests or git history; no function with a model
 answer's body (AST comparison, up to names and formatting) beyond the documented
 allowances; every stub unsolved; for every problem, an attempt that returns the course's
 reference fails in the bundle's own judge; and `bash setup.sh && python practice/judge.py`
@@ -25,9 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory):
+def bundle(tmp_path_factory, pristine_course):
     out = tmp_path_factory.mktemp("dist")
-    return release.build(out, source="worktree")
+    return release.build(out, root=pristine_course, source="worktree")
 
 
 def test_bundle_has_no_solutions_tests_history_or_teacher_tools(bundle):
@@ -80,12 +81,12 @@ def test_the_leak_scan_catches_a_renamed_copy(tmp_path):
     assert hits and all(h.where.startswith("student_notes.py") for _, h in hits)
 
 
-def test_a_solved_stub_stops_the_release(tmp_path):
-    files, _, _ = release.collect(ROOT, "worktree")
+def test_a_solved_stub_stops_the_release(tmp_path, pristine_course):
+    files, _, _ = release.collect(pristine_course, "worktree")
     files["practice/p04_choose_path.py"] = (ROOT / "solutions" / "p04_choose_path.py").read_bytes()
     bad = release.unsolved_stub_problems(files)
     assert any("p04_choose_path.py" in b and "NotImplementedError" in b for b in bad)
-    assert release.unsolved_stub_problems(release.collect(ROOT, "worktree")[0]) == []
+    assert release.unsolved_stub_problems(release.collect(pristine_course, "worktree")[0]) == []
 
 
 def test_student_readme_has_no_teacher_section(bundle):
@@ -95,8 +96,8 @@ def test_student_readme_has_no_teacher_section(bundle):
     assert "model answers are in" not in text
 
 
-def test_release_zip_is_reproducible(bundle, tmp_path):
-    again = release.build(tmp_path, source="worktree")
+def test_release_zip_is_reproducible(bundle, tmp_path, pristine_course):
+    again = release.build(tmp_path, root=pristine_course, source="worktree")
     assert again.zip_path.read_bytes() == bundle.zip_path.read_bytes()
 
 

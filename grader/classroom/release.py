@@ -43,12 +43,12 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 BUNDLE_NAME = "mla-course-student"
 
 # top-level entries copied into the bundle (folders recursively)
-INCLUDE = ["README.md", "setup.sh", "requirements.txt", "pyproject.toml", ".gitignore", "judge.py",
+INCLUDE = ["README.md", "setup.sh", "requirements.txt", "requirements-light.txt", "pyproject.toml", ".gitignore", "judge.py",
            "grader", "mlacourse", "kernels", "notebooks", "practice"]
 # never copied, wherever they are (relative path prefixes, then name patterns)
 EXCLUDE_PREFIXES = ("grader/classroom/", "solutions/", "tests/")
 EXCLUDE_NAMES = re.compile(r"(^|/)(__pycache__|\.ipynb_checkpoints|\.git|\.venv|\.pytest_cache|"
-                           r"\.hypothesis)(/|$)|\.py[co]$|(^|/)\.judge_state\.json$|"
+                           r"\.hypothesis)(/|$)|\.py[co]$|(^|/)\.judge_(state\.json|hints\.txt)$|"
                            r"(^|/)practice/results\.json$|\.DS_Store$")
 EXECUTABLE = {"setup.sh", "judge.py", "practice/judge.py"}
 ZIP_DATE = (2020, 1, 1, 0, 0, 0)
