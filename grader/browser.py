@@ -24,7 +24,7 @@ import secrets
 import shlex
 from pathlib import Path
 
-from . import cli, runner
+from . import cli, hints, runner
 from .records import ProblemStatus
 
 PROG = "%judge"
@@ -112,16 +112,13 @@ def judge(line: str = "") -> int:
         except KeyError as e:
             print(f"error: {e.args[0]}")
             return 2
-    if hasattr(cli, "STATE_FILE"):  # hints already shown: kept in the browser's storage
-        cli.STATE_FILE = practice_dir() / ".judge_state.json"
+    hints.use_folder(practice_dir())  # hints already shown: kept in the browser's storage
     if problem is not None and set(problem.requires) & set(GPU_ONLY) and not set(argv) & {"--statement", "--hint"}:
         print(_gpu_only_message(problem))
         return 1
     if problem is not None and "--file" not in argv and not set(argv) & _NO_FILE_OPTIONS:
         argv += ["--file", str(practice_dir() / problem.filename)]
-    grading = not set(argv) & _NO_FILE_OPTIONS
-    if grading:
-        print(IN_PROCESS_NOTE)
+    # the verdict itself says it was graded in-process (report.isolation_note): once is enough
     return cli.main(argv, prog=PROG)
 
 

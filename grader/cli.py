@@ -27,35 +27,19 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import report, runner
+from . import hints, report, runner
 from .records import ProblemStatus
 from .report import PROG
-
-STATE_FILE = runner.PRACTICE / ".judge_state.json"
 
 
 # --------------------------------------------------------------------------- hints
 
-def load_state() -> dict:
-    try:
-        return json.loads(STATE_FILE.read_text())
-    except (OSError, ValueError):
-        return {}
-
-
 def hints_shown(problem) -> int:
-    return int(load_state().get("hints_shown", {}).get(problem.slug, 0))
+    return hints.shown(problem)  # one counter: the command line, check() and %judge
 
 
 def reveal_hint(problem) -> str:
-    state = load_state()
-    shown = state.setdefault("hints_shown", {})
-    n = min(int(shown.get(problem.slug, 0)) + 1, len(problem.hints))
-    shown[problem.slug] = n
-    try:
-        STATE_FILE.write_text(json.dumps(state, indent=1))
-    except OSError:
-        pass  # read-only checkout: still show the hint
+    n = hints.reveal(problem)
     if not problem.hints:
         return f"Problem {problem.number} has no hints; re-read {problem.chapter}."
     lines = [f"Hints for problem {problem.number} ({problem.slug}), {n} of {len(problem.hints)}:"]

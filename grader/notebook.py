@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import types
 
-from . import report, runner
+from . import hints, report, runner
 from .records import ProblemStatus
 
 
@@ -45,7 +45,7 @@ def check(problem, namespace: dict | None = None, seed: int | None = None, displ
     if missing and result.status is not ProblemStatus.PASSED:
         result.message = ""  # keep the per-case verdicts; say what was not given
     if display:
-        _show(result, missing)
+        _show(result, missing, prob)
     return result
 
 
@@ -56,7 +56,7 @@ def check_file(problem, path=None, seed: int | None = None, display: bool = True
     prob = runner.find(problem)
     result = runner.grade(prob, path, seed=seed)
     if display:
-        _show(result, [])
+        _show(result, [], prob)
     return result
 
 
@@ -74,17 +74,18 @@ def statement(problem):
     print(text)
 
 
-def _show(result, missing):
+def _show(result, missing, problem):
     note = (f"(not given: {', '.join(missing)} -- cases for it fail until you pass it)\n"
             if missing else "")
+    seen = hints.shown(problem)  # the same counter as `judge.py N --hint`
     try:
         from IPython.display import HTML, display
         if _in_notebook():
-            display(HTML(("<i>" + note + "</i>" if note else "") + report.to_html(result)))
+            display(HTML(("<i>" + note + "</i>" if note else "") + report.to_html(result, hints_shown=seen)))
             return
     except ImportError:
         pass
-    print(note + report.details(result))
+    print(note + report.details(result, hints_shown=seen))
 
 
 def _in_notebook() -> bool:

@@ -84,3 +84,125 @@ def mla_dataflow(cfg: MLAConfig, path: str = "absorb", ax=None, T: str = "T", S:
              "expand": "expand: every cached row up-projected into per-head K and V, then MHA"}[path]
     ax.set_title(f"{cfg.name}, {title}", fontsize=10)
     return ax.figure, [t.get_text() for t in texts.values()]
+
+
+# --------------------------------------------------------------------------- alt text
+
+ALT_LIMIT = 400  # characters: a screen reader's summary, not a data table
+
+
+def _clean(text: str) -> str:
+    """A label as words: mathtext's $ and backslashes dropped, whitespace squeezed."""
+    return " ".join(text.replace("$", "").replace("\\", "").split())
+
+
+def describe_figure(fig) -> str:
+    """Alt text for a matplotlib figure, from what it shows: its title, and per panel the
+    title, axis labels, legend entries and kind of marks (or, for a diagram without axes,
+    its first labels). Every chapter figure gets one this way (see notebook_alt_text)."""
+    parts = []
+    suptitle = getattr(fig, "_suptitle", None)
+    if suptitle is not None and suptitle.get_text().strip():
+        parts.append(_clean(suptitle.get_text()))
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    for k, ax in enumerate(axes):
+        bits = []
+        title = " ".join(_clean(ax.get_title(loc)) for loc in ("left", "center", "right") if ax.get_title(loc))
+        if title:
+            bits.append(title)
+        kinds = []
+        n_lines = len(ax.lines)
+        if ax.containers:
+            kinds.append("bars")
+        if n_lines:
+            kinds.append(f"{n_lines} line{'s' * (n_lines > 1)}")
+        if ax.images:
+            kinds.append("a heat map")
+        if ax.collections and not ax.containers:
+            kinds.append("points or areas")
+        axis = [f"{name} axis: {_clean(label)}" for name, label in (("x", ax.get_xlabel()), ("y", ax.get_ylabel()))
+                if label.strip()]
+        if kinds and (axis or title):
+            bits.append(", ".join(kinds))
+        bits += axis
+        legend = ax.get_legend()
+        if legend is not None:
+            labels = [_clean(t.get_text()) for t in legend.get_texts() if t.get_text().strip()]
+            if labels:
+                bits.append("legend: " + ", ".join(labels))
+        if not bits:  # a diagram drawn with text boxes and arrows
+            texts = [_clean(t.get_text()) for t in ax.texts if t.get_text().strip()]
+            if texts:
+                bits.append("diagram: " + "; ".join(texts[:8]))
+        if bits:
+            parts.append((f"panel {k + 1}: " if len(axes) > 1 else "") + "; ".join(bits))
+    text = ". ".join(parts) if parts else "A figure (no titles or labels to describe it)."
+    return text if len(text) <= ALT_LIMIT else text[:ALT_LIMIT - 1].rstrip() + "…"
+
+
+def notebook_alt_text(shell=None) -> bool:
+    """In IPython (Jupyter, JupyterLite): every matplotlib figure shown as PNG carries its
+    describe_figure text as the output's alt (metadata image/png: {alt: ...}), which HTML
+    renderings turn into <img alt="..."> (the site's book does; nbconvert warns about
+    images without). Wraps the PNG printer the inline backend registered, so its size and
+    resolution settings stay; checked again after every cell, because the backend registers
+    its printer anew when it starts (on the first pyplot import). Returns True when IPython
+    runs here."""
+    if shell is None:
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return False
+        shell = get_ipython()
+    if shell is None or not hasattr(shell, "display_formatter") or not hasattr(shell, "events"):
+        return False
+    _wrap_inline_backend_metadata()
+    if not getattr(shell, "_mlacourse_alt_text", False):
+        shell._mlacourse_alt_text = True
+        shell.events.register("post_execute", lambda: _wrap_png_printer(shell))
+    _wrap_png_printer(shell)
+    return True
+
+
+def _wrap_inline_backend_metadata() -> None:
+    """The inline backend shows each figure (plt.show(), the end of a cell) with the output
+    metadata of its _fetch_figure_metadata, looked up when it shows: add the alt there.
+    This holds even when the backend starts in the middle of a cell (a first pyplot call)."""
+    try:
+        from matplotlib_inline import backend_inline
+    except ImportError:
+        return
+    fetch = getattr(backend_inline, "_fetch_figure_metadata", None)
+    if fetch is None or getattr(fetch, "adds_alt_text", False):
+        return
+
+    def metadata_with_alt(fig):
+        return {**(fetch(fig) or {}), "alt": describe_figure(fig)}
+
+    metadata_with_alt.adds_alt_text = True
+    backend_inline._fetch_figure_metadata = metadata_with_alt
+
+
+def _wrap_png_printer(shell) -> None:
+    import sys
+    if "matplotlib.figure" not in sys.modules:
+        return  # no figure can exist yet
+    from matplotlib.figure import Figure
+
+    png = shell.display_formatter.formatters["image/png"]
+    try:
+        printer = png.lookup_by_type(Figure)
+    except KeyError:
+        return  # no inline backend: figures are not shown as PNG outputs
+    if getattr(printer, "adds_alt_text", False):
+        return
+
+    def png_with_alt(fig):
+        data = printer(fig)
+        meta = {}
+        if isinstance(data, tuple):  # a printer that already gives metadata
+            data, meta = data
+        return None if data is None else (data, {**(meta or {}), "alt": describe_figure(fig)})
+
+    png_with_alt.adds_alt_text = True
+    png.for_type(Figure, png_with_alt)

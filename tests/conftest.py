@@ -1,17 +1,236 @@
-"""Shared test setup.
+"""Shared test setup: what a bare `python -m pytest` runs, the stubs, and the interpreter.
 
-Without a CUDA GPU the Triton kernels run in Triton's CPU interpreter. The variable
-must be set before triton is first imported, which is why it lives here.
+**The smoke set.** A bare `python -m pytest` runs SMOKE below: under a minute of CPU that
+shows the course works here (the math, every model answer and stub through the judge, a
+chapter executed, the browser judge and the site's pages, one kernel in Triton's interpreter).
+Everything else is the full set, run by CI (`CI=true`, set by .ci/run) and by
+`python -m pytest --full` (`--run-slow` is the same). A new test is in the full set unless
+it is named in SMOKE, so adding tests needs no marker. Naming files or tests
+(`python -m pytest tests/test_kernels.py`, `-k hints`) runs what is named, except the
+tests marked `slow` (minutes each: the real browser, the corpus, sm_90 compiles, fresh
+installs), which run only with --full or in CI. GPU tests skip without a CUDA GPU.
 
-Tests marked `slow` (the real-browser run of the site, the corpus of learner attempts
-through the judge, the sm_90 compiles, a release's setup from its zip) run in CI
-(`CI=true`, set by .ci/run) and with `python -m pytest --run-slow`; otherwise they are
-skipped, and the skip says how to run them. GPU tests skip without a CUDA GPU."""
+**The learner's practice/ is never read.** The tests that need the stubs get them from
+tests/pristine.py (the file if it still is a stub, else the last commit); grader.runner's
+PRACTICE points at that copy for the whole run, so the judge's defaults, hints and
+`--solutions` see the stubs while practice/ holds the learner's answers.
+
+**A light install** (`bash setup.sh --light`: no torch, no triton) collects the test files
+that import them as skipped, with the reason.
+
+Without a CUDA GPU the Triton kernels run in Triton's CPU interpreter. The variable must be
+set before triton is first imported, which is why it lives here."""
+from __future__ import annotations
+
+import ast
+import importlib.util
 import os
 import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+
+# --------------------------------------------------------------------------- the smoke set
+# A file name runs the whole file; file::test runs that test (all its parameters), and
+# file::test[param] one case. Keep it under a minute of CPU (user+sys, children included)
+# on a 2-core machine: README's "Start here" quotes the measured time.
+SMOKE = (
+    "tests/test_course_map.py",                      # README, chapters, specs and stubs agree
+    "tests/test_core_figures.py",                    # the math core's published figures
+    "tests/test_engine.py::test_engine_equals_each_request_alone",
+    "tests/test_judge_cli.py::test_solutions_check_passes_and_reports_time",  # all 14 problems, judged
+    "tests/test_judge_cli.py::test_file_exit_codes",
+    "tests/test_judge_cli.py::test_grade_all_lines_and_summary",
+    "tests/test_judge_cli.py::test_one_hint_counter_for_the_command_line_and_check",
+    "tests/test_judge_cli.py::test_notebook_check_by_keyword_and_namespace",
+    "tests/test_problems.py::test_stub_signatures_match_solutions",
+    "tests/test_notebooks.py::test_notebook_is_committed_clean",
+    "tests/test_notebooks.py::test_notebook_executes[01_kv_cache]",  # one chapter, executed
+    "tests/test_chapter_setup.py::test_first_code_cell_sets_one_blas_thread_before_numpy_loads",
+    "tests/test_site.py",                            # the browser judge and the site's pages, no browser
+    "tests/test_kernels.py::test_edge_lengths[splitkv]",  # one Triton kernel, in the interpreter
+)
+FULL_COMMAND = "python -m pytest --full"
+
+
+def _smoke_files() -> set[str]:
+    return {entry.split("::")[0] for entry in SMOKE}
+
+
+def _in_smoke(nodeid: str, entries=SMOKE) -> bool:
+    for entry in entries:
+        if nodeid == entry or nodeid.startswith(entry + "::") or nodeid.startswith(entry + "["):
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------- options and modes
+
+def pytest_addoption(parser):
+    parser.addoption("--full", action="store_true",
+                     help="run every test, the slow ones included (what CI runs)")
+    parser.addoption("--run-slow", action="store_true", help="the same as --full")
+
+
+def run_full(config) -> bool:
+    return (config.getoption("--full") or config.getoption("--run-slow")
+            or os.environ.get("CI", "").lower() in ("1", "true", "yes"))
+
+
+
+def _names_tests(config) -> bool:
+    """True when the command line names files, tests, -k or -m: run what is named."""
+    named = config.args_source is pytest.Config.ArgsSource.ARGS and \
+        [Path(a.split("::")[0]).resolve() for a in config.args] != [TESTS]
+    return named or bool(config.getoption("keyword")) or bool(config.getoption("markexpr"))
+
+
+def pytest_configure(config):
+    named = _names_tests(config)
+    config._mla = {"mode": "full" if run_full(config) else ("named" if named else "smoke"),
+                   "named": named, "ignored": [], "deselected": 0}
+    missing = sorted(f for f in _smoke_files() if not (ROOT / f).is_file())
+    if missing:
+        raise pytest.UsageError(f"tests/conftest.py SMOKE names files that do not exist: {missing}")
+    _use_pristine_practice(config)
+
+
+def pytest_ignore_collect(collection_path, config):
+    """A bare run does not even import the test files outside the smoke set."""
+    state = getattr(config, "_mla", None)
+    if not state or state["mode"] != "smoke" or collection_path.suffix != ".py":
+        return None
+    if not collection_path.name.startswith("test_"):
+        return None
+    try:
+        rel = collection_path.resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return None  # not this course's test
+    if rel in _smoke_files():
+        return None
+    state["ignored"].append(rel)
+    return True
+
+
+# --------------------------------------------------------------------------- light installs
+
+OPTIONAL = {  # a top-level import of the key needs these installed
+    "torch": ("torch",), "triton": ("triton",), "kernels": ("torch", "triton"),
+    "hypothesis": ("hypothesis",),
+}
+
+
+def _module_needs(path: Path, seen=None) -> set[str]:
+    """The optional packages a test file imports at its top level (following tests.* imports)."""
+    seen = seen if seen is not None else set()
+    if path in seen or not path.is_file():
+        return set()
+    seen.add(path)
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (SyntaxError, UnicodeDecodeError):
+        return set()
+    needs: set[str] = set()
+    for node in tree.body:
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
+                and getattr(node.value.func, "attr", "") == "importorskip":
+            continue  # the file skips itself
+        for name in names:
+            top = name.split(".")[0]
+            needs |= set(OPTIONAL.get(top, ()))
+            if top == "tests" and "." in name:
+                needs |= _module_needs(TESTS / (name.split(".")[1] + ".py"), seen)
+    return needs
+
+
+class _NeedsMissingPackages(pytest.Module):
+    """A test file whose imports are not installed here: collected as one skip, with why."""
+    reason = ""
+
+    def collect(self):
+        # raised "from" the test file, so that the skip is reported at its name, not here
+        exec(compile("raise skip", str(self.path), "exec"), {"skip": pytest.skip.Exception(self.reason)})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path, parent):
+    needs = _module_needs(Path(module_path))
+    missing = sorted(p for p in needs if importlib.util.find_spec(p) is None)
+    if not missing:
+        return None
+    mod = _NeedsMissingPackages.from_parent(parent, path=Path(module_path))
+    mod.reason = (f"needs {' + '.join(missing)}, not installed here (a light install?): "
+                  "`bash setup.sh` installs everything")
+    return mod
+
+
+# --------------------------------------------------------------------------- the stubs
+
+def _use_pristine_practice(config) -> None:
+    """Point the judge's practice folder at the stubs (tests/pristine.py) for this run."""
+    from grader import runner
+    from tests import pristine
+
+    folder = Path(tempfile.mkdtemp(prefix="mla-stubs-")) / "practice"
+    lost = pristine.write_stubs(folder)
+    config._mla.update(stubs=folder, lost_stubs=lost, real_practice=runner.PRACTICE)
+    runner.PRACTICE = folder
+
+
+def pytest_unconfigure(config):
+    state = getattr(config, "_mla", None)
+    if state and "stubs" in state:
+        from grader import runner
+        runner.PRACTICE = state["real_practice"]
+        shutil.rmtree(state["stubs"].parent, ignore_errors=True)
+
+
+@pytest.fixture
+def stubs(request) -> Path:
+    """The folder of pristine stubs (grader.runner.PRACTICE during the run). Skips when a
+    stub cannot be recovered (a solved file and no git history: CI runs the test)."""
+    state = request.config._mla
+    if state["lost_stubs"]:
+        pytest.skip(f"practice/ holds your work in {', '.join(state['lost_stubs'])} and there is no "
+                    "git history to read the stubs from; CI (a fresh clone) runs this test")
+    return state["stubs"]
+
+
+@pytest.fixture(scope="session")
+def pristine_course(tmp_path_factory, request) -> Path:
+    """One copy of the course's files per run, practice/ as stubs (do not modify it)."""
+    from tests import pristine
+
+    if request.config._mla["lost_stubs"]:
+        pytest.skip(f"practice/ holds your work in {', '.join(request.config._mla['lost_stubs'])} and "
+                    "there is no git history to read the stubs from; CI (a fresh clone) runs this test")
+    dest = tmp_path_factory.mktemp("pristine") / "course"
+    pristine.copy_course(dest)
+    return dest
+
+
+@pytest.fixture
+def course_copy(tmp_path, request) -> Path:
+    """A copy of the course's files in tmp_path/course, practice/ as stubs."""
+    from tests import pristine
+
+    if request.config._mla["lost_stubs"]:
+        request.getfixturevalue("stubs")  # skips, saying why
+    dest = tmp_path / "course"
+    pristine.copy_course(dest)
+    return dest
+
+
+# --------------------------------------------------------------------------- selection
 
 def _has_cuda() -> bool:
     if shutil.which("nvidia-smi") is None:
@@ -28,28 +247,39 @@ if not HAS_CUDA:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
-def pytest_addoption(parser):
-    parser.addoption("--run-slow", action="store_true",
-                     help="also run the tests marked slow (CI runs them: CI=true)")
-
-
-def run_slow(config) -> bool:
-    return config.getoption("--run-slow") or os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
 def pytest_collection_modifyitems(config, items):
+    state = config._mla
+    if not state["named"]:
+        _check_smoke_entries(items)
+    if state["mode"] == "smoke":
+        dropped = [it for it in items if not _in_smoke(it.nodeid)]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [it for it in items if _in_smoke(it.nodeid)]
+        state["deselected"] = len(dropped)
     skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU (none found)")
-    skip_slow = pytest.mark.skip(reason="slow: CI runs it; here `python -m pytest --run-slow`")
-    slow = run_slow(config)
+    skip_slow = pytest.mark.skip(reason=f"slow: CI runs it; here `{FULL_COMMAND}`")
     for item in items:
         if "gpu" in item.keywords and not HAS_CUDA:
             item.add_marker(skip_gpu)
-        elif "slow" in item.keywords and not slow:
+        elif "slow" in item.keywords and state["mode"] != "full":
             item.add_marker(skip_slow)
 
 
-def pytest_terminal_summary(terminalreporter):
-    """Print how long each chapter took to execute (informational, not asserted)."""
+def _check_smoke_entries(items) -> None:
+    """Every SMOKE entry still names a test (a renamed test must not leave the set quietly).
+    Files skipped at collection (a light install) are not checked."""
+    collected = {it.nodeid.split("::")[0] for it in items}
+    stale = [e for e in SMOKE if e.split("::")[0] in collected
+             and not any(_in_smoke(it.nodeid, (e,)) for it in items)]
+    if stale:
+        raise pytest.UsageError(f"tests/conftest.py SMOKE names tests that no longer exist (renamed?): {stale}")
+
+
+# --------------------------------------------------------------------------- the closing lines
+
+def pytest_terminal_summary(terminalreporter, config):
+    """Chapter execution times (informational), and after a bare run what it left out."""
     import sys
     module = sys.modules.get("tests.test_notebooks")  # only when the notebook tests ran
     EXECUTION_TIMES = getattr(module, "EXECUTION_TIMES", None)
@@ -58,3 +288,17 @@ def pytest_terminal_summary(terminalreporter):
         for name, seconds in sorted(EXECUTION_TIMES.items()):
             terminalreporter.write_line(f"{name:45s} {seconds:6.1f} s")
         terminalreporter.write_line(f"{'total':45s} {sum(EXECUTION_TIMES.values()):6.1f} s")
+    state = getattr(config, "_mla", {})
+    if state.get("mode") == "smoke":
+        ignored = sorted(state["ignored"])
+        terminalreporter.section("the smoke set")
+        terminalreporter.write_line(
+            "This was the smoke set (the default: a minute that shows the course works here). "
+            f"Not run: {len(ignored)} more test files and {state['deselected']} more tests of the "
+            "files above (the full set: every chapter and figure, the judge's robustness and "
+            "corpus, every kernel in Triton's interpreter, the classroom tools, the real browser).")
+        terminalreporter.write_line(f"Everything, as CI runs it (about half an hour on 2 cores): {FULL_COMMAND}")
+    if state.get("lost_stubs"):
+        terminalreporter.write_line(
+            f"note: {', '.join(state['lost_stubs'])} hold your work and there is no git history, "
+            "so the tests that need those stubs were skipped (CI runs them).")

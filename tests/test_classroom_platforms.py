@@ -65,9 +65,9 @@ def test_workflow_points_follow_the_option():
     assert steps["p12"]["with"]["max-score"] == 3 and steps["p01"]["with"]["max-score"] == 1
 
 
-def test_release_can_carry_the_workflow(tmp_path):
+def test_release_can_carry_the_workflow(tmp_path, pristine_course):
     from grader.classroom import release
-    r = release.build(tmp_path, source="worktree", github_classroom=True)
+    r = release.build(tmp_path, root=pristine_course, source="worktree", github_classroom=True)
     assert (r.folder / ".github/workflows/classroom.yml").read_text() == platforms.workflow_text()
 
 

@@ -1,12 +1,14 @@
 """The student bundle: no model answers by any route, and it works from its zip.
 
 One bundle is built per module (from the working tree, so the test sees the files as they
-are now) and checked for: no solutions/, tests or git history; no function with a model
+are now, with practice/ as the committed stubs whatever a learner wrote there: see
+tests/pristine.py) and checked for: no solutions/, tests or git history; no function with a model
 answer's body (AST comparison, up to names and formatting) beyond the documented
 allowances; every stub unsolved; for every problem, an attempt that returns the course's
 reference fails in the bundle's own judge; and `bash setup.sh && python practice/judge.py`
 works on a fresh copy unzipped elsewhere (setup.sh runs for real, with the packages this
 venv already has made visible to the new venv, so nothing is downloaded: see the test)."""
+import ast
 import json
 import os
 import shutil
@@ -24,9 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory):
+def bundle(tmp_path_factory, pristine_course):
     out = tmp_path_factory.mktemp("dist")
-    return release.build(out, source="worktree")
+    return release.build(out, root=pristine_course, source="worktree")
 
 
 def test_bundle_has_no_solutions_tests_history_or_teacher_tools(bundle):
@@ -79,12 +81,12 @@ def test_the_leak_scan_catches_a_renamed_copy(tmp_path):
     assert hits and all(h.where.startswith("student_notes.py") for _, h in hits)
 
 
-def test_a_solved_stub_stops_the_release(tmp_path):
-    files, _, _ = release.collect(ROOT, "worktree")
+def test_a_solved_stub_stops_the_release(tmp_path, pristine_course):
+    files, _, _ = release.collect(pristine_course, "worktree")
     files["practice/p04_choose_path.py"] = (ROOT / "solutions" / "p04_choose_path.py").read_bytes()
     bad = release.unsolved_stub_problems(files)
     assert any("p04_choose_path.py" in b and "NotImplementedError" in b for b in bad)
-    assert release.unsolved_stub_problems(release.collect(ROOT, "worktree")[0]) == []
+    assert release.unsolved_stub_problems(release.collect(pristine_course, "worktree")[0]) == []
 
 
 def test_student_readme_has_no_teacher_section(bundle):
@@ -94,8 +96,8 @@ def test_student_readme_has_no_teacher_section(bundle):
     assert "model answers are in" not in text
 
 
-def test_release_zip_is_reproducible(bundle, tmp_path):
-    again = release.build(tmp_path, source="worktree")
+def test_release_zip_is_reproducible(bundle, tmp_path, pristine_course):
+    again = release.build(tmp_path, root=pristine_course, source="worktree")
     assert again.zip_path.read_bytes() == bundle.zip_path.read_bytes()
 
 
@@ -192,3 +194,126 @@ def test_setup_and_judge_work_from_the_zip(bundle, tmp_path):
     one = subprocess.run(["python3", "practice/judge.py", "1"], cwd=copy, env=env, capture_output=True,
                          text=True, timeout=120)   # the system python hands over to the copy's .venv
     assert one.returncode == 0 and "PASSED" in one.stdout, one.stdout[-2000:] + one.stderr[-2000:]
+
+
+# ---- course code pasted as an attempt ------------------------------------------------------
+
+GRADE_PASTED = r"""
+import json, sys
+sys.path.insert(0, '.')
+from concurrent.futures import ThreadPoolExecutor
+from grader import runner
+jobs = json.loads(sys.argv[1])
+def one(job):
+    number, path, functions = job
+    r = runner.grade(runner.find(number), path, 11)
+    cases = {f: [0, 0] for f in functions}   # function -> [cases passed, cases]
+    for o in r.outcomes:
+        if o.case.function in cases:
+            cases[o.case.function][0] += str(o.status) == "pass"
+            cases[o.case.function][1] += 1
+    first = r.first_failure()
+    why = r.reason or (first.reason if first else "") or ""
+    msg = r.message or (first.message if first else "") or ""
+    return [str(r.status), why, " ".join(msg.split())[:140], cases, sum(o.case.hidden for o in r.outcomes)]
+with ThreadPoolExecutor(2) as pool:
+    print(json.dumps(list(pool.map(one, jobs))))
+"""
+
+
+def _grade_pasted(bundle_folder: Path, attempts, tmp_path: Path) -> list:
+    jobs = []
+    for i, a in enumerate(attempts):
+        f = tmp_path / f"attempt{i:02d}" / runner.find(a.problem).filename
+        f.parent.mkdir(parents=True)
+        f.write_text(a.source)
+        jobs.append([a.problem, str(f), list(a.functions)])
+    out = subprocess.run([sys.executable, "-c", GRADE_PASTED, json.dumps(jobs)], cwd=bundle_folder,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _passes(result) -> list[str]:
+    """The functions of an attempt whose every case passed."""
+    return [f for f, (ok, n) in result[3].items() if n and ok == n]
+
+
+def test_no_course_code_pasted_as_an_attempt_passes(bundle, tmp_path):
+    """No problem's answer ships as code: for every problem, each function of the bundle
+    that is the spec's reference (an adapter in grader/problems, or the course function
+    itself) or that carries one of the problem's function names (in mlacourse/, kernels/,
+    grader/ or a chapter's cells) is pasted into a practice file the way a learner would
+    -- its source and what it needs from its own file, relative imports made absolute,
+    under the problem's name (leaks.pasted_attempts) -- and graded by the bundle's judge:
+    none may pass all of its cases. The list comes from the specs, so a new problem is
+    covered by itself. (release.ALLOWED names the one function that may pass its own
+    cases: chapter 4's two-line choose_path, beside a wrong attention_flops.) A control
+    shows the check can fail: the model answer of problem 14 planted as course code is
+    found and passes."""
+    problems = runner.discover()
+    attempts = leaks.pasted_attempts(bundle.folder, problems)
+    refused = [f"{a.label}: {a.refused}" for a in attempts if a.refused]
+    assert not refused, "cannot paste (look at these by hand):\n  " + "\n  ".join(refused)
+    refs = {a.problem for a in attempts if a.why == "the spec's reference"}
+    assert refs == {p.number for p in problems}, "every problem's reference is among the attempts"
+
+    control = tmp_path / "control"   # a course file that is a model answer under its own name
+    (control / "mlacourse").mkdir(parents=True)
+    shutil.copy2(ROOT / "solutions" / "p14_schedule_step.py", control / "mlacourse" / "planner.py")
+    planted = [a for a in leaks.pasted_attempts(control, [runner.find(14)]) if not a.refused]
+    assert [a.where for a in planted] == ["mlacourse/planner.py"]
+
+    results = _grade_pasted(bundle.folder, attempts + planted, tmp_path)
+    assert len(results) == len(attempts) + len(planted)
+    assert _passes(results[-1]) == ["schedule_step"], f"the control should pass: {results[-1]}"
+    report, passing = [], []
+    for a, r in zip(attempts, results):
+        if r[0] == "unavailable":
+            pytest.fail(f"problem {a.problem} could not be graded here (needs torch/triton)")
+        report.append(f"{a.label}: {r[0]} ({r[1] or 'wrong answers'}: {r[2]})")
+        allowed = [f for f in _passes(r) if (a.functions[f], a.where) in release.ALLOWED]
+        if len(allowed) < len(_passes(r)):
+            passing.append(f"{a.label}: {', '.join(_passes(r))} passed every case")
+        if allowed:
+            report[-1] += f"; {', '.join(allowed)} passes its own cases (allowed: release.ALLOWED)"
+    assert not passing, "course code that is a drop-in answer:\n  " + "\n  ".join(passing) + \
+        "\nall verdicts:\n  " + "\n  ".join(report)
+
+
+@pytest.mark.slow
+def test_the_bundle_grades_every_problem(bundle, tmp_path):
+    """The references moved behind adapters still grade: in the bundle's own judge every
+    model answer passes its public and hidden cases (seed 11)."""
+    problems = runner.discover()
+    answers = [leaks.Pasted(p.number, {f: f for f in p.functions}, f"solutions/{p.filename}", "model answer",
+                            source=(ROOT / "solutions" / p.filename).read_text()) for p in problems]
+    results = _grade_pasted(bundle.folder, answers, tmp_path)
+    for p, (status, why, msg, cases, hidden) in zip(problems, results):
+        assert status == "passed" and hidden > 0, f"problem {p.number}: {status} ({why}: {msg}), {hidden} hidden cases"
+
+
+def test_what_the_guide_calls_open_is_in_the_bundle(bundle):
+    """docs/teaching.md's "open" table (guide.open_problems) names, per problem, the course
+    code the judge's reference runs, and says a release ships it: every function it names
+    is defined at top level (or as a method of a class defined there) in the bundle's file,
+    and the table has a row for every problem."""
+    from grader.classroom import guide
+    problems = runner.discover()
+    for p in problems:
+        runs = [q for fn in p.functions for q in leaks.course_code_run(p.reference[fn])]
+        assert runs, f"problem {p.number}: no course code found in its reference"
+        for q in runs:   # "mlacourse.engine.scheduler.Scheduler.plan": the longest prefix that is a file
+            parts = q.split(".")
+            cut = next((c for c in range(len(parts) - 1, 0, -1)
+                        if (bundle.folder / ("/".join(parts[:c]) + ".py")).is_file()), None)
+            assert cut, f"problem {p.number}: no file of the bundle holds {q}"
+            tree = ast.parse((bundle.folder / ("/".join(parts[:cut]) + ".py")).read_text())
+            top = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            head, *rest = parts[cut:]
+            assert head in top, f"problem {p.number}: {q} is not in the bundle"
+            if rest:
+                assert rest[0] in {n.name for n in top[head].body if isinstance(n, ast.FunctionDef)}, q
+    table = guide.open_problems()
+    for p in problems:
+        assert f"\n| {p.number} `{p.slug}` | " in table, p.number

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from grader.records import CaseStatus, ProblemStatus
-from grader import cli, notebook, report, runner
+from grader import cli, hints, notebook, report, runner
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -37,9 +37,10 @@ def choose_path(n_new, n_ctx, **shapes):
 '''
 
 
-def test_solutions_check_passes_and_reports_time():
-    t0 = time.monotonic()
-    r = run_judge("--solutions", "--seed", "3", entry="judge.py")
+def test_solutions_check_passes_and_reports_time(course_copy):
+    t0 = time.monotonic()  # a copy of the course: practice/ as committed, not the learner's
+    r = subprocess.run([PY, str(course_copy / "judge.py"), "--solutions", "--seed", "3"],
+                       capture_output=True, text=True, cwd=course_copy, timeout=120)
     took = time.monotonic() - t0
     assert r.returncode == 0, r.stdout + r.stderr
     n = len(runner.discover())
@@ -100,18 +101,52 @@ def test_grade_all_lines_and_summary(capsys):
 
 
 def test_hints_are_revealed_one_at_a_time(tmp_path, monkeypatch, capsys):
-    state = tmp_path / "state.json"
-    monkeypatch.setattr(cli, "STATE_FILE", state)
+    monkeypatch.setattr(hints, "_folder", tmp_path)
     assert cli.main(["4", "--hint"]) == 0
     first = capsys.readouterr().out
     assert "1 of 4" in first and "  2." not in first
     cli.main(["choose_path", "--hint"])
     second = capsys.readouterr().out
     assert "2 of 4" in second and "  1." in second and "  2." in second
-    assert json.loads(state.read_text())["hints_shown"]["choose_path"] == 2
+    assert (tmp_path / ".judge_hints.txt").read_text() == "choose_path 2\n"
     for _ in range(5):
         cli.main(["4", "--hint"])
     assert "last hint" in capsys.readouterr().out
+    assert (tmp_path / ".judge_hints.txt").read_text() == "choose_path 4\n"  # never past the last
+
+
+def test_one_hint_counter_for_the_command_line_and_check(tmp_path, monkeypatch, capsys):
+    """check() in a notebook counts the hints the command line showed (it said "0 of 4")."""
+    monkeypatch.setattr(hints, "_folder", tmp_path)
+    ns = {}
+    exec(WRONG_P4, ns)
+    notebook.check(4, namespace=ns)
+    assert "(0 of 4 hints shown so far)" in capsys.readouterr().out
+    cli.main(["4", "--hint"])
+    cli.main(["4", "--hint"])
+    capsys.readouterr()
+    notebook.check(4, namespace=ns)
+    assert "(2 of 4 hints shown so far)" in capsys.readouterr().out
+    cli.main(["4", "--hint"])
+    cli.main(["4", "--hint"])
+    capsys.readouterr()
+    notebook.check(4, namespace=ns)
+    out = capsys.readouterr().out
+    assert "FAILED" in out and "hints shown so far" not in out  # all four seen: no "Stuck?" line
+
+
+def test_hints_seen_before_the_text_file_are_kept(tmp_path, monkeypatch, capsys):
+    """A practice/.judge_state.json from an older judge is read, and never rewritten."""
+    monkeypatch.setattr(hints, "_folder", tmp_path)
+    old = tmp_path / ".judge_state.json"
+    old.write_text(json.dumps({"hints_shown": {"choose_path": 2, "kv_cache_bytes": 1}}))
+    before = old.read_bytes()
+    cli.main(["4", "--hint"])
+    assert "3 of 4" in capsys.readouterr().out
+    assert old.read_bytes() == before
+    assert (tmp_path / ".judge_hints.txt").read_text() == "choose_path 3\nkv_cache_bytes 1\n"
+    (tmp_path / ".judge_hints.txt").write_text("garbage line\nchoose_path x\n")
+    assert hints.load() == {"choose_path": 2, "kv_cache_bytes": 1}  # unreadable lines are ignored
 
 
 def test_watch_regrades_on_save_and_stops(tmp_path, capsys):

@@ -1,7 +1,8 @@
 """A classroom release leaves solutions/ out: the judge must still grade.
 
-The test copies the learner-facing part of the repo (no solutions/) into a temporary
-folder, puts one model answer in place of its stub -- as a learner who solved the
+The test copies the learner-facing part of the repo (no solutions/; practice/ as the
+committed stubs, see tests/pristine.py) into a temporary folder, puts one model answer in
+place of its stub -- as a learner who solved the
 problem would have it -- and runs that copy's judge as a learner would."""
 import shutil
 import subprocess
@@ -12,10 +13,13 @@ ROOT = Path(__file__).resolve().parent.parent
 RELEASE = ["judge.py", "grader", "mlacourse", "practice"]
 
 
-def make_release(dest: Path) -> Path:
+def make_release(dest: Path, stubs: Path) -> Path:
     for name in RELEASE:
         src = ROOT / name
-        if src.is_dir():
+        if name == "practice":
+            shutil.copytree(stubs, dest / name)
+            shutil.copy2(src / "judge.py", dest / name / "judge.py")
+        elif src.is_dir():
             shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__", ".judge_state.json"))
         else:
             shutil.copy2(src, dest / name)
@@ -28,8 +32,8 @@ def judge(release: Path, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
-def test_release_grades_a_solved_problem_and_a_stub(tmp_path):
-    release = make_release(tmp_path)
+def test_release_grades_a_solved_problem_and_a_stub(tmp_path, stubs):
+    release = make_release(tmp_path, stubs)
     shutil.copy2(ROOT / "solutions" / "p04_choose_path.py", release / "practice" / "p04_choose_path.py")
 
     solved = judge(release, "4")
@@ -42,10 +46,10 @@ def test_release_grades_a_solved_problem_and_a_stub(tmp_path):
     assert "not started" in not_started.stdout.lower()
 
 
-def test_release_json_report_scores(tmp_path):
+def test_release_json_report_scores(tmp_path, stubs):
     import json
 
-    release = make_release(tmp_path)
+    release = make_release(tmp_path, stubs)
     shutil.copy2(ROOT / "solutions" / "p01_kv_cache_bytes.py", release / "practice" / "p01_kv_cache_bytes.py")
     out = judge(release, "1", "--json")
     report = json.loads(out.stdout)

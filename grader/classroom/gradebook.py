@@ -25,6 +25,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from . import notebooks
 from .grade import FILE, ClassResult, replace_strings
 
 REASONS = {  # the judge's reason tags, as a teacher would say them
@@ -38,6 +39,7 @@ REASONS = {  # the judge's reason tags, as a teacher would say them
     "too_large": "result too large", "not_run": "not run (an earlier case stopped the process)",
     "judge_error": "judge error (report it)", "unavailable": "not gradable on this machine",
     "stopped_grader": "stopped the grading process (or ran past its total budget)",
+    "notebook_unusable": "NOT GRADED: the notebook handed in could not be used (see its reason)",
 }
 STATUS_ORDER = ("passed", "failed", "not started", "missing")
 
@@ -85,6 +87,9 @@ def gradebook_csv(res: ClassResult) -> str:
     head = ["student"] + [f"p{p.number:02d}_{p.slug}" for p in st.problems] + ["total", "max"]
     if st.deadline is not None:
         head += ["submitted_at", "submitted_at_from", "late"]
+    with_notebooks = any(m.notebook is not None for g in res.students for m in g.sub.matches.values())
+    if with_notebooks:
+        head += ["notebooks"]
     w.writerow(head)
     for g in res.students:
         scores = [st.points_for(p.number) if g.records[p.number]["status"] == "passed" else 0.0
@@ -93,6 +98,8 @@ def gradebook_csv(res: ClassResult) -> str:
         if st.deadline is not None:
             at = g.sub.submitted_at.isoformat() if g.sub.submitted_at else ""
             row += [at, g.sub.submitted_at_source, late_flag(g.sub, st.deadline)]
+        if with_notebooks:
+            row += [notebooks.student_note(g.sub)]
         w.writerow(row)
     return buf.getvalue()
 
@@ -185,7 +192,9 @@ def summary_data(res: ClassResult) -> dict:
             "mistakes": [[k, messages.get(k, ""), v] for k, v in _top(mistakes)],
             "first_failing_cases": [[k, v] for k, v in _top(cases, 5)],
         })
-    return {"students": len(res.students), "seed": res.settings.seed, "problems": out}
+    graded, refused = notebooks.class_notebooks(res.students)
+    return {"students": len(res.students), "seed": res.settings.seed, "problems": out,
+            "notebooks": {"graded": [list(x) for x in graded], "refused": [list(x) for x in refused]}}
 
 
 def _top(counter: Counter, n: int = 8):
@@ -204,6 +213,7 @@ def summary_md(res: ClassResult, data: dict) -> str:
         s = d["status"]
         lines.append(f"| {d['problem']} | {d['slug']} | {s['passed']} | {s['failed']} | "
                      f"{s['not started']} | {s['missing']} |")
+    lines += notebooks_md(data["notebooks"])
     for d in data["problems"]:
         lines += ["", f"## Problem {d['problem']} · {d['slug']} -- {d['title']}", "",
                   f"{d['status']['passed']} of {d['students']} passed; {d['handed_in']} handed in a file."]
@@ -217,6 +227,20 @@ def summary_md(res: ClassResult, data: dict) -> str:
             lines.append("Cases failed first most often: "
                          + "; ".join(f"\"{c}\" ({n})" for c, n in d["first_failing_cases"]))
     return "\n".join(lines) + "\n"
+
+
+def notebooks_md(nbs: dict) -> list[str]:
+    """summary.md's section on notebook hand-ins: every refusal, with its reason."""
+    if not nbs["graded"] and not nbs["refused"]:
+        return []
+    lines = ["", "## Notebooks handed in", "",
+             f"{len(nbs['graded'])} problem attempt(s) were graded from notebooks (the functions taken "
+             "out of the cells into a practice file; see matching.md)."]
+    if nbs["refused"]:
+        lines += [f"**{len(nbs['refused'])} notebook hand-in(s) could NOT be graded** and score 0 "
+                  "(each student's results file says why):", ""]
+        lines += [f"- {sid}, problem {n}: `{where}` -- {why}" for sid, n, where, why in nbs["refused"]]
+    return lines
 
 
 def chart(data: dict, path: Path) -> None:

@@ -1,4 +1,5 @@
-"""The generated parts of docs/teaching.md: the course plan and the problem reference.
+"""The generated parts of docs/teaching.md: the course plan, what a release leaves open, and
+the problem reference.
 
     python -m grader.classroom guide           rewrite them from the specs and chapters
     python -m grader.classroom guide --check   exit 1 if the committed file is stale
@@ -9,7 +10,10 @@ The plan has one week per chapter (notebooks/NN_*.ipynb, so a new chapter appear
 itself) with the problems whose spec names that chapter. The reference lists, per
 problem, what its cases cover (the case names of seed 0), the situations every seed
 must include (the spec's edges), its limits, what it may import, and the named mistakes
-the judge recognises -- all read from grader/problems/, not typed twice.
+the judge recognises -- all read from grader/problems/, not typed twice. "open" says, per
+problem, which course code the judge's reference runs (a release ships it) and which
+course functions carry the problem's function names (leaks.course_code_run,
+leaks.defined_functions).
 """
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 GUIDE = ROOT / "docs" / "teaching.md"
-SECTIONS = ("plan", "problems")
+SECTIONS = ("plan", "open", "problems")
 
 
 def _problems():
@@ -34,6 +38,11 @@ def _chapter_title(path: Path) -> str:
     return src.strip().splitlines()[0].lstrip("#").strip() if src.strip() else path.stem
 
 
+def _heavy(p) -> list[str]:
+    """What a problem needs beyond numpy (the plan marks it: "(torch + triton)")."""
+    return [m for m in p.requires if m != "numpy"]
+
+
 def plan() -> str:
     from .slides import chapter_paths
     probs = _problems()
@@ -42,7 +51,8 @@ def plan() -> str:
     for nb in chapter_paths():
         week += 1
         mine = [p for p in probs if Path(p.chapter).name == nb.name]
-        plist = ", ".join(f"{p.number} `{p.slug}`" for p in mine) or "--"
+        plist = ", ".join(f"{p.number} `{p.slug}`" + (f" ({' + '.join(_heavy(p))})" if _heavy(p) else "")
+                          for p in mine) or "--"
         rows.append(f"| {week} | [{_chapter_title(nb)}](../notebooks/{nb.name}) | {plist} | "
                     f"`slides/{nb.stem}.slides.html` |")
     orphans = [p for p in probs if not (ROOT / p.chapter).is_file()]
@@ -108,7 +118,66 @@ def problems() -> str:
     return "\n".join(out).rstrip()
 
 
-GENERATORS = {"plan": plan, "problems": problems}
+def _ranges(numbers) -> str:
+    """[1, 2, 3, 5] -> "1-3, 5"."""
+    out, run = [], []
+    for n in sorted(numbers):
+        if run and n != run[-1] + 1:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)))
+            run = []
+        run.append(n)
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)))
+    return ", ".join(out)
+
+
+def _by_file(qualified: list[str]) -> str:
+    """["mlacourse.engine.scheduler.Scheduler.plan", ...] -> "`mlacourse/engine/scheduler.py`: `Scheduler.plan`"."""
+    import importlib
+    groups: dict = {}
+    for q in qualified:
+        parts = q.split(".")
+        for cut in range(len(parts) - 1, 0, -1):   # the longest prefix that is a module
+            try:
+                importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            groups.setdefault("/".join(parts[:cut]) + ".py", []).append(".".join(parts[cut:]))
+            break
+    for names in groups.values():   # a class whose method is listed is said by the method
+        names[:] = [n for n in names if not any(m.startswith(n + ".") for m in names)]
+    return "; ".join(f"`{f}`: " + ", ".join(f"`{n}`" for n in names) for f, names in groups.items())
+
+
+def open_problems() -> str:
+    """Per problem, the course code its reference runs (a release ships it: the judge
+    grades with it) and the course's functions that carry the problem's own function
+    names; then which problems that leaves open. Read from the specs and the files."""
+    from . import leaks
+    named = leaks.defined_functions(ROOT)
+    rows = ["| problem | the judge's reference runs | course functions with the problem's names |",
+            "|---|---|---|"]
+    opened, same_name = [], []
+    for p in _problems():
+        runs = []
+        for fn in p.functions:
+            runs += [q for q in leaks.course_code_run(p.reference[fn]) if q not in runs]
+        files: dict = {}
+        for fn in p.functions:
+            for rel in named.get(fn, []):
+                if not rel.startswith("grader/problems/"):
+                    files.setdefault(rel, []).append(fn)
+        names = "; ".join(", ".join(f"`{f}`" for f in fns) + f" in `{rel}`" for rel, fns in files.items())
+        rows.append(f"| {p.number} `{p.slug}` | {_by_file(runs) or '(only the spec file)'} | {names or '--'} |")
+        opened += [p.number] if runs else []
+        same_name += [p.number] if files else []
+    rows += ["", f"Open in a release (the reference runs course code the bundle ships): problems "
+             f"{_ranges(opened) or 'none'}. With course functions under the problem's own names: "
+             f"problems {_ranges(same_name) or 'none'}."]
+    return "\n".join(rows)
+
+
+GENERATORS = {"plan": plan, "open": open_problems, "problems": problems}
 
 
 def render(text: str) -> str:

@@ -10,11 +10,15 @@ What this does not catch (said plainly, so nobody relies on it for more): the sa
 algorithm written with different statements. That is what a course teaches, and the
 chapters show derivations; the judge's refusal of the course's reference (grader/child.py)
 covers imports and source reads, and the release test checks it for every problem.
+Course code pasted by hand is the other route: ``pasted_attempts`` below builds those
+files (the release test grades them), and ``course_code_run`` says which course code a
+problem's reference runs (docs/teaching.md lists it: what a release leaves open).
 """
 from __future__ import annotations
 
 import ast
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -165,4 +169,213 @@ def find_leaks(answers: Path, bundle: Path) -> list[tuple[Function, Function]]:
     return hits
 
 
-__all__ = ["Function", "fingerprint", "fingerprints", "tree_functions", "find_leaks", "notebook_sources"]
+
+
+# --------------------------------------------------------------------------- pasted answers
+#
+# The comparison above finds copies of solutions/. What it cannot find is course code that
+# computes a problem's answer -- the judge's own reference, or a course function that
+# carries a problem's function name -- pasted into a practice file. ``pasted_attempts``
+# writes each such function as a learner would paste it: its source and everything it
+# needs from its own file (imports, functions, classes, assignments: the same extraction
+# `grade` applies to a notebook hand-in, notebooks.extract), relative imports made
+# absolute, and under the problem's function name. The release test grades every one of
+# them with the bundle's judge and expects none to pass.
+
+CODE_DIRS = ("mlacourse/", "kernels/", "grader/")   # searched for functions, with notebooks/
+COURSE_PACKAGES = ("mlacourse", "kernels")          # the course's code, as a reference reaches it
+
+
+@dataclass
+class Pasted:
+    """A practice file made of code the bundle ships, as a learner would paste it."""
+    problem: int
+    functions: dict      # {the problem's function name: the name it has where it was found}
+    where: str           # the bundle file it comes from: "mlacourse/engine/pages.py"
+    why: str             # "the spec's reference" or "a function with the problem's name"
+    source: str = ""     # the practice file ("" when it could not be built)
+    refused: str = ""    # why it could not be built
+
+    @property
+    def label(self) -> str:
+        names = ", ".join(f if f == g else f"{g} as {f}" for f, g in self.functions.items())
+        return f"problem {self.problem}: {names} from {self.where} ({self.why})"
+
+
+def _module_name(rel: str) -> str:
+    return rel[:-3].replace("/", ".")
+
+
+def _module_name_to_file(module: str) -> str:
+    return module.replace(".", "/") + ".py"
+
+
+def absolute_imports(source: str, rel: str) -> str:
+    """``source`` of the bundle file ``rel`` with every relative import made absolute
+    (``from ..paged import x`` -> ``from mlacourse.paged import x``): what a learner who
+    pastes the file must write for it to run at all."""
+    tree = ast.parse(source)
+    lines = source.split("\n")
+    package = _module_name(rel).split(".")   # the module's own name; level 1 is its package
+    found = sorted((n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level),
+                   key=lambda n: n.lineno, reverse=True)
+    for node in found:
+        base = package[:len(package) - node.level]
+        module = ".".join(base + ([node.module] if node.module else []))
+        indent = lines[node.lineno - 1][:len(lines[node.lineno - 1]) - len(lines[node.lineno - 1].lstrip())]
+        text = indent + ast.unparse(ast.ImportFrom(module=module, names=node.names, level=0))
+        lines[node.lineno - 1:node.end_lineno] = [text]
+    return "\n".join(lines)
+
+
+def _as_notebook(*cells: str) -> bytes:
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": c}
+        for c in cells]}).encode("utf-8")
+
+
+def _paste(bundle: Path, rel: str, problem, functions: dict) -> tuple[str, str]:
+    """(practice file, "") or ("", why not): the functions of ``rel`` (a .py file or a
+    chapter), renamed to the problem's names, with what they need from that file."""
+    from types import SimpleNamespace
+
+    from . import notebooks
+    data = (bundle / rel).read_bytes()
+    if rel.endswith(".py"):
+        try:
+            source = absolute_imports(data.decode("utf-8"), rel)
+        except (SyntaxError, UnicodeDecodeError) as e:
+            return "", f"{rel} does not parse ({e})"
+        renames = "\n".join(f"{f} = {g}" for f, g in functions.items() if f != g)
+        data = _as_notebook(source, renames) if renames else _as_notebook(source)
+    wanted = SimpleNamespace(number=problem.number, slug=problem.slug, functions=list(functions))
+    ex = notebooks.extract(notebooks.read_notebook(rel, data), wanted)
+    if ex.refused:
+        return "", ex.refused
+    body = ex.source.split("\n\n", 1)[1] if "\n\n" in ex.source else ex.source  # without the hand-in header
+    if rel.endswith(".py"):   # "# cell 1, line 46" is line 46 of the file; cell 2 holds the renames
+        body = re.sub(r"^# cell 1, line (\d+)$", rf"# {rel}, line \1", body, flags=re.M)
+        body = re.sub(r"^# cell 2, line \d+$", "# under the problem's name", body, flags=re.M)
+    head = (f"# Problem {problem.number} ({problem.slug}) pasted from the bundle's {rel}: "
+            f"{', '.join(functions.values())} and what {'they need' if len(functions) > 1 else 'it needs'} "
+            f"from that file.\n")
+    return head + body, ""
+
+
+def defined_functions(root: Path) -> dict:
+    """{function name: [bundle files defining it at top level]} over the code a bundle
+    ships: .py files under CODE_DIRS and the chapters' code cells."""
+    from . import notebooks
+    found: dict = {}
+    paths = [p for top in CODE_DIRS + ("notebooks/",) if (root / top).is_dir() for p in (root / top).rglob("*")]
+    for path in sorted(paths):
+        rel = path.relative_to(root).as_posix()
+        if not path.is_file() or "/." in "/" + rel or "__pycache__" in rel:
+            continue
+        names = []
+        if path.suffix == ".py" and rel.startswith(CODE_DIRS) and not rel.startswith("grader/classroom/"):
+            try:
+                tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+            except (SyntaxError, ValueError):
+                continue
+            names = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        elif path.suffix == ".ipynb" and rel.startswith("notebooks/"):
+            nb = notebooks.read_notebook(rel, path.read_bytes())
+            names = [name for name, sts in nb.bound.items() if any(s.kind == "def" for s in sts)]
+        for name in names:
+            found.setdefault(name, []).append(rel)
+    return found
+
+
+def pasted_attempts(bundle: Path, problems) -> list[Pasted]:
+    """Every practice file a learner could paste from the bundle for each problem: the
+    spec's reference (wherever it lives) under the problem's function names, and each file
+    that defines some of the problem's functions by name. The list comes from the specs
+    (``Problem.reference``, ``Problem.functions``): a new problem is covered by itself."""
+    names = defined_functions(bundle)
+    out = []
+    for p in problems:
+        by_file: dict = {}
+        for fn, ref in (p.reference or {}).items():
+            rel = _module_name_to_file(getattr(ref, "__module__", "") or "")
+            by_file.setdefault(rel, {})[fn] = getattr(ref, "__qualname__", getattr(ref, "__name__", repr(ref)))
+        jobs = [(rel, fns, "the spec's reference") for rel, fns in by_file.items()]
+        for fn in p.functions:
+            for rel in names.get(fn, []):
+                if not any(r == rel and fns.get(fn) == fn for r, fns, _ in jobs):
+                    jobs.append((rel, {fn: fn}, "a function with the problem's name"))
+        merged: dict = {}
+        for rel, fns, why in jobs:   # one file per (where, why): a file with both functions pastes both
+            merged.setdefault((rel, why), {}).update(fns)
+        for (rel, why), fns in merged.items():
+            item = Pasted(p.number, fns, rel, why)
+            if not (bundle / rel).is_file():
+                item.refused = f"{rel} is not in the bundle"
+            elif any("." in g or "<" in g for g in fns.values()):
+                item.refused = f"the reference is not a top-level function of {rel}: {fns}"
+            else:
+                item.source, item.refused = _paste(bundle, rel, p, fns)
+            out.append(item)
+    return out
+
+
+# --------------------------------------------------------------------------- what a release leaves open
+
+def _in_course(obj) -> bool:
+    return (getattr(obj, "__module__", None) or "").split(".")[0] in COURSE_PACKAGES
+
+
+def _course_name(obj) -> str:
+    return f"{obj.__module__}.{getattr(obj, '__qualname__', getattr(obj, '__name__', '?'))}"
+
+
+def _resolve(node, names: dict):
+    """The object an expression of a reference names (``scheduler.Scheduler(...).plan`` ->
+    the function Scheduler.plan), or None where it cannot be known without running it."""
+    import builtins
+    if isinstance(node, ast.Name):
+        return names.get(node.id, getattr(builtins, node.id, None))
+    if isinstance(node, ast.Attribute):
+        base = _resolve(node.value, names)
+        return getattr(base, node.attr, None) if base is not None else None
+    if isinstance(node, ast.Call):   # a class called gives an instance: its methods are the class's
+        made = _resolve(node.func, names)
+        return made if isinstance(made, type) else None
+    return None
+
+
+def course_code_run(reference) -> list[str]:
+    """The course's functions and classes (mlacourse, kernels) a spec's reference runs,
+    read from its source and the helpers of its own module that it calls, in the order
+    they appear: ["mlacourse.engine.scheduler.Scheduler", "mlacourse.engine.scheduler.Scheduler.plan"].
+    A reference that is itself course code gives its own name."""
+    import inspect
+    import textwrap
+    if _in_course(reference):
+        return [_course_name(reference)]
+    found, todo, seen = [], [reference], set()
+    while todo:
+        fn = todo.pop(0)
+        if fn in seen:
+            continue
+        seen.add(fn)
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        names = dict(getattr(fn, "__globals__", {}))
+        for node in sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)),
+                           key=lambda n: (n.lineno, n.col_offset)):
+            obj = _resolve(node.func, names)
+            if obj is None:
+                continue
+            if _in_course(obj) and (inspect.isfunction(obj) or inspect.isclass(obj)):
+                if _course_name(obj) not in found:
+                    found.append(_course_name(obj))
+            elif inspect.isfunction(obj) and obj.__module__ == reference.__module__:
+                todo.append(obj)   # a helper of the spec: what it runs counts too
+    return found
+
+
+__all__ = ["Function", "fingerprint", "fingerprints", "tree_functions", "find_leaks", "notebook_sources",
+           "Pasted", "absolute_imports", "defined_functions", "pasted_attempts", "course_code_run"]

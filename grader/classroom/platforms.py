@@ -209,6 +209,7 @@ def gradescope_run(root: Path, workers: int | None = None) -> dict:
 
     from grader import runner
 
+    from . import notebooks as nbs
     from . import pool
     from . import submissions as sm
     from .grade import FILE, missing_record, replace_strings, stopped_record, stub_hashes, write_record
@@ -227,11 +228,16 @@ def gradescope_run(root: Path, workers: int | None = None) -> dict:
              for n, m in sorted(matches.items())]
     lines += [f"ignored: {x}" for x in notes + more]
     records = {p.number: missing_record(p, p.filename) for p in probs if p.number not in matches}
-    with tempfile.TemporaryDirectory(prefix="mla-gradescope-") as tmp:
-        jobs = [pool.Job((n, m.sha256), n, str(root / "submission" / m.rel), int(config["seed"]),
+    records.update({n: nbs.refused_record(by_number[n], m.notebook) for n, m in matches.items()
+                    if nbs.is_refused(m)})   # a notebook that cannot be used: the reason, no job
+    with tempfile.TemporaryDirectory(prefix="mla-gradescope-") as tmp, \
+            tempfile.TemporaryDirectory(prefix="mla-gradescope-notebooks-") as rebuilt:
+        jobs = [pool.Job((n, m.sha256), n, str(root / "submission" / m.rel if m.notebook is None
+                                               else nbs.stage(m, by_number[n], Path(rebuilt))),
+                         int(config["seed"]),
                          str(Path(tmp) / f"p{n:02d}.json"), [], pool.budget_for(by_number[n]),
                          {str(root / "submission") + "/": ""})
-                for n, m in sorted(matches.items())]
+                for n, m in sorted(matches.items()) if not nbs.is_refused(m)]
 
         def stopped(job, why):
             write_record(Path(job.out), stopped_record(by_number[job.problem], why))
@@ -239,7 +245,10 @@ def gradescope_run(root: Path, workers: int | None = None) -> dict:
         pool.run_jobs(jobs, workers or os.cpu_count() or 1, lambda job: None, stopped)
         for job in jobs:
             rec = json.loads(Path(job.out).read_text())
-            records[job.problem] = replace_strings(rec, {FILE: matches[job.problem].rel})
+            m = matches[job.problem]
+            if m.notebook is not None:   # the judge's line numbers -> the notebook's cells
+                rec = nbs.relabel(rec, m.notebook, by_number[job.problem].filename)
+            records[job.problem] = replace_strings(rec, {FILE: m.rel})
     res = gradescope_results(records, config, lines, config.get("hide_seed", True))
     dest = root / "results" / "results.json"
     dest.parent.mkdir(parents=True, exist_ok=True)

@@ -45,7 +45,7 @@ running requests), so you need not check it. A prefill can have a single token l
 is still a prefill (read `is_decode`).
 
 The judge compares the plan exactly -- order included -- with
-`mlacourse.engine.scheduler.schedule_step` on budgets from 1 to 300, with more decodes
+the engine's scheduler (`mlacourse.engine.scheduler`) on budgets from 1 to 300, with more decodes
 than budget, prompts longer than the budget, and `max_running` from `None` to full.
 """
 
@@ -61,7 +61,8 @@ HINTS = [
 # ---- the reference ---------------------------------------------------------------------
 
 def reference(running, waiting, token_budget, max_running=None):
-    return scheduler.schedule_step(copy.deepcopy(running), copy.deepcopy(waiting), token_budget, max_running)
+    """The engine's scheduler, set up with this step's limits (an adapter: the engine's API is not the problem's)."""
+    return scheduler.Scheduler(token_budget, max_running).plan(copy.deepcopy(running), copy.deepcopy(waiting))
 
 
 # ---- cases -------------------------------------------------------------------------------

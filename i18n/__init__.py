@@ -1,0 +1,8 @@
+"""The course in Chinese beside English (issue: the Chinese edition).
+
+  notebooks   the chapters: one gettext catalogue per chapter keyed by cell id, built into
+              notebooks/zh/ (``python -m i18n update|build|check``)
+
+The catalogues live in i18n/zh_CN/; the glossary that fixes how each term is rendered is
+docs/glossary.zh.md. polib reads and writes the catalogues.
+"""
