@@ -152,8 +152,11 @@ def cmd_gradescope(a) -> int:
     seed = None
     if a.seed is not None or a.seed_file or os.environ.get("MLA_CLASS_SEED"):
         seed, _ = resolve_seed(a.seed, a.seed_file)
+    warnings: list = []
     path, seed = build_gradescope(Path(a.out), seed, _points(a.points), with_torch=not a.without_torch,
-                                  hide_seed=not a.show_seed)
+                                  hide_seed=not a.show_seed, warnings=warnings)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
     (Path(a.out) / "gradescope-seed.txt").write_text(f"{seed}\n")
     print(f"Gradescope autograder: {path} (seed {seed}, also in {Path(a.out) / 'gradescope-seed.txt'}; "
           "keep it, it reproduces the hidden cases). Upload the zip as the assignment's autograder.")
@@ -161,8 +164,19 @@ def cmd_gradescope(a) -> int:
 
 
 def cmd_gradescope_run(a) -> int:
-    from .platforms import gradescope_run
-    res = gradescope_run(Path(a.root))
+    import json
+
+    from .platforms import NoIsolation, gradescope_run
+    try:
+        res = gradescope_run(Path(a.root))
+    except NoIsolation as e:
+        out = Path(a.root) / "results" / "results.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"score": 0.0, "tests": [], "output": (
+            "The autograder could not isolate your code from the grader, so it did not run it "
+            f"(not your code's fault: {e}). Please tell your teacher.")}, indent=2) + "\n")
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     print(f"score {res['score']:g} of {sum(t.get('max_score', 0) for t in res['tests']):g}")
     return 0
 
