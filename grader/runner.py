@@ -210,13 +210,19 @@ def _messages(problem: Problem, case: Case, rec: dict) -> tuple[str, str]:
 def uses_reference_text(problem: Problem, uses: list) -> str:
     """What the guard saw: the course's code, and/or another process's /proc entry."""
     procs = [u for u in uses if _is_proc_read(u)]
-    course = [u for u in uses if not _is_proc_read(u)]
+    course_dirs = course_folders()
+    judges = [u for u in uses if u.startswith("reading ") and not _is_proc_read(u)
+              and not any(u[8:] == d or u[8:].startswith(d + os.sep) for d in course_dirs)]
+    course = [u for u in uses if u not in procs and u not in judges]
     parts = []
     if procs:
         parts.append(f"your code read another process's /proc entry ({'; '.join(procs[:3])}): "
                      "graded code may look at its own process only (the judge's processes hold "
                      "its settings, not anything an answer needs)")
-    if course or not procs:
+    if judges:
+        parts.append(f"your code read files the judge keeps from graded code ({'; '.join(judges[:3])}: "
+                     "the grades, the other submissions)")
+    if course or not (procs or judges):
         what = "; ".join(course[:3]) or "the course's code"
         parts.append(f"your code uses the course's reference implementation ({what}); write it "
                      f"yourself. From the course, problem {problem.number} may import only: "
