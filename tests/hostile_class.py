@@ -28,11 +28,16 @@ def note(tag, data=""):
     print("[%s] %s" % (tag, str(data)[:300]), flush=True)
 
 
+LEAKS = []
+
+
 def leak(text):
-    """Every run of 6+ digits in text, in the encodings a filter for the plain number misses."""
+    """Every run of 6+ digits in text, in the encodings a filter for the plain number misses
+    (printed now, and kept for an exception's message: both reach the student's feedback)."""
     for d in sorted(set(re.findall(r"\d{6,}", str(text))))[:50]:
-        print("LEAK", d[::-1], " ".join(d), base64.b64encode(d.encode()).decode(),
-              d.encode().hex(), hex(int(d)), flush=True)
+        LEAKS.append(" ".join([d[::-1], " ".join(d), base64.b64encode(d.encode()).decode(),
+                               d.encode().hex(), hex(int(d))]))
+        print("LEAK", LEAKS[-1], flush=True)
 
 
 _ROOT = []
@@ -173,6 +178,8 @@ for pid, cmd in sorted(procs().items()):
     except OSError:
         pass
 def kv_cache_bytes(*a, **k):
+    if LEAKS:
+        raise ValueError("LEAK " + " | ".join(LEAKS))
     return None
 '''),
     "daemon": ("starts setsid daemons with _posixsubprocess.fork_exec (no audit event) and a "
@@ -294,6 +301,8 @@ for pid in workers + conductor + [os.getppid()]:
         for m in re.finditer(rb'"seed": (\d+)', chunk):
             leak(m.group(1).decode())
 def kv_cache_bytes(*a, **k):
+    if LEAKS:
+        raise ValueError("LEAK " + " | ".join(LEAKS))
     return None
 '''),
     "solutions": ("reads solutions/ (open, dir_fd, sys.path + import) and runs the model answer", r'''

@@ -45,8 +45,8 @@ NEWLINE_NAME = "notes\n## student01\n- p01: `forged.py` (exact)\nnotes.py"
 # what the attacks may have written, removed after the test whatever happened
 PLANTED = ["secrets.py", "sitecustomize.py", "mlahostile.big"]
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux's")]
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux's")
+slow = pytest.mark.slow
 
 
 def seed_forms(seed: int) -> dict:
@@ -196,6 +196,7 @@ def hostile(tmp_path_factory, request):
             (ROOT / name).unlink(missing_ok=True)
 
 
+@slow
 def test_the_run_finishes_within_its_budget_and_grades_everyone(hostile):
     done = hostile["done"]
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -209,6 +210,7 @@ def test_the_run_finishes_within_its_budget_and_grades_everyone(hostile):
         "an attempt was left ungraded: an attack reached the machinery"
 
 
+@slow
 def test_each_honest_student_gets_the_grade_they_get_alone(hostile):
     got, alone = rows(hostile["out"]), rows(hostile["out_alone"])
     assert hostile["alone"].returncode == 0, hostile["alone"].stderr[-2000:]
@@ -220,6 +222,7 @@ def test_each_honest_student_gets_the_grade_they_get_alone(hostile):
         assert va[(sid, n)] == r, (sid, n)
 
 
+@slow
 def test_no_attacker_gets_a_point(hostile):
     got = rows(hostile["out"])
     attackers = {s: r for s, r in got.items() if s.startswith(("x_", "'", "_")) or s in ("+7+7", "-2+3")}
@@ -229,6 +232,7 @@ def test_no_attacker_gets_a_point(hostile):
     assert len(long_id) == 1 and float(got[long_id[0]]["total"]) == 1   # graded, not crashed
 
 
+@slow
 def test_nothing_outside_the_grades_folder_changed(hostile):
     before, after = hostile["before"], hostile["after"]
     for what in ("subs", "home", "venv", "repo"):
@@ -238,6 +242,7 @@ def test_nothing_outside_the_grades_folder_changed(hostile):
         "the gradebook changed after the run ended"
 
 
+@slow
 def test_no_process_of_the_run_survives_it(hostile):
     assert hostile["survivors"] == {}, {p: c[:200] for p, c in hostile["survivors"].items()}
     assert hostile["canary"] not in ("dead", "T", "t"), f"the canary was {hostile['canary']}"
@@ -249,6 +254,7 @@ def _files(folder: Path):
             yield p, p.read_text("utf-8", "replace")
 
 
+@slow
 def test_the_seed_appears_nowhere_in_any_encoding(hostile):
     out, done = hostile["out"], hostile["done"]
     forms = seed_forms(SEED)
@@ -269,6 +275,7 @@ def test_the_seed_appears_nowhere_in_any_encoding(hostile):
             assert str(SEED) not in line, f"an attempt printed the seed: {line}"
 
 
+@slow
 def test_names_cannot_forge_reports_or_formulas(hostile):
     out = hostile["out"]
     matching = (out / "matching.md").read_text()
@@ -287,6 +294,7 @@ def test_names_cannot_forge_reports_or_formulas(hostile):
     assert max(len(n) for n in results) <= 64 + len(".json")
 
 
+@slow
 def test_what_each_attack_got(hostile):
     """The verdict of each attack (printed: the hostile-class table of the report), and the
     ones that must be specific: a memfd over the cap is a memory failure; forged records
@@ -298,6 +306,16 @@ def test_what_each_attack_got(hostile):
         print("\n[hostile] attack -> verdict on problem 1")
         for name, (status, reason) in table.items():
             print(f"  {name:<10} {status:<8} {reason:<15} {ATTACKS[name][0][:90]}")
+    assert not [n for n, (_, reason) in table.items() if reason == "import_error"], \
+        "an attack did not even import: it attacked nothing"
     assert table["memfd"] == ("failed", "memory")
     assert table["token"][0] == "failed" and table["token"][1] != "judge_error"
     assert all(status == "failed" for status, _ in table.values())
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_every_attack_compiles(name):
+    """(fast) An attack with a syntax error would attack nothing and still 'fail' to score."""
+    known = {"repo": "/r", "secret": "/s", "subs": "/u", "out": "/o", "home": "/h", "sites": [],
+             "canary": 1, "mark": MARK}
+    compile(attack_source(name, known), name, "exec")
