@@ -142,10 +142,12 @@ def command(child: str, job_file: str, attempt: str | None, fd: int, heavy: bool
     """The full command line: bwrap, its options, then the child's interpreter."""
     exe, _ = interpreter()
     args = [bwrap_path() or "bwrap", *base_args()]
-    if gpu:   # CUDA needs its device files (the driver's libraries are under /usr)
+    if gpu:   # CUDA needs its device files and reads /sys (its libraries are under /usr).
+        # Not tried on a GPU yet: problem 12 on a CUDA machine is the case to check.
         for dev in sorted(os.listdir("/dev")):
             if dev.startswith("nvidia"):
                 args += ["--dev-bind", f"/dev/{dev}", f"/dev/{dev}"]
+        args += ["--ro-bind", "/sys", "/sys"]
     # the teacher's folders, where one lies inside something bound above (a course
     # installed under /usr, a venv inside the repository): hidden
     for h in hide:

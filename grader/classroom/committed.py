@@ -27,7 +27,11 @@ def files(root: Path, paths: list[str]) -> tuple[dict, str, list[str]]:
     """({relative posix path: bytes} under ``paths`` (folders or files) at HEAD, where they
     came from ("git <commit>" or "working tree"), warnings)."""
     root = Path(root)
-    head = _git(root, "rev-parse", "--verify", "HEAD")
+    top = _git(root, "rev-parse", "--show-toplevel")
+    # only a checkout of this very folder counts (an autograder unpacked inside some other
+    # repository, e.g. dist/ of the course, is read as the folder it is)
+    is_checkout = top is not None and Path(top.decode().strip()).resolve() == root.resolve()
+    head = _git(root, "rev-parse", "--verify", "HEAD") if is_checkout else None
     if head is None:
         out = {}
         for top in paths:
