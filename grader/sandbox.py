@@ -233,11 +233,11 @@ class Started:
     user: int | None = None            # "user" isolation: every process of this uid dies after
 
 
-def _write_job(job: Job, folder: str, extra: dict | None = None) -> Path:
+def _write_job(job: Job, folder: str) -> Path:
     job_file = Path(folder) / "job.pkl"
     fd = os.open(job_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as f:
-        f.write(pickle.dumps(dict(job.payload, **(extra or {}))))
+        f.write(pickle.dumps(job.payload))
     return job_file
 
 
@@ -409,6 +409,9 @@ def clean_record(event: dict, import_error: bool = False) -> dict:
     for k in ("code", "timeout_s"):
         if k in event:
             rec[k] = event[k] if type(event[k]) in (int, float) else None
+    for k, v in event.items():   # any other field: kept only as plain scalars or a list of them
+        if k not in rec and k not in ("event", "i", "result") and _plain(v):
+            rec[k] = v
     if rec.get("status") == RunStatus.OK:
         try:
             _child.decode(event.get("result"))
@@ -417,6 +420,11 @@ def clean_record(event: dict, import_error: bool = False) -> dict:
                     "message": f"the result sent back could not be read ({type(e).__name__}: {str(e)[:200]})"}
         rec["result"] = event.get("result")
     return rec
+
+
+def _plain(v) -> bool:
+    scalar = (str, int, float, bool, type(None))
+    return isinstance(v, scalar) or (isinstance(v, list) and len(v) <= 100 and all(isinstance(x, scalar) for x in v))
 
 
 def _handle(event: dict, job: Job, seen: Watched) -> float | None:

@@ -190,9 +190,9 @@ def test_the_record_from_the_pipe_is_checked_field_by_field():
     rec = sandbox.clean_record({"status": "pwned"})
     assert rec["status"] == "error" and "cannot read" in rec["message"]
     rec = sandbox.clean_record({"status": "ok", "result": 3, "mutated": [1, {"a": 2}], "launches": "x",
-                                "from_kernel": "yes", "message": 5, "extra": "dropped"})
+                                "from_kernel": "yes", "message": 5, "note": "kept", "deep": {"a": [1]}})
     assert rec == {"status": "ok", "result": 3, "mutated": ["1", "{'a': 2}"], "launches": 0,
-                   "from_kernel": False, "message": "5"}
+                   "from_kernel": False, "message": "5", "note": "kept"}
 
 
 def test_a_sandbox_that_does_not_start_is_the_machinerys_failure(tmp_path, monkeypatch):
