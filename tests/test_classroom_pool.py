@@ -140,6 +140,7 @@ def assert_none_left(before: set, timeout: float = 10.0):
     assert not left, f"sandbox processes left running: {left}"
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_grades_the_attempt_next_time(tmp_path):
     """Ctrl-C twice while a slow but correct attempt is being graded, then a third run:
     the attempt passes (before, two interruptions cached it as a failure for good)."""
