@@ -362,8 +362,18 @@ def grade(problem: Problem, path=None, seed: int | None = None, in_process: bool
     else:
         protected = sorted(set(course_folders()) | {str(Path(f).resolve()) for f in protect})
         try:
-            records, res.output = sandbox.run(problem, path, cases, protected, provided_data(problem),
-                                              module=module, isolation=how)
+            try:
+                records, res.output = sandbox.run(problem, path, cases, protected, provided_data(problem),
+                                                  module=module, isolation=how)
+            except sandbox.InfrastructureError:
+                if isolation is not None or how is None or how.kind != "jail":
+                    raise
+                # the learner's own judge, where bwrap is installed but failed on this file:
+                # grade it behind the Python guard rather than not at all
+                how = sandbox.Isolation("process")
+                res.isolation = "process"
+                records, res.output = sandbox.run(problem, path, cases, protected, provided_data(problem),
+                                                  module=module, isolation=how)
         except sandbox.InfrastructureError as e:
             res.unavailable(f"the judge could not run this attempt: {e}. This is not the "
                             "attempt's fault; grade it again (if it keeps happening, report it).")

@@ -202,6 +202,10 @@ def test_a_sandbox_that_does_not_start_is_the_machinerys_failure(tmp_path, monke
     res = grade(tmp_path, "def double(x):\n    return 2 * x\n")
     assert res.status is ProblemStatus.UNAVAILABLE and res.reason == "infrastructure"
     assert "not the attempt's fault" in res.message
+    # the learner's judge (no isolation asked for) grades it behind the Python guard instead
+    path = tmp_path / "attempt.py"
+    res = runner.grade(TOY, path, seed=3)
+    assert res.passed and res.isolation == "process"
 
 
 def test_the_guard_fallback_names_a_read_of_another_process(tmp_path):
