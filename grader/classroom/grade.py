@@ -395,7 +395,8 @@ def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: 
         pool.run_jobs(jobs, settings.workers, done, failed, log_dir=out / ".logs")
     except KeyboardInterrupt:
         bar.close()
-        log(f"\ninterrupted: {graded_now} attempts graded in this run are cached in {cache}; "
+        where = cache.parent if settings.hide_seed else cache   # its name holds the seed
+        log(f"\ninterrupted: {graded_now} attempts graded in this run are cached in {where}; "
             "run the same command again to go on from there.")
         raise
     bar.close()
@@ -412,8 +413,10 @@ def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: 
                 g.records[p.number] = not_graded[key]
             else:
                 rec = read_cached(cache_file(key), key)
-                g.records[p.number] = rec if rec is not None else not_graded_record(
-                    p, "its verdict was not found in the cache after grading", "infrastructure")
+                if rec is None:
+                    rec = not_graded[key] = not_graded_record(
+                        p, "its verdict was not found in the cache after grading", "infrastructure")
+                g.records[p.number] = rec
         graded.append(g)
     return ClassResult(settings, graded, folder_notes, version, len(attempts), graded_now,
                        time.monotonic() - t0, not_graded=len(not_graded))
