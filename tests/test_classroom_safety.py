@@ -171,3 +171,29 @@ def test_the_submissions_folder_is_never_written(small_class, tmp_path):
         grade_class(small_class, small_class / "grades", settings(), progress=False, log=quiet)
     with pytest.raises(ValueError, match="inside"):
         grade_class(small_class, small_class.parent, settings(), progress=False, log=quiet)
+
+
+def test_an_attempt_the_machinery_failed_is_not_graded_not_zero(small_class, tmp_path, monkeypatch, capsys):
+    """The pool hands an attempt back as not graded: the gradebook says so (no points,
+    not 0), nothing is cached, `grade` exits with 3, and the next run grades it."""
+    from grader.classroom import pool
+    real = pool.run_jobs
+
+    def failing(jobs, workers, on_done, on_not_graded, **kw):
+        bob = [j for j in jobs if j.sha256 == hashlib.sha256(sy.stub(P1).text).hexdigest()]
+        on_not_graded(bob[0], "tried 3 times, and each time the grading machinery failed, not the attempt")
+        return real([j for j in jobs if j not in bob], workers, on_done, on_not_graded, **kw)
+    monkeypatch.setattr(pool, "run_jobs", failing)
+    from grader.classroom.__main__ import main
+    out = tmp_path / "grades"
+    args = ["grade", str(small_class), "--out", str(out), "--problems", "1", "--no-progress",
+            "--trust-submissions", "--workers", "1", "--seed", "5"]
+    assert main(args) == 3
+    assert "NOT GRADED" in capsys.readouterr().err
+    book = (out / "gradebook.csv").read_text()
+    assert "bob,not graded,0,1" in book and "alice,1,1,1" in book
+    assert "not graded" in (out / "summary.md").read_text()
+    assert len(list((out / ".cache").glob("*/*.json"))) == 1       # alice's only
+    monkeypatch.setattr(pool, "run_jobs", real)
+    assert main(args) == 0
+    assert "bob,0,0,1" in (out / "gradebook.csv").read_text()
