@@ -13,7 +13,9 @@ After the attempt every process still in the cgroup is killed and the cgroup rem
                sets rlimits on itself instead; ``WEAKER`` says what that loses.
 
 Processes join the cgroup before anything of the attempt exists: the command is started
-through ``/bin/sh -c 'echo $$ > cgroup.procs; exec ...'`` (``wrap``).
+through ``/bin/sh -c 'echo $$ > cgroup.procs; exec ...'`` (``wrap``). A cgroup is named
+``mla-judge-<pid of the process that made it>-<n>``: when that process is killed before it
+could remove it (a worker the pool replaced), ``sweep`` removes it later.
 """
 from __future__ import annotations
 
@@ -167,9 +169,51 @@ def _v1_parents() -> dict | None:
     return found if {"memory", "pids"} <= set(found) else None
 
 
+def _existing() -> dict:
+    """{owner pid: [Cgroup]} for every judge cgroup found in this machine's hierarchies."""
+    found: dict = {}
+    parents = [(2, "", d) for d in [_v2_parent()] if d] + [(1, c, d) for c, d in (_v1_parents() or {}).items()]
+    for version, controller, parent in parents:
+        for d in parent.glob("mla-judge-*"):
+            try:
+                owner = int(d.name.split("-")[2])
+            except (IndexError, ValueError):
+                continue
+            found.setdefault(owner, []).append(Cgroup(version, {controller: d}))
+    return found
+
+
+def sweep(owner: int | None = None) -> int:
+    """Remove the judge cgroups made by ``owner`` (a worker that was killed), or, by
+    default, by any process that no longer exists. Returns how many were removed."""
+    n = 0
+    for pid, groups in _existing().items():
+        if (owner is not None and pid != owner) or (owner is None and (pid == os.getpid() or _alive(pid))):
+            continue
+        for cg in groups:
+            cg.remove()
+            n += 1
+    return n
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+_swept = []
+
+
 def create(memory_bytes: int, max_pids: int, cpus: float = CPU_CORES) -> Cgroup | None:
     """A fresh cgroup for one attempt with these caps, or None where the machine does not
     let this process make one (then the child's rlimits are all there is)."""
+    if not _swept:   # once per process: what killed processes left behind
+        _swept.append(sweep())
     name = f"mla-judge-{os.getpid()}-{next(_counter)}"
     parent = _v2_parent()
     if parent is not None:
@@ -240,4 +284,4 @@ def describe() -> str:
     return _SUPPORT
 
 
-__all__ = ["Cgroup", "create", "wrap", "describe", "WEAKER"]
+__all__ = ["Cgroup", "create", "wrap", "describe", "sweep", "WEAKER"]

@@ -105,6 +105,13 @@ def live_processes() -> dict:
     return out
 
 
+def judge_cgroups() -> set:
+    """The per-attempt cgroups (grader/limits.py) that exist now, in every hierarchy."""
+    from grader import limits
+    parents = list((limits._v1_parents() or {}).values()) + [p for p in [limits._v2_parent()] if p]
+    return {str(d) for parent in parents for d in parent.glob("mla-judge-*")}
+
+
 def of_the_run(cmd: bytes, out_dir: Path) -> bool:
     return (MARK.encode() in cmd or b"/judge/child.py" in cmd or cmd.startswith(b"bwrap\0")
             or b"grader.classroom.worker" in cmd or str(out_dir).encode() in cmd)
@@ -168,6 +175,7 @@ def hostile(tmp_path_factory, request):
     before = {"subs": tree_digest(subs), "home": tree_digest(home), "venv": venv_digest(),
               "repo": repo_digest()}
     procs_before = set(live_processes())
+    cgroups_before = judge_cgroups()
     try:
         done, took = grade_cli(subs, out, secret, home, BUDGET_S)
         gradebook_after_run = (out / "gradebook.csv").read_bytes()
@@ -175,11 +183,13 @@ def hostile(tmp_path_factory, request):
         survivors = {pid: c for pid, (c, _) in live_processes().items()
                      if pid not in procs_before and of_the_run(c, out)}
         canary_state = live_processes().get(canary.pid, (b"", "dead"))[1]
+        cgroups_left = judge_cgroups() - cgroups_before
         after = {"subs": tree_digest(subs), "home": tree_digest(home), "venv": venv_digest(),
                  "repo": repo_digest()}
         alone_done, _ = grade_cli(alone, out_alone, secret, home, BUDGET_S)
         yield {"done": done, "took": took, "out": out, "out_alone": out_alone, "alone": alone_done,
                "before": before, "after": after, "survivors": survivors, "canary": canary_state,
+               "cgroups_left": cgroups_left,
                "gradebook_after_run": gradebook_after_run, "request": request}
     finally:
         canary.kill()
@@ -245,6 +255,7 @@ def test_nothing_outside_the_grades_folder_changed(hostile):
 @slow
 def test_no_process_of_the_run_survives_it(hostile):
     assert hostile["survivors"] == {}, {p: c[:200] for p, c in hostile["survivors"].items()}
+    assert hostile["cgroups_left"] == set(), "per-attempt cgroups were left behind"
     assert hostile["canary"] not in ("dead", "T", "t"), f"the canary was {hostile['canary']}"
 
 

@@ -95,6 +95,8 @@ def job_for(tmp_path, data: bytes, budget=120.0) -> pool.Job:
 
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGSTOP"])
 def test_a_worker_killed_or_stopped_from_outside_is_replaced_and_the_attempt_graded(tmp_path, how):
+    from tests.test_classroom_hostile import judge_cgroups
+    cgroups_before = judge_cgroups()
     job = job_for(tmp_path, slow_right_p04(2.0))
     t, done, failed, result = run_in_thread([job])
     first = wait_for(my_workers)[0]
@@ -107,6 +109,7 @@ def test_a_worker_killed_or_stopped_from_outside_is_replaced_and_the_attempt_gra
     assert rec["status"] == "passed" and rec["graded_sha256"] == job.sha256
     assert result["retried"] == 1
     assert not my_workers() and not os.path.exists(f"/proc/{first}") or _zombie(first)
+    assert judge_cgroups() - cgroups_before == set(), "the killed worker's attempt cgroup was left"
 
 
 def _zombie(pid) -> bool:

@@ -169,6 +169,8 @@ class Worker:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
+        from grader import limits
+        limits.sweep(proc.pid)   # the cgroup of the attempt it was grading, if any
         for s in (proc.stdin, proc.stdout):
             try:
                 s.close()
