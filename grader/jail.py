@@ -31,7 +31,6 @@ import shutil
 import subprocess
 import sys
 from functools import lru_cache
-from pathlib import Path
 
 INSIDE_UID = 65534                  # "nobody"
 JUDGE_DIR = "/judge"                # the child runner and the job, read-only

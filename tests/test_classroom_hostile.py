@@ -21,7 +21,6 @@ import csv
 import hashlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
