@@ -52,6 +52,22 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
+@lru_cache(maxsize=1)
+def _help() -> str:
+    try:
+        done = subprocess.run([bwrap_path() or "bwrap", "--help"], capture_output=True, text=True, timeout=30)
+        return done.stdout + done.stderr
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def supports(option: str) -> bool:
+    """Does this bwrap know ``option``? (Ubuntu 22.04 ships 0.6, without --disable-userns
+    and --size; without them the attempt may nest user namespaces inside its sandbox, and
+    its tmpfs is capped only by the cgroup's memory limit.)"""
+    return option in _help()
+
+
 def interpreter() -> tuple[str, str]:
     """(the real interpreter binary, its installation prefix). A venv's python is a
     link to the base interpreter: the sandbox runs the base one and gets the venv's
@@ -102,8 +118,10 @@ def base_args() -> list[str]:
     """Namespaces, identity, environment and the read-only system view."""
     exe, prefix = interpreter()
     args = ["--unshare-all", "--unshare-user", "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID),
-            "--disable-userns", "--cap-drop", "ALL", "--die-with-parent", "--new-session",
-            "--hostname", "judge", "--clearenv", "--proc", "/proc", "--dev", "/dev"]
+            "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--hostname", "judge",
+            "--proc", "/proc", "--dev", "/dev"]
+    # (bwrap itself is started with an empty environment: --clearenv only where it exists)
+    args += [opt for opt in ("--disable-userns", "--clearenv") if supports(opt)]
     bound = []
     for d in SYSTEM_DIRS:
         if os.path.islink(d):
@@ -153,7 +171,7 @@ def command(child: str, job_file: str, attempt: str | None, fd: int, heavy: bool
         if os.path.exists(h) and any(_under(os.path.realpath(h), b) for b in _bound(args)):
             args += _hide(os.path.realpath(h))
     size = TMPFS_MB["torch" if heavy else "numpy"] << 20
-    args += ["--size", str(size), "--tmpfs", TMP, "--dir", WORK, "--dir", HOME,
+    args += (["--size", str(size)] if supports("--size") else []) + ["--tmpfs", TMP, "--dir", WORK, "--dir", HOME,
              "--ro-bind", child, f"{JUDGE_DIR}/child.py", "--ro-bind", job_file, f"{JUDGE_DIR}/job.pkl"]
     if attempt is not None:
         real = os.path.realpath(attempt)
@@ -178,10 +196,11 @@ def probe() -> str | None:
     if bwrap_path() is None:
         return "bubblewrap (bwrap) is not installed"
     exe, _ = interpreter()
-    argv = [bwrap_path(), *base_args(), "--size", str(1 << 20), "--tmpfs", TMP,
+    argv = [bwrap_path(), *base_args(), "--tmpfs", TMP,
             "--remount-ro", "/", "--", exe, "-I", "-S", "-c", "import os; print(os.getuid())"]
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                              env={"PATH": "/usr/bin:/bin"})
     except (OSError, subprocess.SubprocessError) as e:
         return f"bwrap could not be run ({e})"
     if done.returncode != 0 or done.stdout.strip() != str(INSIDE_UID):

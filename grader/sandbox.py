@@ -256,7 +256,7 @@ def start_child(job: Job, problem, scratch: str, isolation: Isolation, cases: li
             argv = jail.command(str(CHILD), str(job_file), job.payload["path"], w_fd, heavy,
                                 interpret_triton="triton" in problem.requires and not has_gpu(),
                                 hide=[str(ROOT), *job.payload["protected"]], gpu=heavy and has_gpu())
-            env, cwd, user = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, scratch, None
+            env, cwd, user = {}, scratch, None   # bwrap starts with nothing of ours
         elif isolation.kind == "user":
             argv, env, cwd = _as_user(job, problem, cases, scratch, isolation, w_fd)
             user = isolation.uid

@@ -100,8 +100,10 @@ def test_nothing_outside_its_tmpfs_is_writable_and_the_tmpfs_is_capped(tmp_path)
     # tmpfs (made to hold the attempt's file): a write there lands in the tmpfs, not here
     got.pop(str(victim))
     assert victim.read_text() == "keep"
+    big = got.pop("big")
     assert "written" not in got.values(), got
-    assert got["big"] == "No space left on device"
+    if jail.supports("--size"):   # bubblewrap 0.8+: the tmpfs itself is capped
+        assert big == "No space left on device"
 
 
 def test_no_network(tmp_path):
@@ -237,8 +239,9 @@ def test_the_command_binds_no_course_file():
     sources = [argv[i + 1] for i, a in enumerate(argv[:-2]) if a in ("--ro-bind", "--bind", "--dev-bind")]
     root = str(runner.ROOT)
     assert all(not (s == root or s.startswith(root + "/")) or s == str(sandbox.CHILD) for s in sources), sources
-    assert "--clearenv" in argv and "--unshare-all" in argv and "--die-with-parent" in argv
-    assert "--new-session" in argv and "--disable-userns" in argv
+    assert "--unshare-all" in argv and "--die-with-parent" in argv and "--new-session" in argv
+    assert ("--clearenv" in argv) == jail.supports("--clearenv")
+    assert ("--disable-userns" in argv) == jail.supports("--disable-userns")
     for site in jail.site_dirs():
         for name in os.listdir(site):
             if name.endswith(".pth") or name.startswith("__editable__"):
