@@ -1,8 +1,9 @@
 """The course's MLA decode kernels, their torch reference, reports and benchmark.
 
   mla_decode       mla_decode_with_kvcache: versions naive -> tiled -> splitkv -> planned (Triton)
-                   and gluon (Hopper, Gluon), dispatched through one table (VERSION_TABLE)
+                   and gluon, seesaw (Hopper, Gluon), dispatched through one table (VERSION_TABLE)
   gluon_decode     version 5 in Gluon: compiled for sm_90, not yet run on a GPU
+  seesaw_decode    version 6 in Gluon, FlashMLA's seesaw: compiled for sm_90, not yet run on a GPU
   plan             mla_decode_plan: the batch's schedule on the device (like FlashMLA's get_mla_metadata)
   dims             the model dimensions and LOG2E, named once
   reference        the float64/float32 torch reference and `compare` (a record of the numbers)
@@ -10,7 +11,8 @@
   compile_report   python -m kernels.compile_report: sm_90 resources and the SASS of the KV loop
   schedule_report  python -m kernels.schedule_report: per-SM work and modelled HBM traffic
   triton36         python -m kernels.triton36 --install: the GPU machine's triton, for compile checks
-  bench            python kernels/bench.py  (needs a CUDA GPU)
+  bench            python kernels/bench.py --out RUN.md  (needs a CUDA GPU; --smoke on a CPU)
+  gpu_check.sh     bash kernels/gpu_check.sh: every GPU check in one command (--dry-run on a CPU)
 
 This package is named like a PyPI package (`kernels`); import it from the repository
 root, which must come first on sys.path (pytest.ini does that for the tests)."""

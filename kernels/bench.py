@@ -1,28 +1,38 @@
 """Benchmark the MLA decode versions on one CUDA GPU, in FlashMLA's test matrix.
 
-  python kernels/bench.py            full matrix (sized to finish within 5 minutes on an H200; not yet run)
-  python kernels/bench.py --quick    b=128, s_k~8K, s_q=1, h_q in {16, 128}
+  python kernels/bench.py --out RUN.md            full matrix (sized for under 5 minutes on an H200; not yet run)
+  python kernels/bench.py --out RUN.md --quick    b=128, s_k~8K, s_q=1, h_q in {16, 128}
+  python kernels/bench.py --out RUN.md --smoke    tiny cases on a CPU, in Triton's interpreter (the pipeline only)
 
 Matrix: b = 128 sequences with lengths drawn as FlashMLA draws them, max(normal(mean,
 mean/2), s_q) with no upper clip (--lengths clipped: the first edition's clip to 2*mean),
 around a mean s_k in {4K, 8K, 16K, 32K}; s_q in {1, 2}, causal, h_q in {16, 64, 128},
-bf16 cache and FP8 cache (656-byte rows), page_block_size 64. Each row reports the mean
-and the max s_k of its batch.
+bf16 cache and FP8 cache (656-byte rows), page_block_size 64, the tail of each sequence's
+last page NaN and the unused block-table entries out of range (FlashMLA's test does the same).
 
-Every version in the launcher table (kernels.mla_decode.VERSION_TABLE; gluon only on a
-Hopper GPU) plus the torch reference, side by side in the same run, each checked against
-the reference on a few sequences before it is timed. Two times per row:
-  ms         the whole call, triton.testing.do_bench (median after warm-up): launches,
-             allocations and the combine included
-  kernel ms  the GPU kernels alone, from torch.profiler (what FlashMLA reports)
+Correctness before speed: every version (the launcher table, kernels.mla_decode.VERSION_TABLE;
+the Gluon ones on a Hopper GPU only), the torch reference, and FlashMLA itself when
+`flash_mla` imports (bf16 caches), is checked on EVERY sequence -- out and lse -- against a
+float64 reference computed on the GPU, with FlashMLA's tolerances and rule
+(kernels.reference.FLASHMLA_OUT_TOL / FLASHMLA_LSE_TOL). A version that fails is not timed,
+its row says why, and the run exits with status 1 after writing its report.
+
+Two times per row, both medians:
+  call ms    the whole call, triton.testing.do_bench: launches, allocations, the combine --
+             how FlashMLA's published figures (580 / 660 TFLOPS, 3000 GB/s) were taken, in the
+             test of their April 2025 release (do_bench on flash_mla_with_kvcache)
+  kernel ms  the GPU kernels alone, from torch.profiler -- how FlashMLA's current test times
+             (kineto, the main kernel's time)
 The plan of the planned versions is made once per batch, outside the timed call, as
-FlashMLA's get_mla_metadata is.
+FlashMLA's get_mla_metadata is. No host-to-device copy happens inside a call
+(tests/test_kernel_batch_invariant.py checks the launches of every version).
 
 Accounting (FlashMLA's; causal masking among the s_q rows is not subtracted):
   FLOP  = sum_i 2 * h_q * s_q * s_k[i] * (576 + 512)           = mlacourse.flops.decode_flops
   bytes = sum_i (2*h_q*s_q*576 + s_k[i]*row + 2*h_q*s_q*512)    = mlacourse.flops.decode_bytes
           with row = 1152 bytes (bf16) or 656 bytes (FP8: codes + scales + bf16 rope)
-Writes kernels/BENCHMARKS.md (or --out) and a roofline PNG next to it."""
+Writes --out (default: bench-<UTC time>.md in the current folder; kernels/BENCHMARKS.md only
+with --update-benchmarks-md) and a roofline PNG next to it."""
 from __future__ import annotations
 
 import argparse
@@ -47,42 +57,65 @@ ROW_BYTES = {"bf16": BF16_ROW_BYTES, "fp8": FP8_ROW_BYTES}
 def versions():
     """The version names of the launcher table (imports torch and triton: call it lazily, so
     that the floors and the markdown writer work without them)."""
-    from kernels.mla_decode import VERSION_TABLE
-    return tuple(VERSION_TABLE)
+    from kernels.mla_decode import VERSIONS
+    return VERSIONS  # the versions of the dense call (a sparse decode has its own benchmark)
 
 
-PLANNED = ("planned", "gluon")  # versions that take a plan
+PLANNED = ("planned", "gluon", "seesaw")  # versions that take a plan
+GLUON = ("gluon", "seesaw")  # Hopper only, bf16 caches
+OTHERS = ("torch", "flashmla")  # the torch reference; FlashMLA itself when it imports
 SLOW_FROM_SK = 16384  # naive and torch are skipped from this mean s_k on unless --all
 HERE = os.path.dirname(os.path.abspath(__file__))
+BENCHMARKS_MD = os.path.join(HERE, "BENCHMARKS.md")
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description="Benchmark the Triton MLA decode kernel (needs a CUDA GPU).")
-    p.add_argument("--quick", action="store_true", help="a small subset: s_k~8K, s_q=1, h_q 16 and 128")
+    p = argparse.ArgumentParser(description="Benchmark the MLA decode versions (needs a CUDA GPU; --smoke: a CPU).")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="a small subset: s_k~8K, s_q=1, h_q 16 and 128")
+    size.add_argument("--smoke", action="store_true",
+                      help="tiny cases on a CPU in Triton's interpreter: the pipeline, not a benchmark")
     names = versions()
-    p.add_argument("--versions", default=",".join(names + ("torch",)),
-                   help=f"comma list from {','.join(names)},torch (default: all; gluon runs on Hopper only)")
+    p.add_argument("--versions", default=",".join(names + OTHERS),
+                   help=f"comma list from {','.join(names + OTHERS)} (default: all; gluon and seesaw run on Hopper "
+                        f"only, flashmla where the flash_mla package imports)")
     p.add_argument("--all", action="store_true",
                    help="also time naive and torch at s_k >= 16K (slow: naive reads the cache h_q*s_q times)")
     p.add_argument("--lengths", choices=("flashmla", "clipped"), default="flashmla",
                    help="flashmla: max(normal(mean, mean/2), s_q), unclipped (default); clipped: also <= 2*mean")
-    p.add_argument("--b", type=int, default=128)
+    p.add_argument("--b", type=int, default=None, help="sequences per batch (default 128; 3 with --smoke)")
     p.add_argument("--rep-ms", type=int, default=100, help="do_bench repetition time per measurement")
-    p.add_argument("--out", default=os.path.join(HERE, "BENCHMARKS.md"))
+    p.add_argument("--out", default=None,
+                   help="the report to write (default: bench-<UTC time>.md here); never kernels/BENCHMARKS.md "
+                        "unless --update-benchmarks-md")
+    p.add_argument("--update-benchmarks-md", action="store_true",
+                   help="allow --out to be kernels/BENCHMARKS.md (its compile report section is kept)")
     p.add_argument("--png", default=None, help="roofline plot path (default: next to --out)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     args.versions = [v.strip() for v in args.versions.split(",") if v.strip()]
-    bad = [v for v in args.versions if v not in names + ("torch",)]
+    bad = [v for v in args.versions if v not in names + OTHERS]
     if bad:
-        p.error(f"unknown version(s) {bad}; choose from {names + ('torch',)}")
+        p.error(f"unknown version(s) {bad}; choose from {names + OTHERS}")
+    if args.b is None:
+        args.b = 3 if args.smoke else 128
+    if args.b < 1:
+        p.error(f"--b must be >= 1, got {args.b}")
+    if args.out is None:
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
+        args.out = f"bench-{stamp}.md"
+    if os.path.realpath(args.out) == os.path.realpath(BENCHMARKS_MD) and not args.update_benchmarks_md:
+        p.error("--out is kernels/BENCHMARKS.md, which holds the recorded results: write the run elsewhere and "
+                "copy what it measured, or pass --update-benchmarks-md")
     if args.png is None:
         args.png = os.path.splitext(args.out)[0] + "_roofline.png"
     return args
 
 
-def bench_cases(quick: bool):
+def bench_cases(quick: bool, smoke: bool = False):
     """(cache dtype, mean s_k, s_q, h_q) in the order they run; cases sharing a cache are adjacent."""
+    if smoke:  # the interpreter: a few hundred keys, one tile of heads
+        return [("bf16", 96, 1, 16), ("fp8", 96, 1, 16), ("bf16", 160, 2, 16)]
     if quick:
         return [(c, 8192, 1, h) for c in ("bf16", "fp8") for h in (16, 128)]
     return [(c, sk, sq, h) for sk in (4096, 8192, 16384, 32768) for sq in (1, 2)
@@ -103,34 +136,52 @@ def work(lens, s_q: int, h_q: int, cache: str):
 
 
 def render_markdown(meta: dict, rows: list, compile_table: str | None = None) -> str:
-    """BENCHMARKS.md text. meta: date, gpu, driver, torch, triton, command, peak/roofline notes.
-    rows: dicts with cache, s_k_mean, s_k_max, s_q, h_q, version, ms (None = not run), kernel_ms,
-    tflops, tbs, check."""
+    """The report. meta: date, gpu, driver, torch, triton, command, lengths; rows: dicts with
+    cache, s_k_mean, s_k_max, s_q, h_q, version, ms (None = not timed), kernel_ms, tflops,
+    tbs, tflops_call, check, note."""
+    failed = [r for r in rows if r.get("failed")]
     lines = ["# MLA decode benchmark", "",
              f"- date (UTC): {meta['date']}", f"- GPU: {meta['gpu']}", f"- driver: {meta['driver']}",
-             f"- torch {meta['torch']}, triton {meta['triton']}, python {meta['python']}",
-             f"- command: `{meta['command']}`", "",
-             f"b = 128 sequences, lengths {meta.get('lengths', 'max(normal(mean, mean/2), s_q), unclipped')}, "
-             "causal, page_block_size 64. `ms`: the whole call, triton.testing.do_bench median after warm-up; "
-             "`kernel ms`: the GPU kernels alone (torch.profiler), as FlashMLA reports. "
-             "TFLOPS and TB/s use the kernel time: TFLOPS = sum 2*h_q*s_q*s_k*(576+512) / time; TB/s = bytes / "
-             "time, with bytes = q + cache rows (1152 B bf16, 656 B FP8) + out, each once (FlashMLA's accounting; "
-             "causal masking not subtracted). `check` is the max abs error of out against the float32 torch "
-             "reference on the first sequences.", "",
-             "| cache | mean s_k | max s_k | s_q | h_q | version | ms | kernel ms | TFLOPS | TB/s | check |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             f"- torch {meta['torch']}, triton {meta['triton']}, python {meta['python']}"
+             + (f", flash_mla {meta['flash_mla']}" if meta.get("flash_mla") else ", flash_mla not installed"),
+             f"- command: `{meta['command']}`",
+             f"- correctness gate: {'**' + str(len(failed)) + ' version(s) FAILED and were not timed**' if failed else 'every timed version passed'}",
+             "",
+             f"b = {meta.get('b', 128)} sequences, lengths {meta.get('lengths', 'max(normal(mean, mean/2), s_q), unclipped')}, "
+             "causal, page_block_size 64, the tail of each last page NaN. "
+             + ("**CPU smoke run: Triton's interpreter, tolerances of tests/test_kernels.py (it truncates bf16 "
+                "stores), times are not a benchmark.** " if meta.get("smoke") else "")
+             + "Before a version is timed, every "
+             "sequence's out and lse are checked against a float64 reference with FlashMLA's tolerances "
+             "(out: abs 8e-4 or rel 2.01/128, cosine difference <= 5e-6; lse: abs 1e-6 or rel 8.01/65536, "
+             "<= 1e-7); `check` gives the worst out error and the cosine difference, or why it failed. "
+             "`call ms`: the whole call, triton.testing.do_bench median (FlashMLA's published figures are "
+             "whole-call do_bench times); `kernel ms`: the GPU kernels alone, torch.profiler (FlashMLA's "
+             "current test times its kernel the same way). TFLOPS = sum 2*h_q*s_q*s_k*(576+512) / time; "
+             "TB/s = bytes / kernel time, with bytes = q + cache rows (1152 B bf16, 656 B FP8) + out, each "
+             "once (FlashMLA's accounting; causal masking not subtracted).", "",
+             "| cache | mean s_k | max s_k | s_q | h_q | version | call ms | kernel ms | TFLOPS (call) "
+             "| TFLOPS (kernels) | TB/s (kernels) | check |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         head = (f"| {r['cache']} | {r['s_k_mean']:.0f} | {r.get('s_k_max', 0)} | {r['s_q']} | {r['h_q']} "
                 f"| {r['version']} ")
         if r.get("ms") is None:
-            lines.append(head + f"| not run | | | | {r.get('note', '')} |")
+            lines.append(head + f"| not timed | | | | | {r.get('note', '')} |")
         else:
             kms = f"{r['kernel_ms']:.3f}" if r.get("kernel_ms") else "-"
-            lines.append(head + f"| {r['ms']:.3f} | {kms} | {r['tflops']:.1f} | {r['tbs']:.2f} "
+            tk = f"{r['tflops']:.1f}" if r.get("kernel_ms") else "-"
+            tb = f"{r['tbs']:.2f}" if r.get("kernel_ms") else "-"
+            lines.append(head + f"| {r['ms']:.3f} | {kms} | {r['tflops_call']:.1f} | {tk} | {tb} "
                          f"| {r.get('check', '')} |")
-    gluon_ran = any(r["version"] == "gluon" and r.get("ms") for r in rows)
-    lines += ["", "Version 5 (gluon): " + ("timed in this run." if gluon_ran else
-                                          "compiled, not yet run on a GPU (not timed in this run).")]
+    for name, number in (("gluon", 5), ("seesaw", 6)):
+        ran = any(r["version"] == name and r.get("ms") for r in rows)
+        lines += ["", f"Version {number} ({name}): " + ("timed in this run." if ran else
+                                                        "compiled, not yet run on a GPU (not timed in this run).")]
+    if failed:
+        lines += ["", "## Failed the correctness gate (not timed)", ""]
+        lines += [f"- {r['cache']} s_k~{r['s_k_mean']:.0f} s_q={r['s_q']} h_q={r['h_q']} {r['version']}: "
+                  f"{r.get('note', '')}" for r in failed]
     lines += ["", TARGETS_MD, "", floors_md()]
     if compile_table:
         lines += ["", "## sm_90 compile report", "", compile_table.strip()]
@@ -193,7 +244,8 @@ def plot_roofline(rows, gpu_key: str, path: str):
     names = sorted({r["version"] for r in rows})
     markers = {v: shapes[i % len(shapes)] for i, v in enumerate(names)}
     for v in markers:
-        pts = [(r["flop"] / r["bytes"], r["tflops"]) for r in rows if r["version"] == v and r.get("ms")]
+        pts = [(r["flop"] / r["bytes"], r.get("tflops") or r["tflops_call"]) for r in rows
+               if r["version"] == v and r.get("ms")]
         if pts:
             ax.scatter(*zip(*pts), marker=markers[v], label=v)
     ax.set_xscale("log")
@@ -223,18 +275,25 @@ def _driver():
         return f"unknown ({e.__class__.__name__})"
 
 
-def build_cache(torch, rng, lens, dtype, device):
-    """A paged bf16 cache holding sequences of `lens` on shuffled pages; returns
-    kv_cache [num_blocks, 64, 1, 576], block_table [b, max_blocks] int32, cache_seqlens [b] int32."""
+def build_cache(torch, rng, lens, dtype, device, poison: bool = True):
+    """A paged cache holding sequences of `lens` on shuffled pages; returns kv_cache
+    [num_blocks, 64, 1, 576], block_table [b, max_blocks] int32, cache_seqlens [b] int32.
+    poison: the slots past each sequence's end hold NaN and its unused table entries
+    2**31 - 1, as in FlashMLA's test -- a kernel that reads them returns NaN or faults."""
     need = [-(-int(n) // PAGE) for n in lens]
-    num_blocks = sum(need)
+    num_blocks = max(1, sum(need))
     perm = torch.from_numpy(rng.permutation(num_blocks)).to(device=device, dtype=torch.int32)
-    block_table = torch.zeros(len(lens), max(need), dtype=torch.int32, device=device)
+    fill = 2**31 - 1 if poison else 0
+    block_table = torch.full((len(lens), max(1, max(need))), fill, dtype=torch.int32, device=device)
     start = 0
     for i, k in enumerate(need):
         block_table[i, :k] = perm[start:start + k]
         start += k
     kv = torch.randn(num_blocks, PAGE, 1, D_K, dtype=dtype, device=device)
+    if poison:
+        for i, n in enumerate(lens):
+            if int(n) % PAGE:
+                kv[block_table[i, need[i] - 1], int(n) % PAGE:] = float("nan")
     seqlens = torch.tensor([int(n) for n in lens], dtype=torch.int32, device=device)
     return kv, block_table, seqlens
 
@@ -269,10 +328,63 @@ def kernel_time_ms(fn, reps: int = 10, device: str = "cuda") -> float:
     return total_us / reps / 1e3
 
 
+def exact_reference(torch, q, kvc, bt, sl, scale, fp8, device):
+    """out [b, s_q, h_q, 512] and lse [b, h_q, s_q] in float64 on the device, for every sequence,
+    in chunks whose float64 scores stay near 1 GB (kernels.reference.reference_decode_padded)."""
+    from kernels.reference import reference_decode_padded
+
+    b, s_q, h_q = q.shape[:3]
+    s_k_max = bt.shape[1] * PAGE
+    chunk = max(1, min(b, int(2**30 // (8 * max(1, h_q * s_q * s_k_max + s_k_max * D_K)))))
+    outs, lses = [], []
+    for i in range(0, b, chunk):
+        o, l_ = reference_decode_padded(q[i:i + chunk], kvc, bt[i:i + chunk], sl[i:i + chunk], softmax_scale=scale,
+                                        causal=True, is_fp8_kvcache=fp8, dtype=torch.float64, exact=True)
+        outs.append(o)
+        lses.append(l_)
+    return torch.cat(outs), torch.cat(lses)
+
+
+# Triton's interpreter (the --smoke run on a CPU) truncates fp32 -> bf16 where a GPU rounds,
+# which alone moves the cosine difference past FlashMLA's 5e-6: the tolerances
+# tests/test_kernels.py uses there. A GPU run always uses FlashMLA's.
+INTERPRETER_OUT_TOL = dict(atol=5e-3, rtol=1e-2, max_cos_diff=1e-4)
+INTERPRETER_LSE_TOL = dict(atol=1e-4, rtol=1e-4)
+
+
+def gate(name, out, lse, ref_out, ref_lse, interpreter: bool = False):
+    """FlashMLA's check on every sequence (out and lse): (ok, text for the report)."""
+    from kernels.reference import FLASHMLA_LSE_TOL, FLASHMLA_OUT_TOL, compare
+    out_tol, lse_tol = (INTERPRETER_OUT_TOL, INTERPRETER_LSE_TOL) if interpreter else \
+        (FLASHMLA_OUT_TOL, FLASHMLA_LSE_TOL)
+    c_out = compare(f"{name} out", out, ref_out, **out_tol)
+    c_lse = compare(f"{name} lse", lse, ref_lse, **lse_tol)
+    if c_out.ok and c_lse.ok:
+        return True, f"ok: max abs {c_out.max_abs:.1e}, cos {c_out.cos_diff:.1e}"
+    bad = c_out if not c_out.ok else c_lse
+    return False, "FAILED " + bad.message
+
+
+def flashmla_fn(flash_mla, q, kvc, bt, sl, scale):
+    """FlashMLA's dense decode, for either interface: get_mla_metadata(cache_seqlens, s_q*h_q, h_kv)
+    before 2025-09, get_mla_metadata() (arguments ignored, metadata made on the first call)
+    after. Returns a call that gives (out, lse) with lse -inf, not +inf, for rows with no key."""
+    import torch
+    s_q, h_q = q.shape[1], q.shape[2]
+    meta, splits = flash_mla.get_mla_metadata(sl, s_q * h_q, 1)
+
+    def fn():
+        out, lse = flash_mla.flash_mla_with_kvcache(q, kvc, bt, sl, D_V, meta, splits, softmax_scale=scale,
+                                                    causal=True)
+        return out, torch.where(lse == float("inf"), torch.full_like(lse, float("-inf")), lse)
+    return fn
+
+
 def run(args, device=None, timer=None, cases=None, kernel_timer=None):
-    """Build, check and time every case; write the markdown and the plot.
-    device/timer/cases/kernel_timer are for the CPU smoke test only: a real run uses the GPU,
-    triton.testing.do_bench (median), torch.profiler and bench_cases(args.quick)."""
+    """Check, then time, every case; write the report and the plot. Returns the rows; a row
+    with "failed" set did not pass the correctness gate and was not timed.
+    device/timer/cases/kernel_timer are for the CPU smoke run and tests: a real run uses the
+    GPU, triton.testing.do_bench (median), torch.profiler and bench_cases(args.quick)."""
     import numpy as np
     import torch
     import triton
@@ -281,25 +393,43 @@ def run(args, device=None, timer=None, cases=None, kernel_timer=None):
     from kernels.plan import mla_decode_plan
     from kernels.reference import reference_decode_padded
 
+    smoke = getattr(args, "smoke", False)
     if device is None:
-        if not torch.cuda.is_available():
-            sys.exit("bench.py needs a CUDA GPU (torch.cuda.is_available() is False); nothing was written.")
-        device = "cuda"
-    if timer is None:
-        from triton.testing import do_bench
-
-        def timer(fn):
-            return do_bench(fn, warmup=25, rep=args.rep_ms, return_mode="median")
+        if smoke:
+            device = "cpu"
+        elif not torch.cuda.is_available():
+            sys.exit("bench.py needs a CUDA GPU (torch.cuda.is_available() is False); nothing was written. "
+                     "`--smoke` runs the pipeline on a CPU.")
+        else:
+            device = "cuda"
     dev = torch.device(device)
+    if dev.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+        sys.exit("on a CPU the kernels need Triton's interpreter: run with TRITON_INTERPRET=1 set")
+    if timer is None:
+        if dev.type == "cuda":
+            from triton.testing import do_bench
+
+            def timer(fn):
+                return do_bench(fn, warmup=25, rep=args.rep_ms, return_mode="median")
+        else:
+            def timer(fn):  # the smoke run: wall time of one call, labelled as not a benchmark
+                import time
+                t = time.perf_counter()
+                fn()
+                return (time.perf_counter() - t) * 1e3
     if kernel_timer is None:
         def kernel_timer(fn):
-            return kernel_time_ms(fn, device=dev.type)
+            return kernel_time_ms(fn, reps=10 if dev.type == "cuda" else 1, device=dev.type)
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU (smoke test, not a benchmark)"
     hopper = dev.type == "cuda" and torch.cuda.get_device_capability(dev)[0] == 9
+    try:
+        import flash_mla
+    except ImportError:
+        flash_mla = None
     rng = np.random.default_rng(args.seed)
     scale = 192 ** -0.5  # what DeepSeek's MLA passes
     rows, cache_key = [], None
-    for cache_kind, mean_sk, s_q, h_q in (cases or bench_cases(args.quick)):
+    for cache_kind, mean_sk, s_q, h_q in (cases or bench_cases(args.quick, smoke)):
         if cache_key != (mean_sk, s_q):  # one set of lengths and pages per (s_k, s_q), shared by bf16 and FP8
             kv = kv8 = None
             if dev.type == "cuda":
@@ -313,9 +443,7 @@ def run(args, device=None, timer=None, cases=None, kernel_timer=None):
         kvc = kv8 if fp8 else kv
         q = torch.randn(args.b, s_q, h_q, D_K, dtype=torch.bfloat16, device=dev)
         flop, nbytes = work(lens, s_q, h_q, cache_kind)
-        n_chk = min(2, args.b)
-        ref_o, _ = reference_decode_padded(q[:n_chk], kvc, bt[:n_chk], sl[:n_chk], softmax_scale=scale,
-                                           causal=True, is_fp8_kvcache=fp8)
+        ref_out, ref_lse = exact_reference(torch, q, kvc, bt, sl, scale, fp8, dev)  # every sequence, float64
         plans = {}  # made once per batch, outside the timed call (FlashMLA's get_mla_metadata)
         for v in args.versions:
             row = dict(cache=cache_kind, s_k_mean=float(np.mean(lens)), s_k_max=int(np.max(lens)), s_q=s_q,
@@ -323,22 +451,31 @@ def run(args, device=None, timer=None, cases=None, kernel_timer=None):
             if v in ("naive", "torch") and mean_sk >= SLOW_FROM_SK and not args.all:
                 rows.append(dict(row, ms=None, note="skipped (use --all)"))
                 continue
-            if v == "gluon" and (fp8 or not hopper):
+            if v in GLUON and (fp8 or not hopper):
                 rows.append(dict(row, ms=None, note="needs a Hopper GPU and a bf16 cache"))
+                continue
+            if v == "flashmla" and (flash_mla is None or fp8 or not hopper):
+                why = "flash_mla does not import" if flash_mla is None else "FlashMLA's dense decode: Hopper, bf16"
+                rows.append(dict(row, ms=None, note=why))
                 continue
             if v == "torch":
                 # sequences per chunk so that the float32 scores of one chunk stay near 2 GB
                 chunk = max(1, min(args.b, int(2**31 // (h_q * s_q * 2 * mean_sk * 4 * 4))))
 
                 def fn():
+                    outs, lses = [], []
                     for i in range(0, args.b, chunk):
-                        reference_decode_padded(q[i:i + chunk], kvc, bt[i:i + chunk], sl[i:i + chunk],
-                                                softmax_scale=scale, causal=True, is_fp8_kvcache=fp8)
-                check = "reference"
+                        o, l_ = reference_decode_padded(q[i:i + chunk], kvc, bt[i:i + chunk], sl[i:i + chunk],
+                                                        softmax_scale=scale, causal=True, is_fp8_kvcache=fp8)
+                        outs.append(o)
+                        lses.append(l_)
+                    return torch.cat(outs), torch.cat(lses)
+            elif v == "flashmla":
+                fn = flashmla_fn(flash_mla, q, kvc, bt, sl, scale)
             else:
                 opts = {}
                 if v in PLANNED:
-                    block_m = 64 if v == "gluon" else None
+                    block_m = 64 if v in GLUON else None
                     if block_m not in plans:
                         plans[block_m] = mla_decode_plan(sl, h_q, s_q, block_m=block_m)
                     opts["plan"] = plans[block_m]
@@ -346,31 +483,57 @@ def run(args, device=None, timer=None, cases=None, kernel_timer=None):
                 def fn(v=v, opts=opts):
                     return mla_decode_with_kvcache(q, kvc, bt, sl, D_V, softmax_scale=scale, causal=True,
                                                    is_fp8_kvcache=fp8, version=v, **opts)
-                out, _ = fn()
+            try:
+                out, lse = fn()
                 if dev.type == "cuda":
                     torch.cuda.synchronize()
-                err = (out[:n_chk].float() - ref_o.float()).abs().max().item()
-                check = f"{err:.2e}" + ("" if err < 5e-2 else " FAIL")
+                ok, check = gate(v, out, lse, ref_out, ref_lse, interpreter=dev.type == "cpu")
+            except Exception as e:  # noqa: BLE001 -- a crash is a failed version, reported, not a dead run
+                ok, check = False, f"FAILED with {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+            if not ok:
+                rows.append(dict(row, ms=None, failed=True, note=check))
+                print(f"{cache_kind:4s} s_k~{mean_sk:6d} s_q={s_q} h_q={h_q:3d} {v:8s} NOT TIMED: {check}", flush=True)
+                continue
             ms = timer(fn)
             kms = kernel_timer(fn)
-            t = kms if kms else ms  # rates from the kernels' own time, as FlashMLA reports them
-            row.update(ms=ms, kernel_ms=kms, tflops=flop / t / 1e9, tbs=nbytes / t / 1e9, check=check)
+            row.update(ms=ms, kernel_ms=kms, tflops_call=flop / ms / 1e9,
+                       tflops=flop / kms / 1e9 if kms else None, tbs=nbytes / kms / 1e9 if kms else None,
+                       check=check)
             rows.append(row)
             print(f"{cache_kind:4s} s_k~{mean_sk:6d} (max {row['s_k_max']:6d}) s_q={s_q} h_q={h_q:3d} {v:8s} "
-                  f"{ms:9.3f} ms (kernels {kms:9.3f} ms) {row['tflops']:7.1f} TFLOPS {row['tbs']:6.2f} TB/s  "
-                  f"check {check}", flush=True)
+                  f"call {ms:9.3f} ms ({row['tflops_call']:7.1f} TFLOPS), kernels {kms:9.3f} ms  {check}", flush=True)
+    command = "python kernels/bench.py" + (" --quick" if args.quick else "") + (" --smoke" if smoke else "") + \
+        f" --out {args.out}"
     meta = dict(date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), gpu=name,
                 driver=_driver() if dev.type == "cuda" else "-", torch=torch.__version__,
-                triton=triton.__version__, python=platform.python_version(),
-                command="python kernels/bench.py" + (" --quick" if args.quick else ""),
+                triton=triton.__version__, python=platform.python_version(), command=command, b=args.b,
+                smoke=dev.type == "cpu",
+                flash_mla=getattr(flash_mla, "__version__", "installed") if flash_mla is not None else None,
                 lengths="max(normal(mean, mean/2), s_q), unclipped (FlashMLA's)" if args.lengths == "flashmla"
                 else "normal(mean, mean/2) clipped to [s_q, 2*mean]")
+    carried = carried_compile_report(args.out) if os.path.realpath(args.out) == os.path.realpath(BENCHMARKS_MD) \
+        else None
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
-        f.write(render_markdown(meta, rows, carried_compile_report(args.out)))
+        f.write(render_markdown(meta, rows, carried))
     plot_roofline(rows, gpu_key(name), args.png)
     print(f"wrote {args.out} and {args.png}")
     return rows
 
 
+def main(argv=None) -> int:
+    """The command line: 0 when every version that ran passed the correctness gate, else 1."""
+    if "--smoke" in (sys.argv[1:] if argv is None else argv):
+        os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is first imported (parse_args imports it)
+    args = parse_args(argv)
+    rows = run(args)
+    failed = [r for r in rows if r.get("failed")]
+    if failed:
+        print(f"{len(failed)} version(s) failed the correctness gate and were not timed; see {args.out}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
 if __name__ == "__main__":
-    run(parse_args())
+    sys.exit(main())

@@ -3,6 +3,7 @@ what the compiler made: resources from ptxas, and the KV loop from the SASS.
 
   python -m kernels.compile_report                  (from the repository root; a few minutes on 2 cores)
   python -m kernels.compile_report --only planned   (one version and the combine kernel)
+  python -m kernels.compile_report --only sparse    (the sparse decode kernel, kernels.sparse_decode)
   python -m kernels.compile_report --json           (machine-readable rows)
   python -m kernels.compile_report --excerpt gluon  (one configuration's MMA layouts and SASS loop, JSON)
 
@@ -24,6 +25,7 @@ the matrix instructions -- the KV loop, one tile per iteration:
 Must run without TRITON_INTERPRET (the interpreter cannot compile); tests run it in a subprocess."""
 from __future__ import annotations
 
+import collections
 import contextlib
 import io
 import json
@@ -55,16 +57,17 @@ def shipped_configs(only=None):
 
     out, seen = [], set()
     for name, version in md.VERSION_TABLE.items():
-        if only and name != only:
-            continue
+        if (only and name != only) or version.kind != "dense":
+            continue  # (a sparse version's compile belongs to its own report)
+        gluon = not version.interpreter  # the Gluon versions: bf16, 64-row tiles only
         for is_fp8 in (False, True):
-            if name == "gluon" and is_fp8:
+            if gluon and is_fp8:
                 continue
             for s_q, h_q in SHAPES:
                 if name == "naive" and h_q != 16:
                     continue  # one row per program: the shape does not change the kernel
-                if name == "gluon" and h_q != 128:
-                    continue  # 64-row tiles only
+                if gluon and h_q != 128:
+                    continue
                 q, kv, bt, sl = _example_call(h_q, s_q, is_fp8)
                 try:
                     _, launches, _, _ = md.prepare(q, kv, bt, sl, 512, causal=True, is_fp8_kvcache=is_fp8,
@@ -80,6 +83,26 @@ def shipped_configs(only=None):
                         continue
                     seen.add(label)
                     out.append((label, launch))
+    return out + sparse_configs(only)
+
+
+def sparse_configs(only=None):
+    """[(label, Launch)] of the sparse kernel (kernels.sparse_decode) for each BLOCK_M a GPU
+    launch ships: it takes indices instead of a block table, so the dense loop above does not
+    build it. A V3.2-like call: top-k 2048, FP8 rows."""
+    if only and only != "sparse":
+        return []
+    import torch
+
+    from . import sparse_decode
+    from .dims import D_K, FP8_ROW_BYTES
+    out = []
+    for _, h_q in SHAPES:
+        q = torch.zeros(2, 1, h_q, D_K, dtype=torch.bfloat16)
+        kv = torch.zeros(4, 64, 1, FP8_ROW_BYTES, dtype=torch.uint8)
+        idx = torch.zeros(2, 1, 2048, dtype=torch.int32)
+        launches, _, _ = sparse_decode.prepare(q, kv, idx, gpu=True, check_indices=False)
+        out += [(launch.label.replace("sparse", "sparse fp8"), launch) for launch in launches]
     return out
 
 
@@ -254,6 +277,54 @@ def overlap(prologue, body, d, passes=3):
     return fewest
 
 
+def _mma_shapes(lines, d):
+    return collections.Counter(m.group(0) for x in lines for m in [d["mma"].search(x)] if m)
+
+
+def partition_loops(text, d):
+    """The KV loops of a warp-specialized kernel (version 6): each partition runs its own loop,
+    and mbarrier waits add small backward-branch loops everywhere, so "the innermost loop with
+    an MMA" is no longer the KV loop. Here: the loops that hold every MMA shape of the kernel
+    and contain no other such loop. Returns (prologue, body) pairs."""
+    ins, labels = _lines(text, d)
+    every = set(_mma_shapes(ins, d))
+    loops = []
+    for j, line in enumerate(ins):
+        m = d["branch"].search(line)
+        if m and m.group(1) in labels and labels[m.group(1)] <= j:
+            start = labels[m.group(1)]
+            shapes = _mma_shapes(ins[start:j + 1], d)
+            if every and set(shapes) == every:
+                loops.append((start, j, shapes))
+    minimal = [(a, b, c) for a, b, c in loops
+               if not any((a2, b2) != (a, b) and a <= a2 and b2 <= b for a2, b2, _ in loops)]
+    return [(ins[:a], ins[a:b + 1]) for a, b, _ in minimal]
+
+
+def analyse_partitions(text, num_warps_per_partition, block_m, block_n):
+    """Version 6's loops (SASS): each partition's loop does one tile's worth of a pair, so
+    executed/useful = (MMA FLOP of the loops found) / (loops found x useful FLOP of a tile).
+    The copies-in-flight replay assumes that every mbarrier wait retires a copy, which is
+    false when partitions also wait on each other: it is not run here (None)."""
+    d = SASS
+    loops = partition_loops(text, d)
+    if not loops:
+        return dict(loop=None)
+    from .dims import D_K, D_V
+    useful = 2 * block_m * block_n * (D_K + D_V)
+    executed = [sum(mma_flop(x, d, num_warps_per_partition) for x in body) for _, body in loops]
+    ratio = sum(executed) / (len(loops) * useful)
+    bodies = [body for _, body in loops]
+    return dict(loop="sass", kv_loops=len(loops), instructions=max(len(b) for b in bodies),
+                mma=sum(bool(d["mma"].search(x)) for b in bodies for x in b) // len(loops),
+                mma_shapes=sorted({s for b in bodies for s in _mma_shapes(b, d)}), executed=sum(executed) / len(loops),
+                useful=useful, ratio=round(ratio, 3),
+                async_copies=sum(bool(d["tma"].search(x)) for b in bodies for x in b),
+                sync_loads=sum(bool(d["sync_load"].search(x)) for b in bodies for x in b),
+                local_ops=sum(bool(d["local"].search(x)) for b in bodies for x in b),
+                in_flight_at_mma=None, overlap=None)
+
+
 def analyse_loop(text, dialect, num_warps, block_m, block_n):
     d = SASS if dialect == "sass" else PTX
     found = kv_loop(text, d)
@@ -280,7 +351,7 @@ def report_one(label, launch):
     regs = re.findall(r"Used (\d+) registers", log)
     spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
     bm, bn = launch.constexprs.get("BLOCK_M"), launch.constexprs.get("BLOCK_N")
-    if "gluon" in label:
+    if label.startswith(("gluon", "seesaw")):
         bm, bn = launch.constexprs.get("BLOCK_M", 64), launch.constexprs.get("BLOCK_N", 64)
     row = dict(label=label, block_m=bm, block_n=bn, num_warps=launch.num_warps, num_stages=launch.num_stages,
                shared=int(k.metadata.shared), regs=int(regs[-1]) if regs else None,
@@ -288,10 +359,16 @@ def report_one(label, launch):
                spill_loads=int(spills[-1][1]) if spills else None,
                wgmma="wgmma" in k.asm.get("ptx", ""))
     sass = sass_of(k)
-    loop = analyse_loop(sass, "sass", launch.num_warps, bm, bn) if sass else dict(loop=None)
+    if sass and "USETMAXREG" in sass:  # warp-specialized: one KV loop per partition (version 6)
+        loop = analyse_partitions(sass, launch.num_warps, bm, bn)
+    else:
+        loop = analyse_loop(sass, "sass", launch.num_warps, bm, bn) if sass else dict(loop=None)
     if loop.get("loop") is None:  # no SASS (or no MMA loop in it): read the PTX
         loop = analyse_loop(k.asm["ptx"], "ptx", launch.num_warps, bm, bn)
     row.update(loop)
+    workers = re.findall(r"^\s*partition\d+\(.*\)\s*num_warps\((\d+)\)", k.asm.get("ttgir", ""), flags=re.M)
+    if workers:  # warp-specialized: the launch's warps run the default partition, these the workers
+        row["worker_warps"] = [int(x) for x in workers]
     row["seconds"] = round(time.time() - t, 1)
     return row
 
@@ -383,10 +460,24 @@ def format_table(rows):
         ratio = f"{r['ratio']:.2f}" if r.get("ratio") else "-"
         ov = "-" if r.get("overlap") is None else ("yes" if r["overlap"] else "no")
         inflight = "-" if r.get("in_flight_at_mma") is None else str(r["in_flight_at_mma"])
-        lines.append(f"| {r['label']} | {r['block_m'] or '-'} x {r['block_n'] or '-'} | {r['num_warps']} "
+        warps = "+".join(str(w) for w in [r["num_warps"]] + r.get("worker_warps", []))
+        lines.append(f"| {r['label']} | {r['block_m'] or '-'} x {r['block_n'] or '-'} | {warps} "
                      f"| {r['num_stages']} | {r['shared']} | {r['regs']} | {r['spill_stores']}/{r['spill_loads']} "
                      f"| {shapes} | {ratio} | {r.get('instructions', '-')} | {inflight} | {ov} |")
+        if r["label"].startswith(GLUON_LABELS) and r.get("ratio"):
+            lines.append(sixteen_row_line(r))
     return "\n".join(lines)
+
+
+GLUON_LABELS = ("gluon", "seesaw")  # wgmma-only versions: 64-row tiles whatever h_q is
+
+
+def sixteen_row_line(r):
+    """The same compiled kernel at h_q * s_q = 16 (derived, not another compile): a wgmma is
+    m64, so 64 rows are computed for 16 real ones -- 4x the useful MMA work. The 16-row path
+    the compiler does build is version 4's BLOCK_M=16 tile (mma.sync, executed/useful 1.00)."""
+    return (f"| {r['label']}, at h_q*s_q=16 (derived) | 16 real of 64 rows | | | | | | "
+            f"| {r['ratio'] * r['block_m'] / 16:.2f} | | | |")
 
 
 if __name__ == "__main__":

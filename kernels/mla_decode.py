@@ -31,6 +31,13 @@ The versions (choose with version=...; all dispatch through VERSION_TABLE below)
   5 "gluon"    Hopper-only, in Gluon (kernels/gluon_decode.py): TMA page tiles in an
                mbarrier pipeline, two warpgroups splitting QK^T by keys and PV by output
                columns. Compiled for sm_90, not yet run on a GPU.
+  6 "seesaw"   Hopper-only, in Gluon (kernels/seesaw_decode.py): FlashMLA's seesaw -- two
+               warp-specialized warpgroups holding O_L and O_R, two KV tiles per step, one
+               shared running max (chapter 8). Compiled for sm_90, not yet run on a GPU.
+batch_invariant=True (any version) splits no sequence's keys across programs: a sequence's
+out and lse are then bitwise the same whatever else is in the batch.
+Sparse decode (DeepSeek-V3.2, chapter 8: `indices` instead of a block table) is
+kernels/sparse_decode.py, with its own row in SPARSE_VERSION_TABLE below.
 In every version the row blocks of one sequence are adjacent in launch order (grid axis 0),
 so they run at the same time and read each KV tile from HBM once (the second from L2).
 Versions 1-4 read bf16/fp16 caches and FlashMLA's FP8 rows (is_fp8_kvcache=True):
@@ -375,6 +382,7 @@ class Call:
     qk_scale_log2: float
     options: dict
     gpu: bool
+    batch_invariant: bool = False  # no split of a sequence's keys: its result independent of the batch
     b: int = field(init=False)
     s_q: int = field(init=False)
     h_q: int = field(init=False)
@@ -475,6 +483,11 @@ def _combine_launch(call: Call, o_part, lse_part, combine, max_count):
 def _launch_splitkv(call: Call):
     block_m, block_n, warps, stages = _tile_options(call)
     num_splits = call.take("num_splits", None)
+    if call.batch_invariant:
+        if num_splits not in (None, 1):
+            raise ValueError(f"batch_invariant=True runs one split per sequence; got num_splits={num_splits} "
+                             f"(the split count follows the batch size, so a sequence's result would too)")
+        num_splits = 1
     if num_splits is None:
         num_splits = default_num_splits(call.b, call.s_q, call.h_q, call.block_table.shape[1] * call.page,
                                         sm_count(call.q.device), block_m, block_n)
@@ -483,8 +496,10 @@ def _launch_splitkv(call: Call):
     dev = call.q.device
     o_part = torch.empty(call.b * num_splits, call.n_rows, D_LATENT, dtype=torch.float32, device=dev)
     lse_part = torch.empty(call.b * num_splits, call.n_rows, dtype=torch.float32, device=dev)
-    seqs = torch.arange(call.b, dtype=torch.int32)
-    combine = torch.stack([seqs, seqs * num_splits, torch.full_like(seqs, num_splits)], 1).to(dev)  # every sequence
+    # the combine table (sequence, first slot, slots) of every sequence, made on the device: a host
+    # tensor copied over would be a host-to-device copy (and a sync) inside every timed call
+    seqs = torch.arange(call.b, dtype=torch.int32, device=dev)
+    combine = torch.stack([seqs, seqs * num_splits, torch.full_like(seqs, num_splits)], 1)
     return [Launch(f"splitkv BLOCK_M={block_m}", _splitkv_kernel,
                    (triton.cdiv(call.n_rows, block_m), call.b, num_splits),
                    dict(call.common_args(), o_part_ptr=o_part, lse_part_ptr=lse_part, num_splits=num_splits),
@@ -496,9 +511,13 @@ def _launch_splitkv(call: Call):
 def _get_plan(call: Call, plan, block_m: int, block_n: int) -> DecodePlan:
     num_sms = call.take("num_sms", None)
     if plan is None:
-        plan = mla_decode_plan(call.cache_seqlens, call.h_q, call.s_q, num_sms, block_m=block_m, block_n=block_n)
+        plan = mla_decode_plan(call.cache_seqlens, call.h_q, call.s_q, num_sms, block_m=block_m, block_n=block_n,
+                               batch_invariant=call.batch_invariant)
     elif num_sms is not None:
         raise TypeError("pass either plan= or num_sms=, not both (a plan already fixes its SM count)")
+    if call.batch_invariant and not plan.batch_invariant:
+        raise ValueError("batch_invariant=True needs a plan made with mla_decode_plan(..., batch_invariant=True) "
+                         "(this plan cuts sequences where the batch puts its share boundaries)")
     plan.check(call.b, call.s_q, call.h_q, call.q.device)
     if plan.block_m != block_m:
         raise ValueError(f"the plan was made for block_m={plan.block_m}, the launch uses block_m={block_m}")
@@ -531,15 +550,25 @@ def _launch_planned(call: Call):
     return launches
 
 
-def _launch_gluon(call: Call):
-    from . import gluon_decode
+def _launch_gluon_module(call: Call, module_name: str):
+    """Versions 5 and 6: a Gluon kernel over a 64-row plan, then the combine of split sequences."""
+    import importlib
+    module = importlib.import_module(f".{module_name}", __package__)
     block_m = call.take("block_m", 64)
     plan = _get_plan(call, call.take("plan", None), block_m, call.take("plan_block_n", 64))
     o_part, lse_part = _partials(call, plan)
-    launches = gluon_decode.launches(call, plan, o_part, lse_part)
+    launches = module.launches(call, plan, o_part, lse_part)
     if plan.combine.shape[0]:
         launches.append(_combine_launch(call, o_part, lse_part, plan.combine, int(plan.host.combine[:, 2].max())))
     return launches
+
+
+def _launch_gluon(call: Call):
+    return _launch_gluon_module(call, "gluon_decode")
+
+
+def _launch_seesaw(call: Call):
+    return _launch_gluon_module(call, "seesaw_decode")
 
 
 @dataclass(frozen=True)
@@ -550,6 +579,9 @@ class Version:
     summary: str
     status: str  # what has been checked, in words
     interpreter: bool = True  # runs in Triton's CPU interpreter
+    kind: str = "dense"  # "dense": block_table + cache_seqlens (FlashMLA's dense call); other kinds
+    #                      (a sparse decode taking indices) share the table but not the dense tests,
+    #                      the benchmark's dense matrix or chapter 6's list
 
 
 _TESTED = "tested in Triton's CPU interpreter; compiled for sm_90; not yet timed on a GPU"
@@ -562,9 +594,25 @@ VERSION_TABLE = {v.name: v for v in [
             _TESTED),
     Version(5, "gluon", _launch_gluon, "Hopper Gluon: TMA page tiles, mbarrier pipeline, two warpgroups",
             "compiled, not yet run on a GPU", interpreter=False),
+    Version(6, "seesaw", _launch_seesaw, "Hopper Gluon: the seesaw -- O split in halves, two warp-specialized "
+            "warpgroups, two KV tiles per step", "compiled, not yet run on a GPU", interpreter=False),
 ]}
-VERSIONS = tuple(VERSION_TABLE)
+VERSIONS = tuple(n for n, v in VERSION_TABLE.items() if v.kind == "dense")  # the dense call's versions
 DEFAULT_VERSION = "planned"
+
+
+def _launch_sparse(call):
+    from . import sparse_decode
+    return sparse_decode.launches(call)  # call: a sparse_decode.SparseCall
+
+
+# Sparse decode (DeepSeek Sparse Attention, chapter 8) takes `indices` instead of a block table:
+# another calling convention (kernels.sparse_decode.sparse_mla_decode_with_kvcache), so its row
+# has a table of its own, which the dense tests and the benchmark do not iterate.
+SPARSE_VERSION_TABLE = {v.name: v for v in [
+    Version(1, "sparse", _launch_sparse, "top-k FP8 rows named by physical indices, dequantized in registers, "
+            "-1 entries skipped", _TESTED),
+]}
 
 
 def _check(q, kv_cache, block_table, cache_seqlens, head_dim_v, is_fp8_kvcache):
@@ -616,6 +664,7 @@ def prepare(q, kv_cache, block_table, cache_seqlens, head_dim_v=D_LATENT, softma
     """Check the inputs and build the launches of one call, without running them.
     Returns (version, launches, out, lse)."""
     version = options.pop("version", DEFAULT_VERSION)
+    batch_invariant = bool(options.pop("batch_invariant", False))
     if version not in VERSION_TABLE:
         raise ValueError(f"version must be one of {VERSIONS}, got {version!r}")
     _check(q, kv_cache, block_table, cache_seqlens, head_dim_v, is_fp8_kvcache)
@@ -624,7 +673,7 @@ def prepare(q, kv_cache, block_table, cache_seqlens, head_dim_v=D_LATENT, softma
     out = torch.empty(b, s_q, h_q, D_LATENT, dtype=q.dtype, device=q.device)
     lse = torch.empty(b, h_q, s_q, dtype=torch.float32, device=q.device)
     call = Call(q, kv_cache, block_table, cache_seqlens, out, lse, bool(causal), bool(is_fp8_kvcache),
-                float(scale) * LOG2E, options, (not _interpreting()) if gpu is None else gpu)
+                float(scale) * LOG2E, options, (not _interpreting()) if gpu is None else gpu, batch_invariant)
     launches = VERSION_TABLE[version].launch(call) if b else []
     if options:
         raise TypeError(f"unknown option(s) for version {version!r}: {sorted(options)}")
@@ -637,7 +686,10 @@ def mla_decode_with_kvcache(q, kv_cache, block_table, cache_seqlens, head_dim_v=
 
     out [b, s_q, h_q, 512] in q's dtype; lse [b, h_q, s_q] float32, natural log, -inf for
     rows that see no key (FlashMLA: +inf). options:
-      version      "naive" | "tiled" | "splitkv" | "planned" (default) | "gluon" (Hopper GPU only)
+      version      "naive" | "tiled" | "splitkv" | "planned" (default) | "gluon" | "seesaw" (Gluon: Hopper only)
+      batch_invariant  True: no sequence's keys are split across programs (splitkv: one split; planned,
+                   gluon, seesaw: a plan made with batch_invariant=True), so a sequence's out and lse are
+                   bitwise the same whatever else is in the batch; naive and tiled never split
       plan         a kernels.plan.mla_decode_plan(...) for this batch (planned, gluon; made here if absent)
       num_sms      SMs to plan for when no plan is given (default: the device's)
       num_splits   split-KV pieces per sequence (splitkv; default: default_num_splits)

@@ -40,6 +40,11 @@ class DecodePlan:
     combine: torch.Tensor  # [n_split, 3] int32
     host: Plan  # the numpy plan (work per part, for reports)
 
+    @property
+    def batch_invariant(self) -> bool:
+        """No sequence is cut: each sequence's result is bitwise the same in any batch."""
+        return self.host.batch_invariant
+
     def check(self, b: int, s_q: int, h_q: int, device):
         if (self.b, self.s_q, self.h_q) != (b, s_q, h_q):
             raise ValueError(f"this plan was made for b={self.b}, s_q={self.s_q}, h_q={self.h_q}; the call has "
@@ -51,11 +56,12 @@ class DecodePlan:
 
 def mla_decode_plan(cache_seqlens, h_q: int, s_q: int = 1, num_sms: int | None = None,
                     block_m: int | None = None, block_n: int = PLAN_BLOCK_N,
-                    overhead: int = FIXED_OVERHEAD_BLOCKS) -> DecodePlan:
+                    overhead: int = FIXED_OVERHEAD_BLOCKS, batch_invariant: bool = False) -> DecodePlan:
     """Plan one decode batch. cache_seqlens [b] int32 (any device); num_sms defaults to
     the device's SM count (132 on CPU, an H100/H200's, so the interpreter runs the GPU plan);
     block_m (query rows per program) defaults to the kernels' choice: all s_q*h_q rows, at
-    least 16, at most 64."""
+    least 16, at most 64. batch_invariant=True cuts no sequence (mlacourse.schedule.plan_decode):
+    every sequence's output is then bitwise the same whatever else is in the batch."""
     if not isinstance(cache_seqlens, torch.Tensor) or cache_seqlens.dim() != 1:
         raise TypeError("cache_seqlens must be a 1-D torch tensor [b]")
     device = cache_seqlens.device
@@ -66,7 +72,8 @@ def mla_decode_plan(cache_seqlens, h_q: int, s_q: int = 1, num_sms: int | None =
     if num_sms < 1:
         raise ValueError(f"num_sms must be >= 1, got {num_sms}")
     lens = cache_seqlens.detach().to("cpu", torch.int64).numpy()
-    p = plan_decode(lens, h_q, s_q, num_sms, block_n=block_n, block_m=block_m, overhead=overhead)
+    p = plan_decode(lens, h_q, s_q, num_sms, block_n=block_n, block_m=block_m, overhead=overhead,
+                    batch_invariant=batch_invariant)
     seg = p.segments.copy()
     tokens = np.empty_like(seg)
     tokens[:, 0] = seg[:, 0]

@@ -3,6 +3,7 @@
   python -m kernels.triton36 --install    pip-installs triton==3.6.0 (no dependencies) into
                                           .venv/triton-3.6 (about 650 MB; once)
   python -m kernels.triton36 --report     the sm_90 compile report under triton 3.6
+  MLA_TRITON36_DIR=/some/dir              install and use the copy there instead
 
 The copy lives beside the course's own triton and is put first on PYTHONPATH of a child
 process only (torch and everything else come from .venv), so nothing else sees it."""
@@ -15,7 +16,8 @@ import time
 
 VERSION = "3.6.0"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TARGET = os.path.join(ROOT, ".venv", "triton-3.6")
+# MLA_TRITON36_DIR puts the copy elsewhere (e.g. outside a shared virtual environment)
+TARGET = os.environ.get("MLA_TRITON36_DIR") or os.path.join(ROOT, ".venv", "triton-3.6")
 
 
 def installed() -> bool:

@@ -12,6 +12,8 @@ Modules:
   hardware   GPU peaks and memory capacities with sources, ridge points
   paged      paged cache build/gather (FlashMLA layout), page counts and slack (the allocator: engine.pages)
   fp8        FlashMLA's 656-byte FP8 row: e4m3 + scales + bf16 rope
+  sparse     DeepSeek Sparse Attention (V3.2): lightning indexer and top-k, FlashMLA's sparse
+             indices, sparse decode over FP8 rows, the cost of a sparse step (chapter 8)
   step       the whole decode step: attention weights (187M params in V3) beside the cache
   deepseek   DeepSeek's names and layouts (reference MLA, Hugging Face), FP8 block weights
   exercises  the check behind the chapters' "what if" exercises
@@ -19,6 +21,8 @@ Modules:
   schedule   the decode kernel's planner and its HBM-traffic / per-SM work model (chapter 6)
   kernel_diagrams  chapter 6's pictures of the kernel's grid, tiles and block table (on demand)
   engine     a tiny MLA inference engine: paged latent cache, continuous batching (chapter 7)
+  seesaw     FlashMLA's seesaw: the register wall, its step order, a schedule model (chapter 8)
+  batch_invariance  why split-KV makes a sequence's bits depend on its batch, in float32 (chapter 8)
 """
 from . import attention, cache, config, deepseek, exercises, flops, fp8, hardware, layer, paged, rope, step  # noqa: F401
 from .config import DEEPSEEK_V2, DEEPSEEK_V3, TINY, MLAConfig  # noqa: F401

@@ -29,7 +29,7 @@ NAME_MAP = [
     ("w_uk | w_uv", "wkv_b", "kv_b_proj", "512 -> H x (128 W_UK rows + 128 W_UV rows), per head"),
     ("w_o", "wo", "o_proj", "output projection H x 128 -> d_model"),
     ("(block scales)", "<name>.scale", "<name>.weight_scale_inv", "float32 per 128x128 block of an FP8 weight"),
-    ("cfg.softmax_scale", "softmax_scale", "scaling", "192**-0.5, times mscale**2 beyond 4K (YaRN)"),
+    ("cfg.softmax_scale", "softmax_scale", "scaling", "192**-0.5, times mscale**2 (YaRN) at every position when served past 4K"),
     ("LatentCache.c_kv / k_rope", "kv_cache / pe_cache", "(expanded K and V)", "what each caches"),
 ]
 

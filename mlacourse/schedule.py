@@ -52,6 +52,7 @@ class Plan:
     block_n: int
     overhead: int
     part_work: np.ndarray = field(repr=False)  # [num_parts] blocks + overhead per part
+    batch_invariant: bool = False  # no sequence is cut: each one's result is the same in any batch
 
     @property
     def num_slots(self) -> int:
@@ -63,29 +64,43 @@ class Plan:
 
 
 def plan_decode(cache_seqlens, h_q: int, s_q: int, num_sms: int, block_n: int = 64, block_m: int = 64,
-                overhead: int = FIXED_OVERHEAD_BLOCKS) -> Plan:
+                overhead: int = FIXED_OVERHEAD_BLOCKS, batch_invariant: bool = False,
+                programs_per_sm: int = 1) -> Plan:
     """Cut the batch's (sequence, KV block) work into equal shares, one per persistent part.
 
     A piece of a sequence costs `overhead` + its blocks. The greedy walk fills each part
     up to a budget, cutting a sequence where the budget runs out; the smallest budget
-    that needs at most num_parts parts is found by bisection."""
+    that needs at most num_parts parts is found by bisection.
+
+    batch_invariant=True never cuts a sequence (FlashMLA's trade, chapter 8): a sequence that
+    does not fit in what is left of a part starts the next one. Where a sequence is cut, and
+    so the order in which its partial results are summed, depends on the other sequences of
+    the batch; uncut, a sequence's result depends on nothing but itself -- at the price of
+    the balance: one long sequence is one part's work.
+    programs_per_sm: persistent parts per SM (2 where two programs fit on an SM at once:
+    resident_programs)."""
     lens = np.asarray(cache_seqlens, dtype=np.int64)
     if lens.ndim != 1 or (lens < 0).any():
         raise ValueError(f"cache_seqlens must be a 1-D array of lengths >= 0, got {lens!r}")
+    if programs_per_sm < 1:
+        raise ValueError(f"programs_per_sm must be >= 1, got {programs_per_sm}")
     rb = row_blocks(s_q, h_q, block_m)
-    num_parts = max(1, num_sms // rb)
+    num_parts = max(1, num_sms * programs_per_sm // rb)
     blocks = cdiv(lens, block_n)  # [b]
+    cut = not batch_invariant
     lo = overhead + max(1, cdiv(int(blocks.sum() + overhead * len(lens)), num_parts) - overhead)
+    if not cut:  # a part must hold the longest sequence whole
+        lo = max(lo, overhead + int(blocks.max(initial=0)))
     hi = lo
-    while len(_greedy(blocks, hi, overhead)) > num_parts:  # grow until feasible
+    while len(_greedy(blocks, hi, overhead, cut)) > num_parts:  # grow until feasible
         hi *= 2
     while lo < hi:  # smallest budget whose greedy walk fits in num_parts
         mid = (lo + hi) // 2
-        if len(_greedy(blocks, mid, overhead)) <= num_parts:
+        if len(_greedy(blocks, mid, overhead, cut)) <= num_parts:
             hi = mid
         else:
             lo = mid + 1
-    parts = _greedy(blocks, lo, overhead)
+    parts = _greedy(blocks, lo, overhead, cut)
     pieces = {}
     for p in parts:
         for seq, b0, b1 in p:
@@ -110,14 +125,22 @@ def plan_decode(cache_seqlens, h_q: int, s_q: int, num_sms: int, block_n: int = 
         part_work.append(0)
     return Plan(np.array(segments, dtype=np.int64).reshape(-1, 4), np.array(part_start, dtype=np.int64),
                 np.array(combine, dtype=np.int64).reshape(-1, 3), num_parts, rb, block_m, block_n, overhead,
-                np.array(part_work, dtype=np.int64))
+                np.array(part_work, dtype=np.int64), batch_invariant)
 
 
-def _greedy(blocks, budget: int, overhead: int):
+def _greedy(blocks, budget: int, overhead: int, cut: bool = True):
     """Parts as lists of (seq, first block, end block), each costing at most `budget`
-    (> overhead): fill a part, cutting the current sequence where the budget runs out."""
+    (> overhead): fill a part, cutting the current sequence where the budget runs out.
+    cut=False: a sequence that does not fit in the part's room starts the next part."""
     parts, cur, room = [], [], budget
     for seq, n in enumerate(blocks.tolist()):
+        if not cut:
+            if cur and room < overhead + n:
+                parts.append(cur)
+                cur, room = [], budget
+            cur.append((seq, 0, n))
+            room -= overhead + n
+            continue
         start = 0
         while True:
             if room - overhead <= 0:
@@ -190,17 +213,66 @@ def planned_programs(plan: Plan):
 # Machine model: programs on SMs, reads through an LRU L2
 # ---------------------------------------------------------------------------------------
 
-def run_programs(programs_work, num_sms: int):
-    """Greedy block scheduler: programs (a list of work amounts, launch order) start on the
-    first free SM, one resident program per SM (the 64-row kernels use >110 KB of shared
-    memory). Returns start times [n] and per-SM busy time [num_sms]."""
-    free = np.zeros(num_sms)
-    starts = np.zeros(len(programs_work))
-    for j, w in enumerate(programs_work):
-        sm = int(np.argmin(free))
-        starts[j] = free[sm]
-        free[sm] += w
-    return starts, free
+SMEM_PER_SM_90 = 233_472  # bytes of shared memory per SM on H100/H200 (228 KB)
+SMEM_RESERVED_PER_BLOCK = 1_024  # the driver's share of each resident block (sm_80 and later)
+REGS_PER_SM_90 = 65_536
+MAX_WARPS_PER_SM_90 = 64
+
+
+def resident_programs(shared_bytes: int, regs_per_thread: int, num_warps: int) -> int:
+    """How many programs of one kernel an sm_90 SM holds at once: the smallest of what shared
+    memory (each block also takes 1 KB reserved), registers (allocated per warp in units of
+    256: a thread's count rounded up to a multiple of 8) and warp slots allow. The compile
+    report (kernels/compile_report.py) gives shared_bytes and regs_per_thread."""
+    if shared_bytes < 0 or regs_per_thread < 1 or num_warps < 1:
+        raise ValueError("need shared_bytes >= 0, regs_per_thread >= 1, num_warps >= 1")
+    by_smem = SMEM_PER_SM_90 // (shared_bytes + SMEM_RESERVED_PER_BLOCK)
+    regs_per_warp = -(-regs_per_thread // 8) * 8 * 32
+    by_regs = REGS_PER_SM_90 // (regs_per_warp * num_warps)
+    by_warps = MAX_WARPS_PER_SM_90 // num_warps
+    return int(max(0, min(by_smem, by_regs, by_warps)))
+
+
+def run_programs(programs_work, num_sms: int, programs_per_sm: int = 1):
+    """Block scheduler model: programs (a list of work amounts, launch order) start on an SM
+    with a free slot (the one running the fewest, then the lowest index), programs_per_sm
+    slots per SM (1 for the 64-row kernels: >110 KB of shared memory each). Programs that
+    share an SM share its throughput equally (an SM does one unit of work per unit of time
+    however many programs it holds), so a second slot changes where work lands, not how
+    fast an SM works. Returns start times [n] and per-SM busy time [num_sms]."""
+    work = [float(w) for w in programs_work]
+    starts = np.zeros(len(work))
+    if programs_per_sm == 1:
+        free = np.zeros(num_sms)
+        for j, w in enumerate(work):
+            sm = int(np.argmin(free))
+            starts[j] = free[sm]
+            free[sm] += w
+        return starts, free
+    running = [dict() for _ in range(num_sms)]  # sm -> {program: work left}
+    busy = np.zeros(num_sms)
+    now, nxt = 0.0, 0
+    while True:
+        while nxt < len(work):  # fill free slots in launch order
+            sm = min(range(num_sms), key=lambda i: (len(running[i]), i))
+            if len(running[sm]) >= programs_per_sm:
+                break
+            starts[nxt] = now
+            running[sm][nxt] = work[nxt]
+            nxt += 1
+        active = [(left * len(r), sm, j) for sm, r in enumerate(running) for j, left in r.items()]
+        if not active:
+            break
+        dt = min(a[0] for a in active)  # the next program to finish
+        for sm, r in enumerate(running):
+            n = len(r)
+            for j in list(r):
+                r[j] -= dt / n
+                if r[j] <= 1e-9:
+                    del r[j]
+                    busy[sm] = now + dt
+        now += dt
+    return starts, busy
 
 
 def l2_traffic(reads, l2_bytes: int, tile_bytes: int):
@@ -256,9 +328,11 @@ def _reads_and_work(progs, overhead, kv_row_bytes, block_n):
 def schedule_stats(design: str, cache_seqlens, h_q: int, s_q: int, num_sms: int = 132, block_n: int = 64,
                    block_m: int = 64, overhead: int = FIXED_OVERHEAD_BLOCKS, kv_row_bytes: int = 1152,
                    l2_bytes: int = L2_BYTES_HOPPER, max_seqlen_bound: int | None = None,
-                   seq_fastest: bool = True) -> ScheduleStats:
+                   seq_fastest: bool = True, batch_invariant: bool = False,
+                   programs_per_sm: int = 1) -> ScheduleStats:
     """Per-SM work, programs, splits and modelled HBM traffic of one design on one batch.
-    design: "legacy" (split-KV grid) or "planned" (plan_decode)."""
+    design: "legacy" (split-KV grid) or "planned" (plan_decode, batch_invariant: no sequence
+    cut). programs_per_sm: resident programs per SM (the plan then has that many parts per SM)."""
     lens = np.asarray(cache_seqlens, dtype=np.int64)
     n_rows = s_q * h_q
     if design == "legacy":
@@ -269,14 +343,14 @@ def schedule_stats(design: str, cache_seqlens, h_q: int, s_q: int, num_sms: int 
         n_partials = len(lens) * splits if splits > 1 else 0
         split_seqs = len(lens) if splits > 1 else 0
     elif design == "planned":
-        plan = plan_decode(lens, h_q, s_q, num_sms, block_n, block_m, overhead)
+        plan = plan_decode(lens, h_q, s_q, num_sms, block_n, block_m, overhead, batch_invariant, programs_per_sm)
         progs = [((p, m), segs) for p, m, segs in planned_programs(plan)]
         n_partials = plan.num_slots
         split_seqs = len(plan.combine)
     else:
         raise ValueError(f"design must be 'legacy' or 'planned', got {design!r}")
     work, reads = _reads_and_work(progs, overhead, kv_row_bytes, block_n)
-    starts, busy = run_programs(work, num_sms)
+    starts, busy = run_programs(work, num_sms, programs_per_sm)
     all_reads = [(starts[j] + t, key) for j, r in enumerate(reads) for t, key in r]
     tile_bytes = block_n * kv_row_bytes
     cache_bytes = int(cdiv(lens, block_n).sum()) * tile_bytes

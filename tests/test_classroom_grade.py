@@ -81,7 +81,9 @@ def build_class(root: Path) -> tuple[list, dict]:
     student("s17_syntax", {1: sy.syntax_error})
     student("s18_empty", {4: sy.empty})
     student("s19_binary", {5: sy.binary})
-    student("s21_notebook_only").files["practice/p04.ipynb"] = b'{"cells": []}'
+    s = student("s21_notebook_only")   # named for problem 4, no function in it: refused, loudly
+    s.files["practice/p04.ipynb"] = b'{"cells": []}'
+    s.expected[4] = sy.Attempt(b"", "failed", "notebook_unusable")
     student("s22_big_file").files["practice/p01_kv_cache_bytes.py"] = b"#" * (submissions.MAX_FILE_BYTES + 10)
     student("s23_unrelated").files["homework.py"] = b"def f():\n    return 1\n"
     for i in range(13):  # the rest of the class: identical files de-duplicate, as in real classes
@@ -186,7 +188,8 @@ def test_matching_report_says_what_was_used_and_ignored(graded):
     assert "notes.py: no problem has this name" in text
     assert "grader/problems" not in text.split("## s05_whole_repo")[1].split("##")[0]
     assert "UNREADABLE" in text.split("## s20_broken")[1]
-    assert "notebooks are not graded" in text and "symbolic link" in text and "byte limit" in text
+    assert "`practice/p04.ipynb` (notebook: number) -- NOT GRADED: no cell defines" in text
+    assert "symbolic link" in text and "byte limit" in text
 
 
 def test_summary_counts_reasons_and_named_mistakes(graded):

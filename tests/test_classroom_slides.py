@@ -3,7 +3,9 @@ slides, long code stays off the slides, authors' tags win over the rules, and wi
 assets a deck loads nothing from another host. The decks are rendered without executing
 the chapters (the rules read the cells' source, so the slides are the same); one slow
 test executes chapter 1 and checks its figure is in the deck."""
+import html.parser
 import re
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -95,14 +97,178 @@ def test_author_tags_win_over_the_rules():
     assert slides.HIDE_INPUT in nb.cells[-1].metadata["tags"]
 
 
-def test_with_local_assets_a_deck_needs_no_other_host(tmp_path):
-    path, info = slides.build_deck(CHAPTERS[0], tmp_path, execute=False, asset_prefix="_assets")
-    assert info["external"] == []
+REMOTE = re.compile(r"^\s*(https?:)?//", re.I)
+
+
+class _Loads(html.parser.HTMLParser):
+    """Independent of slides.inspect_deck: every src/href/data attribute a deck has."""
+
+    def __init__(self):
+        super().__init__()
+        self.loads, self.links = [], []
+
+    def handle_starttag(self, tag, attrs):
+        for k, v in attrs:
+            if v and k in ("src", "data", "poster"):
+                self.loads.append(v)
+            if v and k == "href":
+                (self.links if tag == "a" else self.loads).append(v)
+
+
+def _parsed(path):
+    p = _Loads()
+    p.feed(path.read_text())
+    return p
+
+
+@pytest.mark.parametrize("nb", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_a_deck_loads_nothing_from_another_host(decks, nb):
+    path, info = decks[nb.name]
+    assert info["external"] == [], info["external"]
+    p = _parsed(path)
+    remote = [u for u in p.loads if REMOTE.match(u)]
+    assert not remote, remote
     text = path.read_text()
-    for local in slides.asset_urls("_assets").values():
-        assert local.split("?")[0].split("/")[-1] in text
-    _, cdn = slides.build_deck(CHAPTERS[0], tmp_path, execute=False)
-    assert cdn["external"], "without local assets the deck names its CDN files (the check is not vacuous)"
+    assert not re.search(r"""["'`](?:https?:)?//[^"'`\s]+\.(?:js|css|mjs)\b""", text), "a script names a remote file"
+    assert not re.search(r"""@import\s+url\(\s*['"]?(?:https?:)?//""", text) and "fonts.googleapis" not in text
+    local = [u.split("?")[0] for u in p.loads if not u.startswith(("data:", "#"))]
+    assert local and all(u.startswith("_assets/") for u in local), local
+    for need in slides.asset_urls("_assets").values():
+        assert need in text, need
+
+
+def test_the_cdn_variant_is_what_the_check_catches(tmp_path):
+    path, info = slides.build_deck(CHAPTERS[0], tmp_path, execute=False, asset_prefix=None)
+    remote = [u for u in _parsed(path).loads if REMOTE.match(u)]
+    assert remote and set(remote) <= set(info["external"]), (remote, info["external"])
+    assert any("reveal.js" in u for u in info["external"]), "require()'d scripts are seen too"
+
+
+@pytest.mark.parametrize("nb", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_links_between_chapters_go_to_their_decks(decks, nb):
+    path, _ = decks[nb.name]
+    names = {f"{p.stem}.slides.html" for p in CHAPTERS}
+    for href in _parsed(path).links:
+        if REMOTE.match(href) or href.startswith(("#", "mailto:")):
+            continue
+        assert ".ipynb" not in href, f"{href}: a link to a notebook, not to its deck"
+        assert href in names, f"{href}: not a deck beside this one"
+
+
+def test_decks_link_to_each_other_and_practice_links_become_text(decks):
+    deck_links = [h for nb in CHAPTERS for h in _parsed(decks[nb.name][0]).links if h.endswith(".slides.html")]
+    assert len(deck_links) >= 5, deck_links
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(
+        "See [chapter 3](03_two_paths.ipynb#3.2-x), [this one](../notebooks/05_roofline.ipynb), "
+        "[the stub](../practice/p04_choose_path.py), [a site](https://example.org) and ![a plot](fig.png).")])
+    assert slides.link_decks(nb, {"03_two_paths", "05_roofline"}) == 3
+    assert nb.cells[0].source == (
+        "See [chapter 3](03_two_paths.slides.html), [this one](05_roofline.slides.html), "
+        "the stub, [a site](https://example.org) and ![a plot](fig.png).")
+
+
+# --------------------------------------------------------------------------- the assets
+
+def _fake_assets(folder: Path) -> dict:
+    """Tarballs shaped like the pinned packages (a file for every kept path, plus one that
+    must not be kept), and the ASSETS table that pins them by their sha512."""
+    import io
+    import tarfile
+    folder.mkdir(parents=True, exist_ok=True)
+    table = {}
+    for name, a in slides.ASSETS.items():
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+            for k in [*a.keep, "not/kept.txt", "extensions/a11y/deep.js"]:
+                rel = k + "x.js" if k.endswith("/") else k.replace("*", "font")
+                data = f"/* {name} {rel} */".encode()
+                info = tarfile.TarInfo("package/" + rel)
+                info.size = len(data)
+                tf.addfile(info, io.BytesIO(data))
+        data = buf.getvalue()
+        (folder / a.tarball).write_bytes(data)
+        table[name] = slides.Asset(a.package, a.version, slides.integrity(data), a.keep)
+    return table
+
+
+def test_assets_come_from_pinned_tarballs_and_are_trimmed(tmp_path, monkeypatch):
+    table = _fake_assets(tmp_path / "tarballs")
+    monkeypatch.setattr(slides, "ASSETS", table)
+    monkeypatch.setattr(slides, "_download", lambda a: pytest.fail("no download when a source has it"))
+    got = slides.install_assets(tmp_path / "out", [tmp_path / "tarballs"], cache=tmp_path / "cache", log=lambda m: None)
+    assert set(got) == set(table)
+    kept = {p.relative_to(tmp_path / "out").as_posix() for p in (tmp_path / "out").rglob("*") if p.is_file()}
+    assert "mathjax/extensions/font.js" in kept and not any("not/kept" in k or "a11y" in k for k in kept)
+    assert "reveal.js/dist/reveal.js" in kept and "mathjax/jax/output/CommonHTML/x.js" in kept
+    # a tarball that is not the published one is refused, from a folder or from the registry
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / table["jquery"].tarball).write_bytes(b"not the tarball")
+    with pytest.raises(slides.AssetError, match="sha512 differs"):
+        slides.tarball(table["jquery"], [bad], cache=tmp_path / "cache", log=lambda m: None)
+    monkeypatch.setattr(slides, "_download", lambda a: (b"tampered", "the registry"))
+    with pytest.raises(slides.AssetError, match="not the published tarball"):
+        slides.tarball(table["jquery"], [], cache=tmp_path / "empty", log=lambda m: None)
+    assert not (tmp_path / "empty" / table["jquery"].tarball).exists()
+    # a good download is cached, and the next build needs no network
+    good = (tmp_path / "tarballs" / table["jquery"].tarball).read_bytes()
+    monkeypatch.setattr(slides, "_download", lambda a: (good, "the registry"))
+    slides.tarball(table["jquery"], [], cache=tmp_path / "c2", log=lambda m: None)
+    monkeypatch.setattr(slides, "_download", lambda a: pytest.fail("the cache has it"))
+    assert slides.tarball(table["jquery"], [], cache=tmp_path / "c2", log=lambda m: None)[0] == good
+
+
+def test_the_default_build_is_self_contained_and_works_offline(tmp_path, monkeypatch):
+    table = _fake_assets(tmp_path / "tarballs")
+    monkeypatch.setattr(slides, "ASSETS", table)
+    monkeypatch.setattr(slides, "CACHE", tmp_path / "cache")
+    monkeypatch.setattr(slides, "_download", lambda a: (_ for _ in ()).throw(slides.AssetError("offline")))
+    from grader.classroom import __main__ as cli
+    out = tmp_path / "slides"
+    import contextlib
+    import io
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        rc = cli.main(["slides", "1", "--no-execute", "--out", str(out)])
+    assert rc == 1 and "could not be had" in err.getvalue() and "--cdn" in err.getvalue()
+    with contextlib.redirect_stdout(io.StringIO()) as log:
+        rc = cli.main(["slides", "1", "--no-execute", "--out", str(out), "--assets", str(tmp_path / "tarballs")])
+    assert rc == 0, log.getvalue()
+    deck = out / f"{CHAPTERS[0].stem}.slides.html"
+    for u in slides.inspect_deck(deck.read_text())["local"]:
+        assert (out / u).is_file(), u
+    assert "needs no network to view" in log.getvalue()
+
+
+@pytest.mark.slow
+def test_the_real_assets_render_every_deck_offline(tmp_path):
+    """The pinned packages (from the cache, or downloaded once from the npm registry): every
+    file a deck loads is in _assets, no stylesheet there imports from another host, and,
+    where Debian's chromium is installed, every deck renders its slides and its math with
+    every other host unreachable, opened from the disk."""
+    import shutil
+    import subprocess
+    out = tmp_path / "slides"
+    slides.build_all(out, execute=False, log=lambda m: None)
+    size = sum(f.stat().st_size for f in (out / "_assets").rglob("*") if f.is_file())
+    assert size < 4e6, f"_assets is {size / 1e6:.1f} MB"
+    for css in (out / "_assets").rglob("*.css"):
+        assert not slides.remote_in_code("style", css.read_text(errors="replace")), css
+    for nb in CHAPTERS:
+        deck = out / f"{nb.stem}.slides.html"
+        for u in slides.inspect_deck(deck.read_text())["local"]:
+            assert (out / u).is_file(), u
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("no chromium: the files are checked, the rendering is not")
+    for nb in CHAPTERS:
+        dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                              "--host-resolver-rules=MAP * ~NOTFOUND", "--virtual-time-budget=15000",
+                              "--dump-dom", (out / f"{nb.stem}.slides.html").as_uri()],
+                             capture_output=True, text=True, timeout=120).stdout
+        assert re.search(r'class="reveal[^"]*\bready\b', dom), f"{nb.stem}: reveal.js did not start"
+        assert dom.count('class="mjx-chtml') > 0, f"{nb.stem}: no math typeset"
+        assert "Math Processing Error" not in dom and "failed to load" not in dom.lower(), nb.stem
 
 
 @pytest.mark.slow

@@ -1,10 +1,13 @@
 """The engine's invariant and its parts (mlacourse.engine).
 
-Invariant: greedy decoding of every request through the engine -- any arrival order,
-page size 1..256, any token budget, shared prefixes, preemption -- gives the same tokens
-and logits (float64, 1e-10) as that request alone through mla_forward
-(reference_generate). The mutation tests check that this comparison can fail: a
-corrupted page, an ignored block table or a skipped copy-on-write breaks it."""
+Invariant: decoding every request through the engine -- any arrival order, page size
+1..256, any token budget and prefill cap, shared prefixes, the prefix cache across time
+(with eviction), preemption by recompute or by swap, greedy or seeded top-p sampling,
+stop tokens and stop strings -- gives the same tokens and logits (float64, 1e-10) as
+that request alone through mla_forward (reference_generate). The mutation tests check
+that this comparison can fail: a corrupted page, an ignored block table or a skipped
+copy-on-write breaks it (tests/test_engine_cache.py and test_engine_finish.py hold the
+mutations of the prefix cache, sampling, stops, swap and the prefill cap)."""
 from functools import lru_cache
 
 import numpy as np
@@ -13,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mlacourse import flops, paged
-from mlacourse.engine import (Engine, ModelConfig, OutOfPages, append_slots, chunk_path, init_model,
-                              longest_shared_prefix, pages_for_requests, pages_needed, paged_slack,
+from mlacourse.engine import (GREEDY, Engine, ModelConfig, OutOfPages, SamplingParams, append_slots, chunk_path,
+                              init_model, longest_shared_prefix, pages_for_requests, pages_needed, paged_slack,
                               reference_generate, release, schedule_step, share_prefix, step_attention_flops)
 from mlacourse.engine import pages as pages_mod
 
@@ -24,16 +27,17 @@ TOL = 1e-10
 
 
 @lru_cache(maxsize=None)
-def reference(prompt: tuple, max_new: int):
-    return reference_generate(MODEL, list(prompt), max_new)
+def reference(prompt: tuple, max_new: int, sampling: SamplingParams = GREEDY):
+    return reference_generate(MODEL, list(prompt), max_new, sampling=sampling)
 
 
 def max_logit_error(engine, prompts):
-    """Largest |engine - reference| over every request's logits; asserts tokens match."""
+    """Largest |engine - reference| over every request's logits; asserts tokens match.
+    prompts: rid -> (prompt, max_new_tokens[, sampling])."""
     res = engine.run()
     worst = 0.0
-    for rid, (prompt, max_new) in prompts.items():
-        ref_tokens, ref_logits = reference(tuple(prompt), max_new)
+    for rid, (prompt, max_new, *sampling) in prompts.items():
+        ref_tokens, ref_logits = reference(tuple(prompt), max_new, *sampling)
         got = res[rid]
         assert got.logits.shape == ref_logits.shape, (rid, got.logits.shape, ref_logits.shape)
         assert np.all(np.isfinite(got.logits)), f"{rid}: NaN/inf logits (a poisoned slot was read)"
@@ -59,15 +63,39 @@ def check_bookkeeping(engine):
             want = "absorb" if c.kind == "decode" else flops.choose_path(c.n, c.n_ctx, **engine.path_shapes)
             assert c.path == want, c
     assert engine.pool.pages_in_use == 0 and not any(engine.pool.refcount)
-    assert sorted(engine.pool.free) == list(range(engine.pool.num_pages))
+    cached = list(engine.pool.cache.evictable) if engine.pool.cache else []
+    assert sorted(engine.pool.free + cached) == list(range(engine.pool.num_pages))  # free or cached, once each
+    if engine.pool.cache:
+        assert set(engine.pool.cache.hash_of) == set(cached)  # nobody holds a page: every cached one is evictable
 
 
 # ---- the invariant over random request streams ------------------------------------------
 
 @st.composite
+def samplings(draw):
+    """Greedy, or top-p sampling with a seed; sometimes stop tokens or a stop string."""
+    if draw(st.booleans()):
+        params = dict(temperature=draw(st.sampled_from([0.5, 1.0, 2.0])), top_p=draw(st.sampled_from([0.3, 0.9, 1.0])),
+                      seed=draw(st.integers(0, 2**31)))
+    else:
+        params = {}
+    if draw(st.integers(0, 3)) == 0:
+        params["stop_token_ids"] = tuple(draw(st.lists(st.integers(0, VOCAB - 1), min_size=1, max_size=12)))
+    if draw(st.integers(0, 3)) == 0:
+        params["stop"] = (draw(st.text(alphabet=" !abcdefgh", min_size=1, max_size=2)),)
+    return SamplingParams(**params)
+
+
+@st.composite
 def streams(draw):
     page = draw(st.one_of(st.integers(1, 8), st.sampled_from([16, 32, 64, 256]), st.integers(1, 256)))
-    n_req = draw(st.integers(1, 6))
+    # a third of the streams put the pool under pressure: several requests at once on just
+    # enough pages for the largest one (preemption and eviction); some spread arrivals out
+    # (later requests find earlier ones finished: the prefix cache across time)
+    pressure = draw(st.integers(0, 2)) == 0
+    on_full = draw(st.sampled_from(["swap", "preempt"]))
+    late = not pressure and draw(st.integers(0, 2)) == 0
+    n_req = draw(st.integers(3 if pressure else 1, 6))
     systems = [draw(st.lists(st.integers(0, VOCAB - 1), min_size=2, max_size=14)) for _ in range(2)]
     reqs = []
     for _ in range(n_req):
@@ -79,47 +107,61 @@ def streams(draw):
             prompt = list(reqs[draw(st.integers(0, len(reqs) - 1))][0])  # the same prompt again
         else:
             prompt = tail or [draw(st.integers(0, VOCAB - 1))]
-        reqs.append((prompt, draw(st.integers(1, 8)), draw(st.integers(0, 4))))
-    need = max(pages_needed(len(p) + m - 1, page) for p, m, _ in reqs)
-    # from just enough for the largest request (preemption likely) to plenty
-    num_pages = draw(st.one_of(st.integers(need, need + 2), st.integers(need, need * n_req + 2)))
-    return dict(page=page, reqs=reqs, num_pages=num_pages, budget=draw(st.integers(1, 40)),
-                max_running=draw(st.one_of(st.none(), st.integers(1, 4))), share=draw(st.booleans()))
+        reqs.append((prompt, draw(st.integers(1, 8)), draw(st.integers(0, 24 if late else 4)), draw(samplings())))
+    need = max(pages_needed(len(p) + m - 1, page) for p, m, _, _ in reqs)
+    num_pages = need if pressure else draw(st.one_of(st.integers(need, need + 2), st.integers(need, need * n_req + 2)))
+    return dict(page=page, reqs=reqs, num_pages=num_pages, budget=draw(st.integers(4 if pressure else 1, 40)),
+                max_running=None if pressure else draw(st.one_of(st.none(), st.integers(1, 4))),
+                share=draw(st.booleans()), cache=draw(st.booleans()),
+                on_full=on_full, cap=draw(st.one_of(st.none(), st.integers(1, 12))))
 
 
-@settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+def engine_for(s, model=MODEL, **kw):
+    return Engine(model, num_pages=s["num_pages"], page_size=s["page"], token_budget=s["budget"],
+                  max_running=s["max_running"], share_prefixes=s["share"], prefix_cache=s["cache"],
+                  on_full=s["on_full"], prefill_cap=s["cap"], **kw)
+
+
+@settings(max_examples=160, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(streams())
 def test_engine_equals_each_request_alone(s):
-    eng = Engine(MODEL, num_pages=s["num_pages"], page_size=s["page"], token_budget=s["budget"],
-                 max_running=s["max_running"], share_prefixes=s["share"])
+    eng = engine_for(s)
     prompts = {}
-    for prompt, max_new, arrival in s["reqs"]:
-        prompts[eng.add_request(prompt, max_new, arrival=arrival)] = (prompt, max_new)
+    for prompt, max_new, arrival, sampling in s["reqs"]:
+        prompts[eng.add_request(prompt, max_new, arrival=arrival, sampling=sampling)] = (prompt, max_new, sampling)
     assert max_logit_error(eng, prompts) < TOL
     check_bookkeeping(eng)
 
 
 def test_random_streams_cover_sharing_copy_on_write_and_preemption():
-    """The strategy above reaches the cases the invariant is about (not only easy streams)."""
-    seen = dict(shared=0, cow=0, preempted=0, chunked=0, expand=0)
+    """The strategy above reaches the cases the invariant is about (not only easy streams):
+    live sharing, copy-on-write, both kinds of preemption, chunks, the expand path, prefix
+    cache hits, evictions, the prefill cap cutting a chunk, sampling, early stops."""
+    seen = dict(shared=0, cow=0, recomputed=0, swapped=0, chunked=0, expand=0, hit=0, evicted=0, capped=0,
+                sampled=0, stopped=0)
 
-    @settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=160, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
     @given(streams())
     def probe(s):
-        eng = Engine(MODEL.cfg, num_pages=s["num_pages"], page_size=s["page"], token_budget=s["budget"],
-                     max_running=s["max_running"], share_prefixes=s["share"], compute=False)
-        for prompt, max_new, arrival in s["reqs"]:
-            eng.add_request(prompt, max_new, arrival=arrival)
-        eng.run()
+        eng = engine_for(s)
+        for prompt, max_new, arrival, sampling in s["reqs"]:
+            eng.add_request(prompt, max_new, arrival=arrival, sampling=sampling)
+        res = eng.run()
         t = eng.trace
         seen["shared"] += any(n for r in t for _, n in r.admitted)
         seen["cow"] += any(r.copies for r in t)
-        seen["preempted"] += any(r.preempted for r in t)
+        seen["recomputed"] += s["on_full"] == "preempt" and any(r.preempted for r in t)
+        seen["swapped"] += any(d == "in" for r in t for _, d, _ in r.swaps)
         seen["chunked"] += any(c.kind == "prefill" and c.start > 0 for r in t for c in r.chunks)
         seen["expand"] += any(c.path == "expand" for r in t for c in r.chunks)
+        seen["hit"] += any(r.hits for r in t)
+        seen["evicted"] += bool(eng.pool.cache and eng.pool.cache.evictions)
+        seen["capped"] += bool(s["cap"]) and any(c.kind == "prefill" and c.n == s["cap"] for r in t for c in r.chunks)
+        seen["sampled"] += any(not sp.greedy for _, _, _, sp in s["reqs"])
+        seen["stopped"] += any(x.finish_reason in ("stop_token", "stop_string") for x in res.values())
 
     probe()
-    assert all(v >= 5 for v in seen.values()), seen
+    assert all(v >= 5 for v in seen.values()), str(seen)
 
 
 # ---- targeted cases --------------------------------------------------------------------

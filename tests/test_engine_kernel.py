@@ -78,3 +78,70 @@ def test_engine_decodes_through_the_kernel_on_gpu_bf16():
 def test_kernel_backend_refuses_other_shapes():
     with pytest.raises(ValueError, match="power of two in 16..256"):
         Engine(init_model(V3_WIDTH, seed=0), num_pages=8, page_size=8, token_budget=8, decode_backend="kernel")
+
+
+# ---- the device pool: written through a slot mapping, never copied whole ----------------------
+
+def run_device_pool(mutate_write=None, steps_check=True):
+    """A small stream with sharing, copy-on-write and the prefix cache, decoded through the
+    kernel on a CPU-device pool; after every step the device pool equals the numpy pool
+    (in fp16) on every page a request holds. Returns the engine and its error vs alone."""
+    import torch
+    from mlacourse.engine.gpu import DevicePool
+    model = init_model(V3_WIDTH, seed=3)
+    if mutate_write is not None:
+        DevicePool.write, saved = mutate_write, DevicePool.write
+    try:
+        eng = Engine(model, num_pages=10, page_size=16, token_budget=48, decode_backend="kernel", prefix_cache=True,
+                     kernel_options=dict(device="cpu"))
+        rng = np.random.default_rng(1)
+        system = [int(t) for t in rng.integers(0, 64, 21)]
+        reqs = [(system + [1, 2], 4, 0), (system + [3], 3, 1), (system + [5, 6, 7], 3, 9)]
+        for p, n, a in reqs:
+            eng.add_request(p, n, arrival=a)
+        sent = []
+        while (rec := eng.step()) is not None:
+            decodes = sum(c.kind == "decode" for c in rec.chunks)
+            sent.append((eng.device_pool.bytes_to_device, rec.tokens, decodes))
+            if steps_check:
+                dev = eng.device_pool.rows()  # [L, pages, P, 1, 576]
+                for table in rec.tables.values():
+                    for p in table:
+                        want = torch.from_numpy(eng.pool.data[:, p]).to(torch.float16).double().numpy()
+                        live = np.isfinite(want)
+                        assert np.array_equal(dev[:, p][live], want[live]), (rec.step, p)
+        errs = []
+        for rid, (p, n, _) in zip(eng.requests, reqs):
+            tokens, logits = reference_generate(model, p, n)
+            errs.append((eng.results()[rid].tokens == tokens, np.abs(eng.results()[rid].logits - logits).max()))
+        return eng, sent, errs
+    finally:
+        if mutate_write is not None:
+            DevicePool.write = saved
+
+
+def test_device_pool_is_written_through_a_slot_mapping():
+    eng, sent, errs = run_device_pool()
+    assert all(same and err < 2e-2 for same, err in errs), errs
+    assert any(r.copies for r in eng.trace) and any(r.hits for r in eng.trace)
+    # per step and layer, what crosses: the new rows (576 fp16 numbers and one int64 slot each),
+    # and for each decode its query (H x 576 fp16), block-table row (int32) and length -- never the pool
+    L, H, max_blocks = V3_WIDTH.n_layers, V3_WIDTH.attn.n_heads, 10
+    pool_bytes = eng.device_pool.kv.numel() * 2
+    before = 0
+    for total, tokens, decodes in sent:
+        rows = L * tokens * (576 * 2 + 8)
+        queries = L * decodes * H * 576 * 2
+        assert rows + queries <= total - before <= rows + queries + L * decodes * (max_blocks + 1) * 4
+        before = total
+    assert sent[-1][0] < pool_bytes  # the whole run sent less than one copy of the pool
+
+
+def test_mutation_a_slot_mapping_one_page_off_is_caught():
+    def shifted(self, layer, slots, rows):
+        flat = self.kv[layer].view(-1, self.d_cache)
+        flat[self._to_device((np.asarray(slots) + self.page_size) % flat.shape[0])] = self._to_device(rows, self.dtype)
+    with pytest.raises(AssertionError):
+        run_device_pool(mutate_write=shifted)
+    _, _, errs = run_device_pool(mutate_write=shifted, steps_check=False)
+    assert not all(same and err < 2e-2 for same, err in errs)  # the kernel reads the wrong rows: tokens change

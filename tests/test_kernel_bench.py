@@ -1,5 +1,7 @@
 """The parts of kernels/bench.py that need no GPU: arguments, the case matrix, the
-FLOP/byte accounting, the markdown writer and the roofline plot (fake timings, tmp dir)."""
+FLOP/byte accounting, the correctness gate (FlashMLA's rule; a failing version is not timed
+and the run exits 1), FlashMLA's two interfaces, the markdown writer and the roofline plot
+(fake timings, tmp dir), and the whole pipeline in Triton's interpreter."""
 import numpy as np
 import pytest
 
@@ -11,6 +13,10 @@ def test_args_and_cases():
     assert a.quick and a.versions == ["tiled", "splitkv"] and a.png == "/tmp/x/B_roofline.png"
     with pytest.raises(SystemExit):
         bench.parse_args(["--versions", "fastest"])
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--quick", "--smoke"])
+    assert set(bench.parse_args([]).versions) == set(bench.versions()) | {"torch", "flashmla"}
+    assert bench.parse_args(["--smoke"]).b == 3 and bench.parse_args([]).b == 128
     full = bench.bench_cases(False)
     assert len(full) == 2 * 4 * 2 * 3  # cache x s_k x s_q x h_q
     assert {c[1] for c in full} == {4096, 8192, 16384, 32768} and {c[3] for c in full} == {16, 64, 128}
@@ -52,21 +58,117 @@ def test_markdown_and_roofline_with_fake_timings(tmp_path):
         flop, nbytes = bench.work([8192] * 128, 1, 128, "bf16")
         r = dict(cache="bf16", s_k_mean=8192.0, s_k_max=16000, s_q=1, h_q=128, version=v, flop=flop, bytes=nbytes,
                  ms=ms)
-        if ms is not None:
-            r.update(kernel_ms=ms, tflops=flop / ms / 1e9, tbs=nbytes / ms / 1e9, check="1.0e-03")
+        if ms is not None:  # the kernels take half the call
+            r.update(kernel_ms=ms / 2, tflops_call=flop / ms / 1e9, tflops=flop / (ms / 2) / 1e9,
+                     tbs=nbytes / (ms / 2) / 1e9, check="ok: max abs 1.0e-03, cos 1.0e-06")
         else:
             r["note"] = "skipped (use --all)"
         rows.append(r)
     meta = dict(date="2000-01-01 00:00", gpu="FAKE GPU", driver="0", torch="t", triton="t", python="3",
                 command="python kernels/bench.py --quick")
     md = bench.render_markdown(meta, rows)
-    # 2*128*8192*128*1088 FLOP = 292.06e9 FLOP, in 1 ms: 292.1 TFLOPS
-    assert "| bf16 | 8192 | 16000 | 1 | 128 | splitkv | 1.000 | 1.000 | 292.1 |" in md, md
-    assert "| naive | not run |" in md and "FAKE GPU" in md and "Targets (not results)" in md
+    # 2*128*8192*128*1088 FLOP = 292.06e9 FLOP: in 1 ms of call 292.1 TFLOPS, in 0.5 ms of kernels 584.1
+    assert "| bf16 | 8192 | 16000 | 1 | 128 | splitkv | 1.000 | 0.500 | 292.1 | 584.1 |" in md, md
+    assert "| naive | not timed |" in md and "FAKE GPU" in md and "Targets (not results)" in md
+    assert "every timed version passed" in md and "whole-call do_bench" in md
+    failed = rows + [dict(rows[2], version="planned", failed=True, note="FAILED planned out: MISMATCH ...")]
+    md = bench.render_markdown(meta, failed)
+    assert "1 version(s) FAILED and were not timed" in md and "## Failed the correctness gate" in md
     png = tmp_path / "roof.png"
     bench.plot_roofline(rows, bench.gpu_key("NVIDIA H200"), str(png))
     assert png.stat().st_size > 1000
     assert bench.gpu_key("NVIDIA H100 80GB HBM3") == "H100" and bench.gpu_key("Tesla T4") is None
+
+
+def test_never_benchmarks_md_unless_asked(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--out", bench.BENCHMARKS_MD])
+    assert "holds the recorded results" in capsys.readouterr().err
+    assert bench.parse_args(["--out", bench.BENCHMARKS_MD, "--update-benchmarks-md"]).out == bench.BENCHMARKS_MD
+    default = bench.parse_args([]).out
+    assert default.startswith("bench-") and default.endswith(".md") and "BENCHMARKS" not in default
+
+
+def test_the_gate_uses_flashmlas_rule_and_cosine():
+    import torch
+    from kernels.reference import FLASHMLA_OUT_TOL, compare
+    ref = torch.full((1000,), 0.5, dtype=torch.float64)
+    near = ref + 5e-3  # abs 5e-3 > 8e-4, but rel 1e-2 < 2.01/128: passes FlashMLA's either-rule
+    assert compare("x", near, ref, **FLASHMLA_OUT_TOL).n_ok == 1000
+    far = ref.clone()
+    far[3] = 0.6  # abs 0.1, rel 0.2: fails both
+    c = compare("x", far, ref, **FLASHMLA_OUT_TOL)
+    assert not c.ok and c.n_ok == 999 and c.where == (3,) and "abs or rel" in c.message
+    # every element within tolerance, the cosine difference over 5e-6: still a failure
+    rng = np.random.default_rng(0)
+    r = torch.from_numpy(rng.standard_normal(10000))
+    g = r * (1 + torch.from_numpy(rng.uniform(-0.0155, 0.0155, 10000)))
+    c = compare("x", g, r, **FLASHMLA_OUT_TOL)
+    assert c.n_ok == c.n and c.cos_diff > 5e-6 and not c.ok
+    ok, text = bench.gate("v", torch.zeros(2, 1, 2, 3), torch.zeros(2, 2, 1), torch.zeros(2, 1, 2, 3) + 1,
+                          torch.zeros(2, 2, 1))
+    assert not ok and text.startswith("FAILED v out")
+
+
+def test_flashmla_interfaces():
+    """Old and new get_mla_metadata, lse +inf (FlashMLA's "no key") read as -inf (ours)."""
+    import torch
+
+    class Old:
+        calls = []
+
+        @staticmethod
+        def get_mla_metadata(cache_seqlens, heads, h_kv):
+            Old.calls.append((heads, h_kv))
+            return "meta", "splits"
+
+        @staticmethod
+        def flash_mla_with_kvcache(q, kv, bt, sl, dv, meta, splits, softmax_scale, causal):
+            assert (meta, splits, dv, causal) == ("meta", "splits", 512, True)
+            return torch.zeros(q.shape[:3] + (dv,)), torch.tensor([[[float("inf")]], [[1.0]]])
+
+    class New(Old):
+        @staticmethod
+        def get_mla_metadata(*args, **kwargs):  # arguments ignored since 2025-09
+            return "meta", None
+
+        @staticmethod
+        def flash_mla_with_kvcache(q, kv, bt, sl, dv, meta, splits, softmax_scale, causal):
+            assert splits is None
+            return torch.zeros(q.shape[:3] + (dv,)), torch.tensor([[[float("inf")]], [[1.0]]])
+
+    q = torch.zeros(2, 1, 16, 576)
+    for mod in (Old, New):
+        out, lse = bench.flashmla_fn(mod, q, None, None, torch.tensor([0, 5]), 0.1)()
+        assert out.shape == (2, 1, 16, 512) and lse[0, 0, 0] == float("-inf") and lse[1, 0, 0] == 1.0
+    assert Old.calls == [(16, 1)]
+
+
+def test_a_failing_version_is_not_timed_and_the_run_fails(tmp_path, monkeypatch):
+    import torch
+    from kernels import mla_decode
+    real = mla_decode.mla_decode_with_kvcache
+
+    def broken(*a, **kw):  # the tiled version comes back 10% too large
+        out, lse = real(*a, **kw)
+        if kw.get("version") == "tiled":
+            out = out * 1.1
+        return out, lse
+
+    monkeypatch.setattr(mla_decode, "mla_decode_with_kvcache", broken)
+    timed = []
+    args = bench.parse_args(["--b", "2", "--versions", "tiled,planned", "--out", str(tmp_path / "B.md")])
+    rows = bench.run(args, device="cuda" if torch.cuda.is_available() else "cpu",
+                     timer=lambda fn: timed.append(1) or 1.0, kernel_timer=lambda fn: 0.5,
+                     cases=[("bf16", 40, 1, 16)])
+    tiled = next(r for r in rows if r["version"] == "tiled")
+    planned = next(r for r in rows if r["version"] == "planned")
+    assert tiled["failed"] and tiled["ms"] is None and "MISMATCH" in tiled["note"]
+    assert planned["ms"] == 1.0 and not planned.get("failed") and len(timed) == 1
+    text = (tmp_path / "B.md").read_text()
+    assert "FAILED and were not timed" in text and "| tiled | not timed |" in text
+    monkeypatch.setattr(bench, "run", lambda a: rows)
+    assert bench.main(["--out", str(tmp_path / "C.md")]) == 1
 
 
 def test_bench_refuses_without_gpu(tmp_path):
@@ -80,9 +182,10 @@ def test_bench_refuses_without_gpu(tmp_path):
 
 
 def test_build_cache_and_fp8_packing_on_cpu():
-    """bench.build_cache lays sequences on shuffled pages; the kernel's reference reads them back."""
+    """bench.build_cache lays sequences on shuffled pages, poisons what they do not use (NaN
+    slots, out-of-range table entries); the references read only what is used."""
     import torch
-    from kernels.reference import gather_sequence
+    from kernels.reference import gather_sequence, reference_decode, reference_decode_padded
     rng = np.random.default_rng(1)
     lens = np.array([1, 64, 130])
     kv, bt, sl = bench.build_cache(torch, rng, lens, torch.bfloat16, "cpu")
@@ -90,6 +193,13 @@ def test_build_cache_and_fp8_packing_on_cpu():
     used = torch.cat([bt[0, :1], bt[1, :1], bt[2, :3]])
     assert sorted(used.tolist()) == list(range(5)), "every page used exactly once"
     assert gather_sequence(kv, bt, sl, 2).shape == (130, 576)
+    assert torch.isnan(kv[bt[0, 0], 1:]).all() and not torch.isnan(kv[bt[1, 0]]).any()  # tails poisoned
+    assert bt[0, 1:].tolist() == [2**31 - 1] * 2, "unused table entries are out of range"
+    q = torch.randn(3, 1, 4, 576, dtype=torch.bfloat16)
+    ref_o, ref_l = reference_decode(q, kv, bt, sl, 512, 0.05, True)
+    pad_o, pad_l = reference_decode_padded(q, kv, bt, sl, 512, 0.05, True, dtype=torch.float64, exact=True)
+    assert pad_o.dtype == torch.float64 and torch.isfinite(pad_o).all()
+    assert torch.allclose(pad_o, ref_o, atol=1e-12) and torch.allclose(pad_l, ref_l, atol=1e-12)
     kv8 = bench.pack_fp8_chunked(torch, kv, chunk=2)
     assert kv8.shape == (5, 64, 1, 656) and kv8.dtype == torch.uint8
     from kernels.fp8 import pack_fp8_kvcache
@@ -117,13 +227,15 @@ def test_run_smoke_on_cpu(tmp_path, monkeypatch):
     rows = bench.run(args, device=device, timer=fake_timer, kernel_timer=fake_kernel_timer,
                      cases=[("bf16", 40, 1, 16), ("fp8", 40, 1, 16), ("bf16", 120, 2, 16)])
     # naive, tiled, splitkv, planned and torch side by side on two cases, then without naive and
-    # torch; gluon is "not run" on a CPU
+    # torch; gluon, seesaw (Hopper) and flashmla (not installed) are not timed on a CPU
     assert len(calls) == len(kernel_calls) == 5 * 2 + 3
-    assert {r["version"] for r in rows} == set(bench.versions()) | {"torch"}
-    assert all(r["ms"] is None for r in rows if r["version"] == "gluon")
-    assert all(r["tflops"] == r["flop"] / 0.5 / 1e9 for r in rows if r["ms"]), "rates from the kernel time"
-    timed = [r for r in rows if r["ms"] is not None and r["version"] != "torch"]
-    assert all("FAIL" not in r["check"] for r in timed), [r["check"] for r in timed]
+    assert {r["version"] for r in rows} == set(bench.versions()) | {"torch", "flashmla"}
+    assert all(r["ms"] is None for r in rows if r["version"] in ("gluon", "seesaw", "flashmla"))
+    assert all(r["tflops"] == r["flop"] / 0.5 / 1e9 for r in rows if r["ms"]), "kernel rates from the kernel time"
+    assert all(r["tflops_call"] == r["flop"] / 1.0 / 1e9 for r in rows if r["ms"]), "call rates from the call"
+    timed = [r for r in rows if r["ms"] is not None]
+    assert not any(r.get("failed") for r in rows), [r.get("note") for r in rows if r.get("failed")]
+    assert all(r["check"].startswith("ok") for r in timed), [r["check"] for r in timed]
     text = (tmp_path / "B.md").read_text()
     assert ("CPU (smoke test, not a benchmark)" in text or device == "cuda") and "skipped (use --all)" in text
     assert (tmp_path / "B_roofline.png").exists()

@@ -3,6 +3,7 @@ triton), it must open, say at the top what needs a GPU or torch/triton, skip tho
 cleanly (no error outputs, no tracebacks), and still show its pictures, the recorded
 compile report and the recorded benchmark. The full run (torch + triton + interpreter)
 is tests/test_notebooks.py's."""
+import re
 import time
 from pathlib import Path
 
@@ -67,6 +68,8 @@ def test_pictures_and_records_still_show(executed_without_torch):
 def test_exercises_are_checked_by_asserts():
     nb = nbformat.read(CHAPTER, as_version=4)
     solutions = [c for c in nb.cells if c.cell_type == "code" and "solution" in c.metadata.get("tags", [])]
-    assert len(solutions) >= 2 and all("assert" in c.source for c in solutions)
+    assert len(solutions) >= 2 and all("check_exercise(" in c.source for c in solutions)
+    learner = [c for c in nb.cells if c.cell_type == "code" and re.search(r"= \.\.\.", c.source)]
+    assert len(learner) == len(solutions)  # every exercise has a cell for the learner's answer
     questions = [c for c in nb.cells if c.cell_type == "markdown" and "(what if)" in c.source]
     assert len(questions) >= 2

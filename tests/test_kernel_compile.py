@@ -44,6 +44,7 @@ def check_rows(rows, table):
         for cache in ("bf16", "fp8"):
             assert any(lbl.startswith(f"{version} {cache}") for lbl in labels), f"{version} {cache} not compiled"
     assert "combine" in labels and any(lbl.startswith("gluon bf16") for lbl in labels)
+    assert any(lbl.startswith("seesaw bf16") for lbl in labels), "version 6 (seesaw) not compiled"
     for r in rows:
         assert 0 <= r["shared"] <= SMEM_LIMIT_SM90, f"{r['label']}: {r['shared']} B shared memory > {SMEM_LIMIT_SM90}\n{table}"
         assert r["regs"] is not None and r["regs"] <= 255, f"{r['label']}: no register count from ptxas\n{table}"
@@ -54,6 +55,10 @@ def check_rows(rows, table):
     gluon = next(r for r in rows if r["label"].startswith("gluon"))
     # version 5's point: no MMA executed twice, and the next tile's copies in flight at every MMA
     assert gluon["ratio"] == 1.0 and gluon["overlap"] is True, table
+    # version 6: each warp-specialized partition's loop does one tile's worth of a pair's MMAs
+    seesaw = next(r for r in rows if r["label"].startswith("seesaw"))
+    assert seesaw["ratio"] == 1.0 and seesaw["kv_loops"] >= 1 and seesaw["shared"] <= SMEM_LIMIT_SM90, table
+    assert {"HGMMA.64x64x16", "HGMMA.64x256x16"} <= set(seesaw["mma_shapes"]), table
     # what the report found in versions 2-4 at 64 rows and 8 warps (issue 10): QK^T computed by both
     # warpgroups -- if a triton release fixes this, this line fails and the chapter's text must change
     planned64 = next(r for r in rows if r["label"] == "planned bf16 BLOCK_M=64")

@@ -55,15 +55,15 @@ def test_a_new_chapter_appears_without_edits(tmp_path, monkeypatch):
                     {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
                      "source": ["%matplotlib inline\n", "import torch, numpy\n"]}],
           "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
-    (tmp_path / "notebooks" / "07_serving.ipynb").write_text(json.dumps(nb))
+    (tmp_path / "notebooks" / "99_serving.ipynb").write_text(json.dumps(nb))
     (tmp_path / "notebooks" / "notes.ipynb").write_text(json.dumps(nb))  # not NN_*: not a chapter
     monkeypatch.setattr(landing, "ROOT", tmp_path)
-    assert [p.name for p in landing.chapters()][-1] == "07_serving.ipynb"
-    assert landing.gpu_imports(tmp_path / "notebooks" / "07_serving.ipynb") == {"torch"}
+    assert [p.name for p in landing.chapters()][-1] == "99_serving.ipynb"
+    assert landing.gpu_imports(tmp_path / "notebooks" / "99_serving.ipynb") == {"torch"}
     html = landing.render_landing()
     row = next(r for r in html.split("<tr>") if "Serving at scale" in r)
-    assert "Chapter 7 — Serving at scale" in row and 'href="book/07_serving.html"' in row
-    assert "path=notebooks/07_serving.ipynb" in row and "torch cells need a GPU" in row
+    assert "Chapter 7 — Serving at scale" in row and 'href="book/99_serving.html"' in row
+    assert "path=notebooks/99_serving.ipynb" in row and "torch cells need a GPU" in row
     assert "notes.ipynb" not in html
 
 

@@ -78,7 +78,9 @@ def cmd_release(a) -> int:
     print(f"  folder: {r.folder}\n  zip:    {r.zip_path}")
     for name, where, why in r.allowed_hits:
         print(f"  note: {where} has the body of the model answer {name} -- allowed: {why}")
-    print("  not included: solutions/, tests/, grader/classroom/, docs/, .github/ (and git history)")
+    print(f"  not included: {', '.join(r.left_out)} (and git history)")
+    if a.github_classroom:
+        print("  included for GitHub Classroom: .github/workflows/classroom.yml (the autograding workflow)")
     return 0
 
 
@@ -133,6 +135,7 @@ def cmd_grade(a) -> int:
         top = f"; most often: {d['mistakes'][0][0]} ({d['mistakes'][0][2]})" if d["mistakes"] else ""
         print(f"  p{d['problem']:02d} {d['slug']:<20} passed {s['passed']:>3}, failed {s['failed']:>3}, "
               f"not started {s['not started']:>3}, missing {s['missing']:>3}{top}")
+    _print_notebooks(res.students)
     shown_seed = "<hidden>" if a.hide_seed else seed
     print(f"graded {len(res.students)} students x {len(problems)} problems "
           f"({res.attempts} distinct attempts, {res.graded_now} graded now, the rest from the cache) "
@@ -146,20 +149,49 @@ def cmd_grade(a) -> int:
     return 1 if written["failed"] else 0
 
 
+def _print_notebooks(students, shown: int = 40) -> None:
+    """What happened to notebook hand-ins: every refusal is printed (it scores 0)."""
+    from .notebooks import class_notebooks
+    graded, refused = class_notebooks(students)
+    if not graded and not refused:
+        return
+    print(f"  notebooks: {len(graded)} attempt(s) graded from notebooks, {len(refused)} NOT GRADED")
+    for sid, n, where, why in refused[:shown]:
+        print(f"  NOT GRADED: {sid} problem {n}: the notebook {where} could not be used: {why}")
+    if len(refused) > shown:
+        print(f"  ... and {len(refused) - shown} more notebooks not graded: see summary.md")
+
+
 def cmd_gradescope(a) -> int:
-    from .grade import resolve_seed
+    """The autograder zip, on the teacher's own seed: without one the command refuses (an
+    invented seed would be a second secret, and a file holding it next to the student
+    bundle in --out would be one copy away from the students)."""
+    from .grade import SEED_ENV, resolve_seed
     from .platforms import build_gradescope
-    seed = None
-    if a.seed is not None or a.seed_file or os.environ.get("MLA_CLASS_SEED"):
-        seed, _ = resolve_seed(a.seed, a.seed_file)
+    if a.seed is None and not a.seed_file and not os.environ.get(SEED_ENV, "").strip():
+        print("error: gradescope needs your secret seed, the one `grade` uses: --seed-file FILE (or --seed N, "
+              f"or ${SEED_ENV}). Make one once, outside the course's folders:\n"
+              '  python -c "import secrets; print(secrets.randbelow(2**31))" > ~/mla-secret-seed.txt',
+              file=sys.stderr)
+        return 2
+    out = Path(a.out).resolve()
+    if a.seed_file and (out == Path(a.seed_file).resolve().parent or out in Path(a.seed_file).resolve().parents):
+        print(f"error: the seed file {a.seed_file} is inside --out {a.out}, next to what students are given; "
+              "keep it elsewhere (e.g. ~/mla-secret-seed.txt)", file=sys.stderr)
+        return 2
+    try:
+        seed, seed_from = resolve_seed(a.seed, a.seed_file)
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     warnings: list = []
     path, seed = build_gradescope(Path(a.out), seed, _points(a.points), with_torch=not a.without_torch,
                                   hide_seed=not a.show_seed, warnings=warnings)
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
-    (Path(a.out) / "gradescope-seed.txt").write_text(f"{seed}\n")
-    print(f"Gradescope autograder: {path} (seed {seed}, also in {Path(a.out) / 'gradescope-seed.txt'}; "
-          "keep it, it reproduces the hidden cases). Upload the zip as the assignment's autograder.")
+    print(f"Gradescope autograder: {path} (seed from {seed_from}; it is written only into the zip's "
+          "config.json). Upload the zip as the assignment's autograder, and to Gradescope only: it "
+          "holds your seed.")
     return 0
 
 
@@ -196,8 +228,16 @@ def cmd_github(a) -> int:
 
 def cmd_slides(a) -> int:
     from . import slides
-    paths = slides.build_all(Path(a.out), execute=a.execute, assets=a.assets, fetch=a.fetch_assets,
-                             chapters=a.chapters or None, log=print)
+    try:
+        paths = slides.build_all(Path(a.out), execute=a.execute, cdn=a.cdn, assets=a.assets,
+                                 chapters=a.chapters or None, log=print)
+    except slides.AssetError as e:
+        print(f"error: the decks' assets (reveal.js, require.js, jQuery, MathJax) could not be had: {e}.\n"
+              "  They are downloaded once from the npm registry and cached in "
+              f"{slides.CACHE}; on a machine without the network, copy that folder from one that has it "
+              "and pass --assets FOLDER, or build decks that load them from CDNs when viewed: --cdn",
+              file=sys.stderr)
+        return 1
     print(f"{len(paths)} decks in {a.out}/ (open {Path(a.out) / 'index.html'})")
     return 0
 
@@ -244,10 +284,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="grade without the OS sandbox (bubblewrap): only for files you wrote yourself")
     g.set_defaults(func=cmd_grade)
 
-    s = sub.add_parser("gradescope", help="build the Gradescope autograder zip")
+    s = sub.add_parser("gradescope", help="build the Gradescope autograder zip (needs your seed)")
     s.add_argument("--out", default="dist")
-    s.add_argument("--seed", type=int)
-    s.add_argument("--seed-file")
+    s.add_argument("--seed", type=int, help="the hidden cases' seed (better: --seed-file)")
+    s.add_argument("--seed-file", help="a file holding the teacher's secret seed (required, or --seed, "
+                                       "or $MLA_CLASS_SEED); not inside --out")
     s.add_argument("--points")
     s.add_argument("--without-torch", action="store_true", help="leave out problems that need torch/triton")
     s.add_argument("--show-seed", action="store_true", help="show the seed in students' feedback")
@@ -267,10 +308,11 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--out", default="slides")
     d.add_argument("--no-execute", dest="execute", action="store_false",
                    help="do not run the chapters first (no plots or printed results)")
-    d.add_argument("--assets", help="a folder holding reveal.js, require.js, jquery and MathJax "
-                                    "(see --fetch-assets): decks then need no network to view")
-    d.add_argument("--fetch-assets", action="store_true",
-                   help="download those into OUT/_assets with npm once (needs npm and the network)")
+    d.add_argument("--assets", help="a folder holding the pinned npm tarballs of reveal.js, requirejs, jquery "
+                                    "and mathjax (a copy of ~/.cache/mla-course/npm), for a machine "
+                                    "without the network (default: that cache, else the npm registry)")
+    d.add_argument("--cdn", action="store_true",
+                   help="decks load those libraries from CDNs when viewed, instead of OUT/_assets")
     d.set_defaults(func=cmd_slides)
 
     t = sub.add_parser("guide", help="regenerate docs/teaching.md's generated sections")

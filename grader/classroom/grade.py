@@ -45,7 +45,7 @@ from pathlib import Path
 from grader import jail, limits, report, runner
 from grader.records import CaseStatus, ProblemResult
 
-from . import committed, pool
+from . import committed, notebooks, pool
 from . import submissions as subs_mod
 
 SEED_ENV = "MLA_CLASS_SEED"
@@ -354,7 +354,7 @@ def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: 
     attempts: dict = {}   # (number, sha) -> staged path
     for s in students:
         for n, m in s.matches.items():
-            if n not in by_number:
+            if n not in by_number or notebooks.is_refused(m):   # a notebook that cannot be used
                 continue
             key = (n, m.sha256)
             if key not in attempts:
@@ -409,6 +409,8 @@ def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: 
             key = (p.number, m.sha256) if m is not None else None
             if m is None:
                 g.records[p.number] = missing_record(p, p.filename)
+            elif notebooks.is_refused(m):
+                g.records[p.number] = notebooks.refused_record(p, m.notebook)
             elif key in not_graded:
                 g.records[p.number] = not_graded[key]
             else:
@@ -416,6 +418,8 @@ def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: 
                 if rec is None:
                     rec = not_graded[key] = not_graded_record(
                         p, "its verdict was not found in the cache after grading", "infrastructure")
+                elif m.notebook is not None:   # the judge's line numbers -> the notebook's cells
+                    rec = notebooks.relabel(rec, m.notebook, p.filename)
                 g.records[p.number] = rec
         graded.append(g)
     return ClassResult(settings, graded, folder_notes, version, len(attempts), graded_now,

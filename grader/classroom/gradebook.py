@@ -32,6 +32,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from . import notebooks
 from .grade import FILE, NOT_GRADED, ClassResult, replace_strings
 
 REASONS = {  # the judge's reason tags, as a teacher would say them
@@ -45,6 +46,7 @@ REASONS = {  # the judge's reason tags, as a teacher would say them
     "too_large": "result too large", "not_run": "not run (an earlier case stopped the process)",
     "judge_error": "judge error (report it)", "unavailable": "not gradable on this machine",
     "infrastructure": "not graded: the grading machinery failed (run again)",
+    "notebook_unusable": "NOT GRADED: the notebook handed in could not be used (see its reason)",
 }
 STATUS_ORDER = ("passed", "failed", "not started", "missing", NOT_GRADED)
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -99,6 +101,9 @@ def gradebook_csv(res: ClassResult) -> str:
     head = ["student"] + [f"p{p.number:02d}_{p.slug}" for p in st.problems] + ["total", "max"]
     if st.deadline is not None:
         head += ["submitted_at", "submitted_at_from", "late"]
+    with_notebooks = any(m.notebook is not None for g in res.students for m in g.sub.matches.values())
+    if with_notebooks:
+        head += ["notebooks"]
     w.writerow(head)
     for g in res.students:
         statuses = [g.records[p.number]["status"] for p in st.problems]
@@ -108,6 +113,8 @@ def gradebook_csv(res: ClassResult) -> str:
         if st.deadline is not None:
             at = g.sub.submitted_at.isoformat() if g.sub.submitted_at else ""
             row += [at, cell(g.sub.submitted_at_source), late_flag(g.sub, st.deadline)]
+        if with_notebooks:
+            row += [cell(notebooks.student_note(g.sub))]
         w.writerow(row)
     return buf.getvalue()
 
@@ -201,7 +208,9 @@ def summary_data(res: ClassResult) -> dict:
             "mistakes": [[k, messages.get(k, ""), v] for k, v in _top(mistakes)],
             "first_failing_cases": [[k, v] for k, v in _top(cases, 5)],
         })
-    return {"students": len(res.students), "seed": res.settings.seed, "problems": out}
+    graded, refused = notebooks.class_notebooks(res.students)
+    return {"students": len(res.students), "seed": res.settings.seed, "problems": out,
+            "notebooks": {"graded": [list(x) for x in graded], "refused": [list(x) for x in refused]}}
 
 
 def _top(counter: Counter, n: int = 8):
@@ -224,6 +233,7 @@ def summary_md(res: ClassResult, data: dict) -> str:
     for d in data["problems"]:
         s = d["status"]
         lines.append(f"| {d['problem']} | {d['slug']} | " + " | ".join(str(s[k]) for k in cols) + " |")
+    lines += notebooks_md(data["notebooks"])
     for d in data["problems"]:
         lines += ["", f"## Problem {d['problem']} · {d['slug']} -- {d['title']}", "",
                   f"{d['status']['passed']} of {d['students']} passed; {d['handed_in']} handed in a file."]
@@ -237,6 +247,20 @@ def summary_md(res: ClassResult, data: dict) -> str:
             lines.append("Cases failed first most often: "
                          + "; ".join(f"\"{c}\" ({n})" for c, n in d["first_failing_cases"]))
     return "\n".join(lines) + "\n"
+
+
+def notebooks_md(nbs: dict) -> list[str]:
+    """summary.md's section on notebook hand-ins: every refusal, with its reason."""
+    if not nbs["graded"] and not nbs["refused"]:
+        return []
+    lines = ["", "## Notebooks handed in", "",
+             f"{len(nbs['graded'])} problem attempt(s) were graded from notebooks (the functions taken "
+             "out of the cells into a practice file; see matching.md)."]
+    if nbs["refused"]:
+        lines += [f"**{len(nbs['refused'])} notebook hand-in(s) could NOT be graded** and score 0 "
+                  "(each student's results file says why):", ""]
+        lines += [f"- {sid}, problem {n}: `{where}` -- {why}" for sid, n, where, why in nbs["refused"]]
+    return lines
 
 
 def chart(data: dict, path: Path) -> None:

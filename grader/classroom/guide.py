@@ -34,6 +34,11 @@ def _chapter_title(path: Path) -> str:
     return src.strip().splitlines()[0].lstrip("#").strip() if src.strip() else path.stem
 
 
+def _heavy(p) -> list[str]:
+    """What a problem needs beyond numpy (the plan marks it: "(torch + triton)")."""
+    return [m for m in p.requires if m != "numpy"]
+
+
 def plan() -> str:
     from .slides import chapter_paths
     probs = _problems()
@@ -42,7 +47,8 @@ def plan() -> str:
     for nb in chapter_paths():
         week += 1
         mine = [p for p in probs if Path(p.chapter).name == nb.name]
-        plist = ", ".join(f"{p.number} `{p.slug}`" for p in mine) or "--"
+        plist = ", ".join(f"{p.number} `{p.slug}`" + (f" ({' + '.join(_heavy(p))})" if _heavy(p) else "")
+                          for p in mine) or "--"
         rows.append(f"| {week} | [{_chapter_title(nb)}](../notebooks/{nb.name}) | {plist} | "
                     f"`slides/{nb.stem}.slides.html` |")
     orphans = [p for p in probs if not (ROOT / p.chapter).is_file()]

@@ -268,6 +268,7 @@ def gradescope_run(root: Path, workers: int | None = None) -> dict:
 
     from grader import runner, sandbox
 
+    from . import notebooks as nbs
     from . import pool
     from . import submissions as sm
     from .grade import FILE, missing_record, not_graded_record, replace_strings, stub_hashes
@@ -286,6 +287,8 @@ def gradescope_run(root: Path, workers: int | None = None) -> dict:
              for n, m in sorted(matches.items())]
     lines += [f"ignored: {x}" for x in notes + more]
     records = {p.number: missing_record(p, p.filename) for p in probs if p.number not in matches}
+    records.update({n: nbs.refused_record(by_number[n], m.notebook) for n, m in matches.items()
+                    if nbs.is_refused(m)})   # a notebook that cannot be used: the reason, no job
     isolation = gradescope_isolation(root)
     user = sandbox.Isolation.parse(isolation) if isolation.startswith("user") else None
     if user is not None:
@@ -294,7 +297,10 @@ def gradescope_run(root: Path, workers: int | None = None) -> dict:
         os.chmod(tmp, 0o711)   # the attempts' user may enter its own folder, list nothing
         jobs = []
         for n, m in sorted(matches.items()):
-            # a private copy of the one file (the attempt reads nothing else of the submission)
+            if nbs.is_refused(m):
+                continue
+            # a private copy of the one file (the attempt reads nothing else of the submission;
+            # for a notebook: the practice file rebuilt from it)
             staged = Path(tmp) / m.sha256[:24] / by_number[n].filename
             staged.parent.mkdir(exist_ok=True)
             os.chmod(staged.parent, 0o755)
@@ -318,9 +324,12 @@ def gradescope_run(root: Path, workers: int | None = None) -> dict:
                 sandbox.kill_user(user.uid, user.gid)
         for job in jobs:
             rec = failed.get(job.problem)
+            m = matches[job.problem]
             if rec is None:
                 rec = json.loads(Path(job.out).read_text())
-            records[job.problem] = replace_strings(rec, {FILE: matches[job.problem].rel})
+                if m.notebook is not None:   # the judge's line numbers -> the notebook's cells
+                    rec = nbs.relabel(rec, m.notebook, by_number[job.problem].filename)
+            records[job.problem] = replace_strings(rec, {FILE: m.rel})
         shutil.rmtree(tmp, ignore_errors=True)
     res = gradescope_results(records, config, lines, config.get("hide_seed", True))
     dest = root / "results" / "results.json"

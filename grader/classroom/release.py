@@ -30,7 +30,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import leaks
+from . import leaks, readme
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 BUNDLE_NAME = "mla-course-student"
@@ -65,6 +65,7 @@ class Release:
     source: str                      # "git <commit>" or "worktree"
     warnings: list = field(default_factory=list)
     allowed_hits: list = field(default_factory=list)  # (answer, where, reason)
+    left_out: list = field(default_factory=list)      # what of the repository stays out, in words
 
     def manifest(self) -> dict:
         digests = {f: hashlib.sha256((self.folder / f).read_bytes()).hexdigest() for f in self.files}
@@ -181,40 +182,42 @@ def leak_report(bundle: Path, answers: Path) -> tuple[list, list]:
 
 # --------------------------------------------------------------------------- the student README
 
-TEACHERS_HEADING = re.compile(r"^#{2,3}\s+For teachers\b", re.I)
-BANNER = """> **Student edition.** This copy of the course has the chapters, the practice stubs and the
-> judge. The model answers (`solutions/`), the course's own test suite and the teacher's
-> tools are not included: `python practice/judge.py` is how you check your work.
-"""
+def repository_files(root: Path = ROOT) -> set[str]:
+    """Every file of the repository (tracked files; without git, the folder minus tool
+    folders): what the README may name, of which the bundle ships a part."""
+    listing = _git(root, "ls-files", "-z")
+    if listing is not None:
+        return {n for n in listing.decode().split("\0") if n}
+    return {p.relative_to(root).as_posix() for p in root.rglob("*")
+            if p.is_file() and not EXCLUDE_NAMES.search(p.relative_to(root).as_posix())
+            and not p.relative_to(root).parts[0] in (".venv", "site", "dist", "slides")}
 
 
-def student_readme(text: str) -> str:
-    """The course README for students: a banner under the title, without the teachers'
-    section, and without lines in command blocks that need what is not shipped."""
-    out, skip_level, in_code = [], None, False
-    for line in text.splitlines():
-        heading = re.match(r"^(#{1,6})\s", line) if not in_code else None
-        if heading and skip_level is not None and len(heading.group(1)) <= skip_level:
-            skip_level = None
-        if heading and TEACHERS_HEADING.match(line):
-            skip_level = len(heading.group(1))
-        if line.startswith("```"):
-            in_code = not in_code
-        if skip_level is not None:
+def left_out(repo_files, files) -> list[str]:
+    """The repository's top-level entries (and grader/classroom/) the bundle leaves out,
+    whole or in part, as a teacher should read them: "solutions/", ".github/ (the bundle
+    has its own .github/workflows/classroom.yml)"."""
+    repo_files, shipped = set(repo_files), set(files)
+    groups: dict = {}
+    for f in sorted(repo_files):
+        key = "grader/classroom" if f.startswith("grader/classroom/") else f.split("/", 1)[0]
+        groups.setdefault(key, []).append(f)
+    out = []
+    for key, members in sorted(groups.items()):
+        kept = [f for f in members if f in shipped]
+        if len(kept) == len(members):
             continue
-        if in_code and not line.startswith("```") and re.search(r"solutions/|-m pytest", line):
-            continue
-        out.append(line)
-    text = "\n".join(out)
-    text = re.sub(r"model answers are in\s+`solutions/`\s+\(same file names\)",
-                  "model answers are not part of this edition", text)
-    out = text.split("\n")
-    # the banner goes after the title line
-    for i, line in enumerate(out):
-        if line.startswith("# "):
-            out[i + 1:i + 1] = ["", *BANNER.rstrip("\n").splitlines()]
-            break
-    return "\n".join(out).rstrip("\n") + "\n"
+        extra = sorted(f for f in shipped if f.startswith(key + "/") and f not in repo_files)
+        notes = ([f"all but {', '.join(k[len(key) + 1:] for k in kept)}"] if kept else []) + \
+                ([f"the bundle has its own {', '.join(extra)}"] if extra else [])
+        name = key if members == [key] else key + "/"
+        out.append(name + (f" ({'; '.join(notes)})" if notes else ""))
+    return out
+
+
+def student_readme(files: dict, root: Path = ROOT) -> str:
+    """The bundle's README: README.md's student edition (readme.py) for these files."""
+    return readme.student_edition(files["README.md"].decode("utf-8"), files, repository_files(root))
 
 
 # --------------------------------------------------------------------------- writing
@@ -237,10 +240,13 @@ def build(out: Path, root: Path = ROOT, source: str = "auto", github_classroom: 
           name: str = BUNDLE_NAME) -> Release:
     """Check, then write out/<name>/ and out/<name>.zip (replacing earlier ones)."""
     files, origin, warnings = collect(root, source)
-    files["README.md"] = student_readme(files["README.md"].decode("utf-8")).encode("utf-8")
     if github_classroom:
         from .platforms import workflow_text
         files[".github/workflows/classroom.yml"] = workflow_text().encode("utf-8")
+    try:
+        files["README.md"] = student_readme(files, root).encode("utf-8")
+    except readme.ReadmeError as e:
+        raise ReleaseError(str(e)) from None
     bad = unsolved_stub_problems(files)
     if bad:
         raise ReleaseError("practice/ is not a set of clean stubs:\n  " + "\n  ".join(bad))
@@ -267,7 +273,8 @@ def build(out: Path, root: Path = ROOT, source: str = "auto", github_classroom: 
     staging.rename(folder)
     zip_path = out / f"{name}.zip"
     write_zip(folder, list(files), zip_path)
-    rel = Release(folder, zip_path, sorted(files), origin, warnings, allowed)
+    rel = Release(folder, zip_path, sorted(files), origin, warnings, allowed,
+                  left_out(repository_files(root), files))
     (out / f"{name}.manifest.json").write_text(json.dumps(rel.manifest(), indent=1, sort_keys=True) + "\n")
     return rel
 

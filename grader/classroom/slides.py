@@ -21,15 +21,28 @@ cell's output only. A ``slideshow.slide_type`` set in the notebook's metadata (J
 picked up automatically.
 
 By default the chapters are executed first (nbclient, as the tests do) so that plots and
-printed results are in the deck. reveal.js, require.js, jQuery and MathJax load from a CDN
-unless ``--assets DIR`` names local copies, or ``--fetch-assets`` downloads them once from
-the npm registry into slides/_assets/ (about 10 MB): then a deck needs no network to view.
+printed results are in the deck.
+
+The decks are self-contained: they load reveal.js, require.js, jQuery and MathJax from
+slides/_assets/ (about 2.5 MB, shared by all decks), never from another host, so
+``slides/`` can be copied to a lab machine or a USB stick and opened offline. Those files
+come from the npm packages pinned in ``ASSETS`` (version and the registry's sha512 of the
+tarball), downloaded once with ``npm pack`` (or over HTTPS from registry.npmjs.org when
+npm is missing) into ~/.cache/mla-course/npm/ and unpacked from there on every build: after
+the first build, building needs no network. ``--assets DIR`` takes the tarballs from a
+folder instead (a copy of that cache, for a machine that never had the network);
+``--cdn`` renders decks that load the same libraries from CDNs when viewed (the old way).
+Links between chapters point at the other decks (``link_decks``).
 """
 from __future__ import annotations
 
 import ast
+import base64
 import copy
+import fnmatch
+import hashlib
 import html.parser
+import io
 import json
 import os
 import re
@@ -37,6 +50,8 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -49,15 +64,56 @@ PLOT = re.compile(r"\bplt\.|\bax\d*\.|\baxes\b|\bfig\b|savefig|imshow|\.plot\(")
 TAG_TYPES = ("slide", "subslide", "fragment", "skip", "notes")
 HIDE_INPUT = "hide_input"
 
-# name -> (npm package, files kept: path prefixes inside the package, or None for all)
+THEME = "white"          # reveal.js's white theme uses its own fonts (simple.css imports Google Fonts)
+REGISTRY = "https://registry.npmjs.org"   # used only when npm is not installed (npm uses its own settings)
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mla-course" / "npm"
+
+
+@dataclass(frozen=True)
+class Asset:
+    """One npm package the decks load, pinned: the tarball must have the registry's sha512
+    (``npm view NAME@VERSION dist.integrity``), and only the files the decks use are kept."""
+    package: str
+    version: str
+    integrity: str
+    keep: tuple          # paths inside the package: a folder ("x/"), a file, or a glob ("x/*.woff")
+
+    @property
+    def tarball(self) -> str:
+        return f"{self.package}-{self.version}.tgz"
+
+    def kept(self, rel: str) -> bool:
+        """A glob's * stays inside one folder ("extensions/*.js" is not "extensions/a11y/x.js")."""
+        return any(rel.startswith(k) if k.endswith("/") else
+                   rel.count("/") == k.count("/") and fnmatch.fnmatch(rel, k) for k in self.keep)
+
+
+# The versions nbconvert's reveal template is written for (its own CDN defaults), trimmed to
+# what a deck loads: MathJax's TeX input, CommonHTML output and fonts (not its a11y explorer,
+# 2.6 MB, which loads only from the right-click menu), reveal.js's white theme with the woff
+# fonts (browsers of the last decade take woff first) and the speaker-notes plugin.
 ASSETS = {
-    "reveal.js": ("reveal.js@4.0.2", ("dist/", "plugin/notes/")),
-    "requirejs": ("requirejs@2.3.7", ("require.js",)),
-    "jquery": ("jquery@3.7.1", ("dist/jquery.min.js",)),
-    "mathjax": ("mathjax@2.7.7", ("MathJax.js", "config/", "extensions/", "jax/input/TeX/",
-                                  "jax/output/CommonHTML/", "jax/element/", "fonts/HTML-CSS/TeX/woff/",
-                                  "localization/en/")),
+    "reveal.js": Asset("reveal.js", "4.0.2",
+                       "sha512-LWZSUenufF1gpD7npxJ7KfoQQFKgc1D6XrLTFgKlwWNP1BQ74hT48KONFWMAw+8R/QUeaScCLCLrBVHDfFIEiw==",
+                       ("LICENSE", "dist/reveal.js", "dist/reveal.css", f"dist/theme/{THEME}.css",
+                        "dist/theme/fonts/source-sans-pro/*.woff", "dist/theme/fonts/source-sans-pro/*.css",
+                        "dist/theme/fonts/source-sans-pro/LICENSE", "plugin/notes/")),
+    "requirejs": Asset("requirejs", "2.3.7",
+                       "sha512-DouTG8T1WanGok6Qjg2SXuCMzszOo0eHeH9hDZ5Y4x8Je+9JB38HdTLT4/VA8OaUhBa0JPVHJ0pyBkM1z+pDsw==",
+                       ("require.js",)),
+    "jquery": Asset("jquery", "3.7.1",
+                    "sha512-m4avr8yL8kmFN8psrbFFFmB/If14iN5o9nw/NgnnM+kybDJpRsAynV2BsfpTYrTRysYUdADVD7CkUUizgkpLfg==",
+                    ("LICENSE.txt", "dist/jquery.min.js")),
+    "mathjax": Asset("mathjax", "2.7.7",
+                     "sha512-OOl0B2/0tSJAtAZarXnQuLDBLgTNRqiI9VqHTQzPsxf4okT2iIpDrvaklK9x2QEMD1sDj4yRn11Ygci41DxMAQ==",
+                     ("LICENSE", "MathJax.js", "config/TeX-AMS_CHTML-full.js", "config/Safe.js",
+                      "extensions/*.js", "extensions/TeX/", "extensions/HTML-CSS/", "extensions/MathML/",
+                      "jax/input/TeX/", "jax/output/CommonHTML/", "jax/element/", "fonts/HTML-CSS/TeX/woff/")),
 }
+
+
+class AssetError(RuntimeError):
+    """The decks' assets could not be had (not cached, no network) or are not the pinned ones."""
 
 
 def chapter_paths() -> list[Path]:
@@ -150,32 +206,80 @@ def lecture_metadata(nb) -> dict:
 
 # --------------------------------------------------------------------------- assets
 
-def fetch_assets(dest: Path, log=print) -> Path:
-    """Download reveal.js, require.js, jQuery and MathJax with ``npm pack`` into dest/."""
-    if shutil.which("npm") is None:
-        raise RuntimeError("--fetch-assets needs npm (https://nodejs.org); or pass --assets DIR")
+def integrity(data: bytes) -> str:
+    """npm's integrity string: sha512 of the tarball, base64."""
+    return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
+
+
+def _download(asset: Asset) -> tuple[bytes, str]:
+    """The tarball from the npm registry: with npm (its registry and proxy settings) when it
+    is installed, else over HTTPS from registry.npmjs.org."""
+    spec = f"{asset.package}@{asset.version}"
+    if shutil.which("npm"):
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                done = subprocess.run(["npm", "pack", spec, "--silent"], cwd=tmp, capture_output=True,
+                                      text=True, timeout=600)
+            except (OSError, subprocess.SubprocessError) as e:
+                raise AssetError(f"npm pack {spec} failed: {e}") from None
+            if done.returncode != 0:
+                raise AssetError(f"npm pack {spec} failed: {done.stderr.strip()[-400:]}")
+            return (Path(tmp) / asset.tarball).read_bytes(), "the npm registry (npm pack)"
+    url = f"{REGISTRY}/{asset.package}/-/{asset.tarball}"
+    try:
+        with urllib.request.urlopen(url, timeout=120) as r:
+            return r.read(), url
+    except (OSError, ValueError) as e:
+        raise AssetError(f"could not download {url}: {e}") from None
+
+
+def tarball(asset: Asset, sources=(), cache: Path | None = None, log=print) -> tuple[bytes, str]:
+    """(the pinned tarball, where it came from): a folder of ``sources`` (tarballs copied from
+    another machine's cache: --assets), the cache, or the npm registry (then cached)."""
+    cache = Path(cache or CACHE)
+    for folder in [*map(Path, sources), cache]:
+        f = folder / asset.tarball
+        if f.is_file():
+            data = f.read_bytes()
+            if integrity(data) != asset.integrity:
+                raise AssetError(f"{f} is not {asset.package} {asset.version} as published "
+                                 "(its sha512 differs): delete it")
+            return data, str(f)
+    log(f"slides: downloading {asset.package} {asset.version} ...")
+    data, origin = _download(asset)
+    if integrity(data) != asset.integrity:
+        raise AssetError(f"{asset.package} {asset.version} from {origin} is not the published tarball "
+                         "(its sha512 differs from the one pinned in grader/classroom/slides.py)")
+    cache.mkdir(parents=True, exist_ok=True)
+    part = cache / f".{asset.tarball}.part"
+    part.write_bytes(data)
+    part.replace(cache / asset.tarball)
+    return data, f"{origin}, now cached in {cache}"
+
+
+def install_assets(dest: Path, sources=(), cache: Path | None = None, log=print) -> dict:
+    """Unpack the files the decks load into dest/<name>/ from the pinned tarballs; returns
+    {name: (files, bytes)}. Needs the network once (then the cache), or ``sources``."""
     dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, (spec, keep) in ASSETS.items():
-            target = dest / name
-            if target.is_dir():
-                continue
-            log(f"slides: fetching {spec} ...")
-            out = subprocess.run(["npm", "pack", spec, "--silent"], cwd=tmp, capture_output=True,
-                                 text=True, timeout=600)
-            if out.returncode != 0:
-                raise RuntimeError(f"npm pack {spec} failed: {out.stderr.strip()[-500:]}")
-            tgz = Path(tmp) / out.stdout.strip().splitlines()[-1]
-            with tarfile.open(tgz) as tf:
-                for m in tf.getmembers():
-                    rel = m.name.split("/", 1)[1] if "/" in m.name else ""
-                    if not m.isfile() or not rel or (keep and not rel.startswith(keep)):
-                        continue
-                    f = target / rel
-                    f.parent.mkdir(parents=True, exist_ok=True)
-                    f.write_bytes(tf.extractfile(m).read())
-    return dest
+    got = {}
+    for name, asset in ASSETS.items():
+        data, origin = tarball(asset, sources, cache, log)
+        target = dest / name
+        if target.exists():
+            shutil.rmtree(target)
+        files = size = 0
+        with tarfile.open(fileobj=io.BytesIO(data)) as tf:
+            for m in tf.getmembers():
+                rel = m.name.split("/", 1)[1] if "/" in m.name else ""
+                if not m.isfile() or not rel or ".." in rel.split("/") or not asset.kept(rel):
+                    continue
+                f = target / rel
+                f.parent.mkdir(parents=True, exist_ok=True)
+                f.write_bytes(tf.extractfile(m).read())
+                files, size = files + 1, size + m.size
+        got[name] = (files, size)
+        log(f"slides: {asset.package} {asset.version} from {origin}: {files} files, {size / 1e6:.2f} MB")
+    return got
 
 
 def asset_urls(prefix: str) -> dict:
@@ -186,21 +290,39 @@ def asset_urls(prefix: str) -> dict:
             "mathjax_url": f"{prefix}/mathjax/MathJax.js?config=TeX-AMS_CHTML-full,Safe"}
 
 
-class _Assets(html.parser.HTMLParser):
+def _remote(url: str) -> bool:
+    return bool(re.match(r"^\s*(https?:)?//", url, re.I))
+
+
+class _Deck(html.parser.HTMLParser):
+    """What a deck loads (src of any element, href of <link>, data of <object>, the text of
+    its scripts and styles), where its links go, and how many slides a viewer steps through."""
+
     def __init__(self):
-        super().__init__()
-        self.urls, self.depth, self.leaves, self._stack = [], 0, 0, []
+        super().__init__(convert_charrefs=True)
+        self.loads, self.links, self.code, self.leaves, self._stack, self._in = [], [], [], 0, [], None
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
-        if tag == "script" and a.get("src"):
-            self.urls.append(a["src"])
-        if tag == "link" and a.get("href") and "stylesheet" in (a.get("rel") or ""):
-            self.urls.append(a["href"])
+        for key in ("src", "poster", "data") if tag != "a" else ():
+            if a.get(key):
+                self.loads.append(a[key])
+        if tag == "link" and a.get("href"):
+            self.loads.append(a["href"])
+        if tag == "a" and a.get("href"):
+            self.links.append(a["href"])
+        if tag in ("script", "style"):
+            self._in = tag
         if tag == "section":
             self._stack.append(0)
 
+    def handle_data(self, data):
+        if self._in:
+            self.code.append((self._in, data))
+
     def handle_endtag(self, tag):
+        if tag in ("script", "style"):
+            self._in = None
         if tag == "section" and self._stack:
             inner = self._stack.pop()
             if inner == 0:
@@ -209,12 +331,52 @@ class _Assets(html.parser.HTMLParser):
                 self._stack[-1] += 1
 
 
+def remote_in_code(kind: str, text: str) -> list[str]:
+    """URLs on other hosts a script or a stylesheet would load: quoted absolute URLs in a
+    script (require([...]), import ... from '...', a src set from code), url(...) and
+    @import in CSS."""
+    if kind == "style":
+        found = re.findall(r"url\(\s*['\"]?([^'\")\s]+)", text) + re.findall(r"@import\s+['\"]([^'\"]+)", text)
+    else:
+        found = re.findall(r"['\"`]((?:https?:)?//[^'\"`\s]+)['\"`]", text)
+    return [u for u in found if _remote(u)]
+
+
 def inspect_deck(html_text: str) -> dict:
-    """{"slides": slides a viewer steps through, "external": asset URLs on other hosts}."""
-    p = _Assets()
+    """{"slides": slides a viewer steps through, "external": what the deck would load from
+    other hosts (empty for a self-contained deck), "local": what it loads from its folder,
+    "links": where its <a> links go}."""
+    p = _Deck()
     p.feed(html_text)
-    urls = p.urls + re.findall(r'"((?:https?:)?//[^"]+\.js)"', html_text.split("require(", 1)[-1][:2000])
-    return {"slides": p.leaves, "external": sorted({u for u in urls if re.match(r"^(https?:)?//", u)})}
+    external = {u for u in p.loads if _remote(u)}
+    for kind, text in p.code:
+        external.update(remote_in_code(kind, text))
+    local = sorted({u.split("?", 1)[0] for u in p.loads if not _remote(u) and not u.startswith(("data:", "#"))})
+    return {"slides": p.leaves, "external": sorted(external), "local": local, "links": p.links}
+
+
+def link_decks(nb, decks: set) -> int:
+    """Point links to other chapters (`NN_name.ipynb`, any folder, any #anchor) at their decks
+    (`NN_name.slides.html`, beside this one); other links to the repository's files (the
+    practice stubs) become their text, since a deck travels without them. Returns the
+    number of links changed."""
+    changed = 0
+
+    def sub(m):
+        nonlocal changed
+        text, target = m.group(1), m.group(2)
+        if re.match(r"^(https?:|mailto:|#)", target):
+            return m.group(0)
+        changed += 1
+        stem = target.split("#", 1)[0].rsplit("/", 1)[-1]
+        if stem.endswith(".ipynb") and stem[:-len(".ipynb")] in decks:
+            return f"[{text}]({stem[:-len('.ipynb')]}.slides.html)"
+        return text
+
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = re.sub(r"(?<!!)\[([^\]\n]*)\]\(\s*([^)\s]+)\s*\)", sub, cell.source)
+    return changed
 
 
 # --------------------------------------------------------------------------- building
@@ -235,8 +397,11 @@ def _execute(nb, path: Path):
                 os.environ[k] = v
 
 
-def build_deck(path: Path, out: Path, execute: bool = True, asset_prefix: str | None = None) -> tuple[Path, dict]:
-    """Render one chapter into out/<stem>.slides.html; returns (path, info)."""
+def build_deck(path: Path, out: Path, execute: bool = True,
+               asset_prefix: str | None = "_assets") -> tuple[Path, dict]:
+    """Render one chapter into out/<stem>.slides.html; returns (path, info). The deck loads
+    reveal.js, require.js, jQuery and MathJax from ``asset_prefix`` (a folder beside it,
+    filled by ``install_assets``), or from nbconvert's CDN defaults when it is None."""
     import nbformat
     from nbconvert import SlidesExporter
     from nbconvert.preprocessors import TagRemovePreprocessor
@@ -244,11 +409,13 @@ def build_deck(path: Path, out: Path, execute: bool = True, asset_prefix: str | 
     nb = nbformat.read(path, as_version=4)
     nb = copy.deepcopy(nb)
     stats = lecture_metadata(nb)
+    relinked = link_decks(nb, {p.stem for p in chapter_paths()})
     if execute:
         _execute(nb, path)
     exporter = SlidesExporter(template_name="lecture", extra_template_basedirs=[str(TEMPLATES)])
     exporter.reveal_scroll = True
     exporter.reveal_number = "c/t"
+    exporter.reveal_theme = THEME
     if asset_prefix:
         for k, v in asset_urls(asset_prefix).items():
             setattr(exporter, k, v)
@@ -258,29 +425,29 @@ def build_deck(path: Path, out: Path, execute: bool = True, asset_prefix: str | 
     dest = Path(out) / f"{path.stem}.slides.html"
     dest.write_text(body, encoding="utf-8")
     info = inspect_deck(body)
-    info.update(rules=stats, cells=len(nb.cells), executed=execute)
+    info.update(rules=stats, cells=len(nb.cells), executed=execute, relinked=relinked)
     return dest, info
 
 
-def build_all(out: Path, execute: bool = True, assets: str | None = None, fetch: bool = False,
-              chapters: list | None = None, log=print) -> list[Path]:
-    """Every chapter (or the chapter numbers given) into out/, plus out/index.html."""
+def _size(folder: Path) -> int:
+    return sum(f.stat().st_size for f in Path(folder).rglob("*") if f.is_file())
+
+
+def build_all(out: Path, execute: bool = True, cdn: bool = False, assets: str | None = None,
+              chapters: list | None = None, cache: Path | None = None, log=print) -> list[Path]:
+    """Every chapter (or the chapter numbers given) into out/, plus out/index.html and, unless
+    ``cdn``, out/_assets/ with everything the decks load (see ``install_assets``: from
+    ``assets``, a folder of the pinned npm tarballs, else the cache, else the registry)."""
     wanted = chapters
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     prefix = None
-    if fetch:
-        fetch_assets(out / "_assets", log)
+    if not cdn:
+        install_assets(out / "_assets", [assets] if assets else [], cache, log)
         prefix = "_assets"
-    elif assets:
-        src = Path(assets).resolve()
-        if src != (out / "_assets").resolve():
-            if (out / "_assets").exists():
-                shutil.rmtree(out / "_assets")
-            shutil.copytree(src, out / "_assets")
-        prefix = "_assets"
-    elif (out / "_assets" / "reveal.js").is_dir():
-        prefix = "_assets"   # fetched by an earlier run
+        log(f"slides: {out / '_assets'}: {_size(out / '_assets') / 1e6:.1f} MB, shared by every deck")
+    elif (out / "_assets").exists():
+        shutil.rmtree(out / "_assets")
     paths, rows = [], []
     for nbp in chapter_paths():
         if wanted and nbp.name[:2] not in {f"{int(c):02d}" for c in wanted}:
@@ -288,7 +455,7 @@ def build_all(out: Path, execute: bool = True, assets: str | None = None, fetch:
         dest, info = build_deck(nbp, out, execute=execute, asset_prefix=prefix)
         paths.append(dest)
         rows.append((nbp, dest, info))
-        ext = (f"; {len(info['external'])} files from a CDN when viewed (--fetch-assets: none)"
+        ext = (f"; loads {len(info['external'])} files from CDNs when viewed (--cdn)"
                if info["external"] else "; needs no network to view")
         log(f"slides: {dest.name}: {info['slides']} slides{ext}")
     links = "\n".join(f'<li><a href="{d.name}">{_title(n)}</a> ({i["slides"]} slides)</li>' for n, d, i in rows)
@@ -309,5 +476,6 @@ def _title(nb_path: Path) -> str:
         return nb_path.stem
 
 
-__all__ = ["lecture_metadata", "build_deck", "build_all", "inspect_deck", "fetch_assets", "chapter_paths",
-           "asset_urls", "SHORT_CODE"]
+__all__ = ["lecture_metadata", "build_deck", "build_all", "inspect_deck", "install_assets", "tarball",
+           "link_decks", "chapter_paths", "asset_urls", "integrity", "remote_in_code", "Asset", "AssetError",
+           "ASSETS", "CACHE", "SHORT_CODE"]

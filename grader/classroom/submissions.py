@@ -21,8 +21,11 @@ best first):
   number    p04.py, p4.py, problem4.py, problem_04.py
   contains  a name holding the problem's file name or slug: alice_p04_choose_path_v2.py
 
-Files under the course's own folders (grader/, mlacourse/, kernels/: a student who hands
-in a whole repo also hands in grader/problems/p04_choose_path.py, the judge's spec) and
+Notebooks (``.ipynb``) are matched by the same name rules and by the functions they
+define, read statically and turned into a practice file, or refused with the reason
+(notebooks.py). Files under the course's own folders (grader/, mlacourse/, kernels/: a
+student who hands in a whole repo also hands in grader/problems/p04_choose_path.py, the
+judge's spec) and
 tool folders (.git, .venv, __pycache__, __MACOSX, ...) are never candidates. Among the
 candidates for one problem the best rule wins, then a file that differs from the released
 stub, then one inside a ``practice`` folder, then the shallower path, then the path in
@@ -43,6 +46,8 @@ import zipfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
+
+from . import notebooks
 
 MAX_FILE_BYTES = 1 << 20        # a practice file larger than this is not graded
 MAX_FILES = 5000                # entries looked at per submission
@@ -76,6 +81,7 @@ class Match:
     sha256: str
     data: bytes = field(repr=False)
     notes: list = field(default_factory=list)   # empty, binary, unchanged stub, ...
+    notebook: object = None  # notebooks.Extraction when the file was rebuilt from a notebook
 
 
 @dataclass
@@ -144,7 +150,7 @@ def read_zip(path: Path, notes: list) -> list[Candidate]:
                 if rel.endswith(".py"):
                     notes.append(f"{rel}: encrypted in the zip, not graded")
                 continue
-            got = _candidate(rel, info.file_size, lambda i=info: zf.open(i).read(MAX_FILE_BYTES + 1),
+            got = _candidate(rel, info.file_size, lambda i=info: zf.open(i).read(_read_cap(i.filename)),
                              mtime, notes)
             out.extend(got)
             total += sum(len(c.data) for c in got)
@@ -168,6 +174,11 @@ def printable(text: str) -> str:
     return "".join(out)
 
 
+def _read_cap(name: str) -> int:
+    """Bytes read at most from one zip entry (its stated size may lie)."""
+    return (notebooks.MAX_NOTEBOOK_BYTES if name.lower().endswith(".ipynb") else MAX_FILE_BYTES) + 1
+
+
 def _candidate(rel, size, read, mtime, notes) -> list[Candidate]:
     rel = printable(rel)
     parts = tuple(rel.split("/"))
@@ -177,9 +188,17 @@ def _candidate(rel, size, read, mtime, notes) -> list[Candidate]:
         return []
     if name in SUBMITTED_AT_FILES:
         return [Candidate(rel, read()[:200], mtime)]
+    if name.lower().endswith(".ipynb") and not _skip(parts):   # read statically by notebooks.py
+        if size > notebooks.MAX_NOTEBOOK_BYTES:
+            notes.append(f"{rel}: a notebook of {size:,} bytes, over the {notebooks.MAX_NOTEBOOK_BYTES:,}-byte "
+                         "limit; not graded")
+            return []
+        data = read()
+        if len(data) > notebooks.MAX_NOTEBOOK_BYTES:
+            notes.append(f"{rel}: over the {notebooks.MAX_NOTEBOOK_BYTES:,}-byte notebook limit; not graded")
+            return []
+        return [Candidate(rel, data, mtime)]
     if not name.lower().endswith(".py"):
-        if name.lower().endswith(".ipynb") and not _skip(parts):
-            notes.append(f"{rel}: notebooks are not graded (hand in the practice files)")
         return []
     why = _skip(parts)
     if why:
@@ -229,6 +248,8 @@ def match(cands: list[Candidate], problems, stubs: dict) -> tuple[dict, list]:
     """{problem number: Match} and notes on what was not used. ``stubs``: {number: sha256}."""
     notes = []
     by_problem: dict = {}
+    books = [c for c in cands if c.rel.lower().endswith(".ipynb")]
+    cands = [c for c in cands if not c.rel.lower().endswith(".ipynb")]
     for c in cands:
         name = c.rel.rsplit("/", 1)[-1]
         if name in SUBMITTED_AT_FILES:
@@ -255,7 +276,8 @@ def match(cands: list[Candidate], problems, stubs: dict) -> tuple[dict, list]:
         for _, other in found[1:]:
             notes.append(f"{other.rel}: another file for problem {number}; {c.rel} was graded")
         out[number] = m
-    return out, notes
+    out.update(notebooks.notebook_matches(books, problems, out, stubs, notes))
+    return dict(sorted(out.items())), notes
 
 
 def content_notes(data: bytes, stub_sha: str | None) -> list[str]:

@@ -1,17 +1,24 @@
 """A tiny MLA inference engine in plain numpy (chapter 7): a paged latent cache with
-prefix sharing, continuous batching with chunked prefill, and the path chosen per chunk.
+prefix sharing and a prefix cache, continuous batching with chunked prefill, the path
+chosen per chunk, sampling and stop conditions, preemption by recompute or swap.
 
-  model      a small decoder with V3's structure; reference_generate: one request alone
-  pages      the page pool and its allocator (share_prefix, append_slots, release)
-  scheduler  schedule_step: one step's plan under a token budget
-  core       Engine: requests in, greedy tokens out; the step trace; FLOP accounting
-  gpu        decode through kernels.mla_decode_with_kvcache on the same pool (torch+triton)
-  workloads  seeded request streams for the chapter's measurements
+  model         a small decoder with V3's structure; reference_generate: one request alone
+  pages         the page pool and its allocator (share_prefix, append_slots, release, slot_mapping)
+  prefix_cache  full pages found by chained block hashes, kept after their requests, LRU eviction
+  radix         a model of SGLang's radix-tree cache, to compare with the engine's hashes
+  scheduler     schedule_step: one step's plan under a token budget
+  sampling      greedy / temperature + top-p with a per-request seed; stop conditions
+  core          Engine: requests in, tokens out; the step trace; FLOP accounting
+  timing        seconds from the trace: chapter 5's roofline per step, TTFT, TPOT, throughput
+  gpu           decode through kernels.mla_decode_with_kvcache on a device copy of the pool (torch+triton)
+  workloads     seeded request streams for the chapter's measurements
 """
-from .core import Chunk, Engine, Request, Result, StepRecord, chunk_path, step_attention_flops  # noqa: F401
+from .core import POLICIES, Chunk, Engine, Request, Result, StepRecord, chunk_path, step_attention_flops  # noqa: F401
 from .model import ModelConfig, TinyModel, init_model, reference_generate  # noqa: F401
 from .pages import (OutOfPages, PagePool, append_slots, longest_shared_prefix, pages_for_requests,  # noqa: F401
-                    pages_needed, release, share_prefix)
+                    pages_needed, pages_to_append, release, share_prefix, slot_mapping)
 from ..paged import paged_slack  # noqa: F401 -- wasted slots of unshared requests
+from .prefix_cache import PrefixCache, block_hash, block_hashes  # noqa: F401
+from .sampling import GREEDY, SamplingParams, detokenize, sample, stop_reason  # noqa: F401
 from .scheduler import schedule_step  # noqa: F401
 from .workloads import mix_stream, random_stream, submit, system_prompt_stream  # noqa: F401

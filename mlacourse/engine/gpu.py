@@ -1,16 +1,29 @@
-"""Decode through the course's Triton kernel, on the engine's own page pool.
+"""Decode through the course's Triton kernel, on a copy of the engine's page pool that lives
+on the device.
 
-One layer of the pool, data[layer] [num_pages, P, 1, d_latent + d_rope], is already the
-kernel's kv_cache layout, and a request's block table is its row of block_table. So the
-engine's absorbed decode can hand its queries to kernels.mla_decode_with_kvcache
-unchanged -- only the dtype changes (the kernel reads bf16/fp16 rows) and the model
-must have V3's cache width (d_latent 512, d_rope 64), which the kernel is built for.
+DevicePool keeps every layer's pages on the device, [n_layers, num_pages, P, 1, d_latent +
+d_rope] in fp16 or bf16 -- one layer is exactly kernels.mla_decode_with_kvcache's kv_cache,
+and a request's block table is its row of block_table. The engine's numpy PagePool tells
+it of every change (PagePool's `mirror`):
 
-torch and triton are imported when kernel_decode is first called, never at import time:
-the rest of the engine runs where they do not exist (the browser). On a machine without
-CUDA the kernel runs in Triton's interpreter, which needs TRITON_INTERPRET=1 in the
-environment before triton is first imported. `kernels` is the repository's folder (not
-the PyPI package of that name): the repository root must be on sys.path.
+  write(layer, slots, rows)  the step's new rows, scattered through a slot mapping
+                             (slot = page * P + offset, one int64 per row): the only cache
+                             bytes that cross to the device, T rows of 576 numbers per layer
+  copy(src, dst, n)          copy-on-write of a shared partial page, on the device
+  poison(pages)              freed or evicted pages filled with NaN, as in the numpy pool
+
+and decode() sends only the queries, the block tables and the lengths. An earlier version
+of this adapter copied the whole pool to the device on every layer call: num_pages * P *
+576 * 2 bytes per layer per step, however few rows had changed. bytes_to_device counts
+what this one sends, so a test can hold it to the new rows.
+
+torch and triton are imported when a DevicePool is made, never at import time: the rest
+of the engine runs where they do not exist (the browser). DevicePool(device="cpu") keeps
+the pool in host memory through the same torch calls, so the slot-mapping path is
+tested without a GPU; decode on a CPU tensor runs the kernel in Triton's interpreter,
+which needs TRITON_INTERPRET=1 in the environment before triton is first imported.
+`kernels` is the repository's folder (not the PyPI package of that name): the repository
+root must be on sys.path. Self-contained on purpose: it is meant to move into kernels/.
 """
 from __future__ import annotations
 
@@ -23,7 +36,7 @@ KERNEL_D_LATENT, KERNEL_D_ROPE = 512, 64
 
 
 def kernel_unavailable_reason() -> str | None:
-    """None when kernel_decode can run here, else a sentence saying why not."""
+    """None when the kernel can run here, else a sentence saying why not."""
     missing = [m for m in ("torch", "triton") if importlib.util.find_spec(m) is None]
     if missing:
         return f"{' and '.join(missing)} not installed"
@@ -45,36 +58,86 @@ def check_kernel_shapes(d_latent: int, d_rope: int, page_size: int) -> None:
         raise ValueError(f"the decode kernel needs a page size that is a power of two in 16..256, got {page_size}")
 
 
+def _torch_dtype(torch, dtype: str):
+    table = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+    if dtype not in table:
+        raise ValueError(f"dtype must be one of {sorted(table)}, got {dtype!r}")
+    return table[dtype]
+
+
+class DevicePool:
+    """The engine's page pool, on the device: kv [n_layers, num_pages, P, 1, d] (fp16/bf16).
+
+    bytes_to_device  host-to-device bytes sent so far (rows, slot mappings, queries, block
+                     tables and lengths), for the cost accounting of chapter 7"""
+
+    def __init__(self, n_layers: int, num_pages: int, page_size: int, d_cache: int, dtype: str = "float16",
+                 device: str | None = None):
+        reason = kernel_unavailable_reason()
+        if reason and importlib.util.find_spec("torch") is None:
+            raise RuntimeError(f"a device pool needs torch: {reason}")
+        import torch
+        self.torch = torch
+        self.dtype = _torch_dtype(torch, dtype)
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.page_size, self.d_cache = page_size, d_cache
+        self.kv = torch.full((n_layers, num_pages, page_size, 1, d_cache), float("nan"), dtype=self.dtype,
+                             device=self.device)  # [L, pages, P, 1, d]
+        self.bytes_to_device = 0
+
+    def _to_device(self, array, dtype=None):
+        t = self.torch.from_numpy(np.ascontiguousarray(array)).to(self.device, dtype)
+        self.bytes_to_device += t.numel() * t.element_size()
+        return t
+
+    def write(self, layer: int, slots, rows) -> None:
+        """kv[layer] viewed as [num_pages * P, d]: rows [n, d] go to the flat slots [n] int64."""
+        flat = self.kv[layer].view(-1, self.d_cache)  # [pages * P, d], a view: writes land in kv
+        flat[self._to_device(np.asarray(slots, dtype=np.int64))] = self._to_device(rows, self.dtype)
+
+    def copy(self, src: int, dst: int, n_slots: int) -> None:
+        """Copy-on-write of the first n_slots rows of page src into page dst, every layer."""
+        self.kv[:, dst, :n_slots] = self.kv[:, src, :n_slots]
+
+    def poison(self, pages) -> None:
+        self.kv[:, list(pages)] = float("nan")
+
+    def rows(self) -> np.ndarray:
+        """The whole pool back on the host as float64 (for tests)."""
+        return self.kv.double().cpu().numpy()
+
+    def decode(self, layer: int, q_lat, q_rope, tables, seqlens, softmax_scale: float, **options):
+        """Absorbed decode of b requests, one new token each, through the Triton kernel on
+        kv[layer]. q_lat [b, H, d_latent], q_rope [b, H, d_rope]; tables: b block tables;
+        seqlens: b cached lengths, new token included; options: passed on to
+        mla_decode_with_kvcache (version, num_splits, ...).
+        Returns o_lat [b, H, d_latent] and lse [b, H], float64 numpy arrays."""
+        reason = kernel_unavailable_reason()
+        if reason:
+            raise RuntimeError(f"kernel decode unavailable: {reason}")
+        from kernels.mla_decode import mla_decode_with_kvcache
+
+        check_kernel_shapes(q_lat.shape[-1], q_rope.shape[-1], self.page_size)
+        b = len(tables)
+        q = np.concatenate([q_lat, q_rope], axis=-1)[:, None]  # [b, 1, H, 576]
+        max_blocks = max(1, max(len(t) for t in tables))
+        bt = np.zeros((b, max_blocks), dtype=np.int32)  # [b, max_blocks]; unused entries are never read
+        for i, t in enumerate(tables):
+            bt[i, :len(t)] = t
+        out, lse = mla_decode_with_kvcache(
+            self._to_device(q, self.dtype), self.kv[layer], self._to_device(bt),
+            self._to_device(np.asarray(seqlens, dtype=np.int32)),
+            head_dim_v=KERNEL_D_LATENT, softmax_scale=float(softmax_scale), causal=False, **options)
+        # out [b, 1, H, 512], lse [b, H, 1]
+        return out[:, 0].double().cpu().numpy(), lse[:, :, 0].double().cpu().numpy()
+
+
 def kernel_decode(q_lat, q_rope, kv_pages, tables, seqlens, softmax_scale: float, dtype: str = "float16",
                   device: str | None = None, **options):
-    """Absorbed decode of b requests, one new token each, through the Triton kernel.
-
-    q_lat [b, H, d_latent], q_rope [b, H, d_rope]: the absorbed queries (any float dtype)
-    kv_pages [num_pages, P, 1, d_latent + d_rope]: one layer of the engine's pool
-    tables: b block tables (lists of page ids); seqlens: b cached lengths, new token included
-    options: passed on to mla_decode_with_kvcache (version, num_splits, ...).
-    Returns o_lat [b, H, d_latent] and lse [b, H], float64 numpy arrays."""
-    reason = kernel_unavailable_reason()
-    if reason:
-        raise RuntimeError(f"kernel decode unavailable: {reason}")
-    import torch
-    from kernels.mla_decode import mla_decode_with_kvcache
-
+    """One-off absorbed decode over a numpy pool layer kv_pages [num_pages, P, 1, 576]:
+    copies that layer to a fresh DevicePool (the whole layer: fine for a test, the cost
+    the engine avoids) and decodes. Returns o_lat [b, H, d_latent] and lse [b, H]."""
     num_pages, page, _, d = kv_pages.shape
-    check_kernel_shapes(q_lat.shape[-1], q_rope.shape[-1], page)
-    b = len(tables)
-    tdt = {"float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
-    dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    q = np.concatenate([q_lat, q_rope], axis=-1)[:, None]  # [b, 1, H, 576]
-    max_blocks = max(1, max(len(t) for t in tables))
-    bt = np.zeros((b, max_blocks), dtype=np.int32)  # [b, max_blocks]; unused entries are never read
-    for i, t in enumerate(tables):
-        bt[i, :len(t)] = t
-    out, lse = mla_decode_with_kvcache(
-        torch.from_numpy(np.ascontiguousarray(q)).to(dev, tdt),
-        torch.from_numpy(np.ascontiguousarray(kv_pages)).to(dev, tdt),
-        torch.from_numpy(bt).to(dev),
-        torch.tensor(list(seqlens), dtype=torch.int32, device=dev),
-        head_dim_v=KERNEL_D_LATENT, softmax_scale=float(softmax_scale), causal=False, **options)
-    # out [b, 1, H, 512], lse [b, H, 1]
-    return out[:, 0].double().cpu().numpy(), lse[:, :, 0].double().cpu().numpy()
+    pool = DevicePool(1, num_pages, page, d, dtype=dtype, device=device)
+    pool.kv[0] = pool._to_device(kv_pages, pool.dtype)
+    return pool.decode(0, q_lat, q_rope, tables, seqlens, softmax_scale, **options)

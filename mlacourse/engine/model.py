@@ -1,5 +1,5 @@
-"""A tiny decoder with DeepSeek-V3's structure at small sizes, and greedy decoding of one
-request alone -- the reference the engine must reproduce.
+"""A tiny decoder with DeepSeek-V3's structure at small sizes, and decoding of one request
+alone -- the reference the engine must reproduce.
 
   embed [vocab, d_model]
   n_layers x:  x = x + MLA(RMSNorm(x))           (mlacourse.layer: latent cache, decoupled RoPE)
@@ -15,6 +15,7 @@ import numpy as np
 
 from ..config import TINY, MLAConfig
 from ..layer import LatentCache, MLAWeights, init_weights, mla_forward, rms_norm
+from .sampling import GREEDY, SamplingParams, sample, stop_reason
 
 
 @dataclass(frozen=True)
@@ -95,14 +96,19 @@ def check_prompt(model: TinyModel, prompt, max_new_tokens: int) -> list[int]:
     return prompt
 
 
-def reference_generate(model: TinyModel, prompt, max_new_tokens: int, path: str = "absorb"):
-    """Greedy decoding of one request alone: unbatched, unpaged, one mla_forward call per
-    layer per step (the whole prompt at once, then one token at a time).
-    Returns tokens [max_new_tokens] and logits [max_new_tokens, vocab] (float64)."""
+def reference_generate(model: TinyModel, prompt, max_new_tokens: int, path: str = "absorb",
+                       sampling: SamplingParams = GREEDY):
+    """Decoding of one request alone: unbatched, unpaged, one mla_forward call per layer
+    per step (the whole prompt at once, then one token at a time). Greedy by default;
+    with `sampling`, tokens are drawn from the request's own seeded generator and
+    generation ends early at a stop token or stop string (sampling.stop_reason).
+    Returns tokens [n_generated] and logits [n_generated, vocab] (float64), n_generated
+    <= max_new_tokens."""
     prompt = check_prompt(model, prompt, max_new_tokens)
+    rng = sampling.generator()
     caches: list[LatentCache | None] = [None] * model.cfg.n_layers
     feed, tokens, logits = prompt, [], []
-    for _ in range(max_new_tokens):
+    while stop_reason(tokens, sampling, max_new_tokens) is None:
         x = model.embed[feed]  # [S, d_model]
         for i, blk in enumerate(model.blocks):
             y, caches[i] = mla_forward(model.cfg.attn, blk.mla, rms_norm(x, blk.attn_norm), caches[i], path)
@@ -110,6 +116,6 @@ def reference_generate(model: TinyModel, prompt, max_new_tokens: int, path: str 
             x = x + mlp(blk, rms_norm(x, blk.mlp_norm))
         z = logits_of(model, x[-1])  # [vocab]
         logits.append(z)
-        tokens.append(int(np.argmax(z)))
+        tokens.append(sample(z, sampling, rng))
         feed = tokens[-1:]
     return tokens, np.stack(logits)

@@ -5,11 +5,16 @@ decodes first -- one token each, they are cheap and a user is waiting for each o
 then the prefills already under way, then new requests, each prefill cut to what is
 left of the step's token budget (chunked prefill). The budget bounds the work of a
 step, so a long prompt cannot stall everyone's next token for a whole prefill.
+
+An optional per-request prefill cap (vLLM's long_prefill_token_threshold) cuts every
+prefill chunk to at most that many tokens, so the oldest long prompt cannot take the
+whole budget and later short prompts start in the same step.
 """
 from __future__ import annotations
 
 
-def schedule_step(running, waiting, token_budget: int, max_running: int | None = None):
+def schedule_step(running, waiting, token_budget: int, max_running: int | None = None,
+                  prefill_cap: int | None = None):
     """One step's plan under a token budget.
 
     running  [(rid, n_pending, is_decode)] in arrival order: the requests that hold pages.
@@ -23,11 +28,15 @@ def schedule_step(running, waiting, token_budget: int, max_running: int | None =
          min(n_pending, budget left), while budget is left and fewer than max_running
          requests (running ones included) would hold pages; admission stops at the first
          that cannot be admitted (first come, first served).
+    prefill_cap: every prefill chunk (2 and 3) takes at most this many tokens (None: no cap).
     No request gets 0 tokens and the total never exceeds token_budget."""
     if token_budget < 1:
         raise ValueError(f"token_budget must be >= 1, got {token_budget}")
     if max_running is not None and max_running < 1:
         raise ValueError(f"max_running must be >= 1 or None, got {max_running}")
+    if prefill_cap is not None and prefill_cap < 1:
+        raise ValueError(f"prefill_cap must be >= 1 or None, got {prefill_cap}")
+    cap = token_budget if prefill_cap is None else prefill_cap
     for rid, n, is_decode in running:
         if n < 1 or (is_decode and n != 1):
             raise ValueError(f"running request {rid!r}: n_pending={n} with is_decode={is_decode}")
@@ -41,13 +50,13 @@ def schedule_step(running, waiting, token_budget: int, max_running: int | None =
             left -= 1
     for rid, n, is_decode in running:
         if not is_decode and left > 0:
-            plan.append((rid, min(n, left)))
-            left -= min(n, left)
+            plan.append((rid, min(n, left, cap)))
+            left -= min(n, left, cap)
     holding = len(running)
     for rid, n in waiting:
         if left == 0 or (max_running is not None and holding >= max_running):
             break
-        plan.append((rid, min(n, left)))
-        left -= min(n, left)
+        plan.append((rid, min(n, left, cap)))
+        left -= min(n, left, cap)
         holding += 1
     return plan

@@ -1,5 +1,6 @@
-"""The core's second-edition pieces: GPU capacities, one source for the V3 shapes, the whole
-decode step, DeepSeek's layouts, RoPE layouts and YaRN, paging, the exercise check.
+"""The core behind chapters 1-5's figures: GPU capacities, one source for the V3 shapes, the
+whole decode step with its weights, DeepSeek's layouts, RoPE layouts and YaRN, paging, the
+exercise check.
 
 Expected values are written as the formula or as the published figure (config files, nvidia-smi
 totals, papers), never read back from the code under test."""
@@ -105,9 +106,13 @@ def test_fp8_weight_bytes_include_block_scales():
         step.attention_weight_bytes(DEEPSEEK_V3, "int4")
 
 
-def test_weights_equal_the_latent_cache_of_about_160k_tokens():
-    tokens = step.attention_weight_bytes(DEEPSEEK_V3) / (576 * 2)
-    assert 160_000 < tokens < 165_000
+def test_weights_equal_the_latent_cache_of_about_160k_tokens_per_layer():
+    """Chapter 5: one layer's FP8 weights against that layer's 1,152-byte rows (or all 61 layers'
+    weights against the whole model's rows): ~162K tokens; against one token's whole-model row
+    of 70,272 bytes, one layer's weights are ~2,660 tokens."""
+    w = step.attention_weight_bytes(DEEPSEEK_V3)
+    assert round(w / (576 * 2), -3) == 162_000 == round(61 * w / (61 * 576 * 2), -3)
+    assert round(w / 70_272, -1) == 2_660
 
 
 def test_core_intensity_does_not_depend_on_batch_but_the_step_does():

@@ -1,0 +1,335 @@
+"""Problem 15: which cached prefixes to evict from a radix-tree prefix cache -- unlocked
+leaves, least recently used first, a parent as soon as its last child is gone (chapter 7).
+The judge sends only valid trees (what a cache holds), because an exception is a failed
+case to it: checking the input is mlacourse.engine.radix.evict_lru's business."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from grader.spec import Case, Edge, Mistake, Problem, PASS, fail
+from mlacourse.engine import radix
+
+FN = "evict_lru"
+
+STATEMENT = r"""
+## Problem 15 — evicting from a radix-tree prefix cache
+
+A prefix cache like SGLang's keeps cached token sequences in a tree: each node holds a
+run of tokens that continues its parent's. Running requests lock the nodes on their path.
+When memory runs short, the cache frees whole nodes: only **unlocked leaves**, the
+**least recently used first**, and a parent becomes a candidate the moment its last child
+is evicted.
+
+Write `evict_lru(parent, tokens, last_access, in_use, n_needed)`:
+
+| argument | what |
+|---|---|
+| `parent` | `[n]` int64: the parent node of each node, or `-1` for a child of the root (the root itself is not listed). Node ids are the positions `0 .. n-1`, in no particular order |
+| `tokens` | `[n]` int64 >= 1: how many tokens (cache slots) each node holds |
+| `last_access` | `[n]` int64: when each node was last used; larger is more recent. Using a node uses its whole path, so a node's `last_access` is never smaller than its children's |
+| `in_use` | `[n]` bool: the node is on a running request's path (locked). Locking covers the whole path, so the parent of an in-use node is in use too |
+| `n_needed` | int >= 0: tokens to free |
+
+Return the list of evicted node ids, **in the order they are evicted**:
+
+1. the candidates are the nodes that are not in use and have no child left (every one
+   of their children, if any, has already been evicted);
+2. evict the candidate with the smallest `last_access`; a tie goes to the smaller node id;
+3. repeat while the evicted nodes hold fewer than `n_needed` tokens and a candidate is left.
+
+So stop as soon as the tokens freed reach `n_needed` (`0` evicts nothing); if every
+candidate is gone first, return all of them -- the caller then knows it freed too little.
+A node under an in-use node may itself be unlocked and evicted. Do not change the inputs
+(the cache still needs them). The input is always valid, so you need not check it.
+
+The judge compares the list exactly -- order included -- with
+`mlacourse.engine.radix.evict_lru` on trees of 1 to 40 nodes: ties in `last_access`,
+parents that become leaves in the middle of a call, locked paths with unlocked branches,
+`n_needed` of 0, exactly reached, and more than everything that can go.
+"""
+
+HINTS = [
+    "Count each node's children that are still there (one pass over parent). The candidates are the "
+    "nodes with count 0 that are not in use; keep them in a heap of (last_access, node).",
+    "Pop the smallest (last_access, node), add its tokens, and decrement its parent's count: if that "
+    "reaches 0 and the parent is not in use, push the parent too -- it may be next in the same call. "
+    "Stop when the tokens freed reach n_needed, or the heap is empty.",
+]
+
+
+# ---- the reference ---------------------------------------------------------------------
+
+def reference(parent, tokens, last_access, in_use, n_needed):
+    return radix.evict_lru(np.array(parent), np.array(tokens), np.array(last_access), np.array(in_use),
+                           int(n_needed))
+
+
+# ---- cases -------------------------------------------------------------------------------
+
+def _case(name, parent, tokens, last, in_use, n_needed, hidden=False, seed=None):
+    args = {"parent": np.asarray(parent, dtype=np.int64), "tokens": np.asarray(tokens, dtype=np.int64),
+            "last_access": np.asarray(last, dtype=np.int64), "in_use": np.asarray(in_use, dtype=bool),
+            "n_needed": int(n_needed)}
+    shown = (f"{len(args['parent'])} nodes, n_needed={n_needed}" + (f"; seed {seed}" if seed is not None else "")
+             if hidden else f"parent={list(args['parent'])}, tokens={list(args['tokens'])}, "
+             f"last_access={list(args['last_access'])}, in_use={[bool(x) for x in args['in_use']]}, n_needed={n_needed}")
+    return Case(name, FN, args, hidden=hidden, seed=seed, describe=shown)
+
+
+# The tree of the public examples:   0 (t=5) -- 1 (t=5, in use) -- 2 (t=3)
+#                                                               \- 3 (t=4, in use)
+#                                    4 (t=1)
+PUBLIC_TREE = dict(parent=[-1, 0, 1, 1, -1], tokens=[10, 4, 2, 3, 7], last=[5, 5, 3, 4, 1],
+                   in_use=[False, True, False, True, False])
+
+
+def _public():
+    t = PUBLIC_TREE
+    return [
+        _case("the oldest leaf is enough", t["parent"], t["tokens"], t["last"], t["in_use"], 5),
+        _case("two leaves; the locked path stays", t["parent"], t["tokens"], t["last"], t["in_use"], 9),
+        _case("nothing is needed", t["parent"], t["tokens"], t["last"], t["in_use"], 0),
+        _case("nothing locked: parents follow their children", t["parent"], t["tokens"], t["last"],
+              [False] * 5, 21),
+    ]
+
+
+def _shuffled(rng, parent, tokens, last, in_use):
+    """The same tree with its nodes renumbered at random (ids say nothing about depth)."""
+    n = len(parent)
+    perm = rng.permutation(n)  # old id -> new id
+    inv = np.empty(n, dtype=np.int64)
+    inv[perm] = np.arange(n)
+    p = np.array([-1 if parent[old] < 0 else perm[parent[old]] for old in inv], dtype=np.int64)
+    return p, np.asarray(tokens)[inv], np.asarray(last)[inv], np.asarray(in_use)[inv]
+
+
+def _random_tree(rng, n, locked_paths=1, tie_rate=0.3, t_max=60):
+    """A random cache tree: node k hangs under the root or an earlier node; access times
+    rise up each path (a parent was used whenever a child was); some request paths locked."""
+    parent = np.array([-1 if k == 0 or rng.random() < 0.25 else int(rng.integers(0, k)) for k in range(n)])
+    tokens = rng.integers(1, 65, n)
+    last = rng.integers(0, t_max, n)
+    if rng.random() < tie_rate:  # whole runs inserted at once share one time
+        last = (last // 8) * 8
+    for k in range(n - 1, -1, -1):  # children come after parents: push times up the path
+        if parent[k] >= 0:
+            last[parent[k]] = max(last[parent[k]], last[k])
+    in_use = np.zeros(n, dtype=bool)
+    for _ in range(locked_paths):
+        k = int(rng.integers(0, n))
+        while k >= 0:
+            in_use[k] = True
+            k = parent[k]
+    return parent, tokens, last, in_use
+
+
+def _scenarios(rng, seed):
+    h = dict(hidden=True, seed=seed)
+    out = []
+    tok = lambda k: rng.integers(2, 40, k)  # noqa: E731
+    # 1. a chain whose nodes share one time, the parent with the smaller id: the leaf goes first
+    t0 = int(rng.integers(5, 50))
+    p, tk, la, iu = [-1, 0, 1, -1], tok(4), [t0, t0, t0, t0 + int(rng.integers(1, 9))], [False] * 4
+    out.append(_case("a chain inserted at once: the leaf first, then its parent", p, tk, la, iu, int(tk[2] + tk[1]), **h))
+    # 2. a parent becomes a leaf and is older than another leaf
+    old, new = int(rng.integers(1, 20)), int(rng.integers(30, 60))
+    p, tk, la = [-1, 0, -1, 2], tok(4), [old + 2, old, new, new]
+    out.append(_case("a parent that loses its only child is next", *_shuffled(rng, p, tk, la, [False] * 4),
+                     int(tk[1] + tk[0]), **h))
+    # 3. the oldest leaf is locked; an unlocked leaf hangs under a locked node
+    p = [-1, 0, 0, -1, 3]
+    tk, la = tok(5), [40, 1, 20, 30, 25]
+    iu = [True, True, False, False, False]
+    out.append(_case("the oldest leaf is in use; an unlocked branch under a locked node goes",
+                     *_shuffled(rng, p, tk, la, iu), int(tk[2]), **h))
+    # 4. more than everything that can go: all unlocked nodes, locked ones stay
+    p, tk, la, iu = _random_tree(rng, int(rng.integers(8, 14)), locked_paths=2)
+    out.append(_case("more than can be freed: every candidate goes", p, tk, la, iu, int(tk.sum()) + 1, **h))
+    # 5. n_needed reached exactly by the first evictions
+    p, tk, la, iu = _random_tree(rng, int(rng.integers(8, 14)))
+    ev = radix.evict_lru(p, tk, la, iu, int(tk.sum()))
+    k = max(1, len(ev) // 2)
+    out.append(_case("n_needed reached exactly", p, tk, la, iu, int(tk[ev[:k]].sum()), **h))
+    # 6. leaves with equal times: the smaller id wins; tokens large, so one node is enough
+    t1 = int(rng.integers(5, 50))
+    p, tk, la = [-1, -1, -1, 0], rng.integers(30, 64, 4), [t1, t1, t1 + 5, t1]
+    out.append(_case("a tie between leaves goes to the smaller id", *_shuffled(rng, p, tk, la, [False] * 4),
+                     int(rng.integers(1, 20)), **h))
+    # 7. n_needed = 0 on a random tree; and a single node
+    p, tk, la, iu = _random_tree(rng, int(rng.integers(5, 10)))
+    out.append(_case("nothing needed", p, tk, la, iu, 0, **h))
+    out.append(_case("a single node", [-1], tok(1), [int(rng.integers(0, 9))], [False], 1, **h))
+    return out
+
+
+def _random(rng, seed, i, n=None):
+    n = int(rng.integers(2, 41)) if n is None else n
+    p, tk, la, iu = _random_tree(rng, n, locked_paths=int(rng.integers(0, 3)))
+    total = int(tk[~iu].sum()) if (~iu).any() else 1
+    need = int(rng.integers(0, total + 20))
+    return _case(f"random cache {i}", p, tk, la, iu, need, hidden=True, seed=seed)
+
+
+def make_cases(seed):
+    """Public examples, the scenarios, random trees -- two of them with the same number of
+    nodes and the same n_needed but other contents (a memo keyed on shapes or on n_needed
+    answers the second wrong), and an exact repeat of an earlier case -- in a seeded order."""
+    rng = np.random.default_rng(seed)
+    hidden = _scenarios(rng, seed) + [_random(rng, seed, i) for i in range(8)]
+    n = int(rng.integers(6, 20))
+    twin_a = _random(rng, seed, "twin a", n)
+    twin_b = _random(rng, seed, "twin b", n)
+    twin_b.args["n_needed"] = twin_a.args["n_needed"]
+    hidden += [twin_a, twin_b]
+    hidden = [hidden[i] for i in rng.permutation(len(hidden))]
+    first = hidden[0]
+    hidden.append(Case(first.name + " (again)", FN, copy.deepcopy(first.args), hidden=True, seed=seed,
+                       describe=first.describe))
+    return _public() + hidden
+
+
+def check(case, result):
+    exp = reference(**case.args)
+    if isinstance(result, np.ndarray):
+        result = result.tolist()
+    if not isinstance(result, (list, tuple)):
+        return fail(f"{FN} should return a list of node ids; got {result!r:.120}.", "wrong_type")
+    got = []
+    for x in result:
+        if isinstance(x, bool) or not isinstance(x, (int, np.integer)) and not (
+                isinstance(x, float) and x.is_integer()):
+            return fail(f"{FN} should return node ids (ints); got {x!r} in {list(result)[:10]}.", "wrong_type")
+        got.append(int(x))
+    n = len(case.args["parent"])
+    bad = [x for x in got if not 0 <= x < n]
+    if bad:
+        return fail(f"{FN} returned node {bad[0]}, but the nodes are 0..{n - 1}.")
+    if len(set(got)) < len(got):
+        dup = next(x for x in got if got.count(x) > 1)
+        return fail(f"{FN} evicted node {dup} twice: {got}.")
+    locked = [x for x in got if case.args["in_use"][x]]
+    if locked:
+        return fail(f"{FN} evicted node {locked[0]}, which is in use (a running request reads it): {got}.")
+    if got != exp:
+        first = next((i for i, (a, b) in enumerate(zip(got, exp)) if a != b), min(len(got), len(exp)))
+        return fail(f"{FN} evicted {got}, expected {exp} (first difference at position {first}).")
+    return PASS
+
+
+# ---- plausible wrong attempts ------------------------------------------------------------
+
+def _evict(parent, tokens, last_access, in_use, n_needed, *, leaves_only_at_start=False, ignore_children=False,
+           ignore_in_use=False, inherit_in_use=False, newest_first=False, ties_larger=False, count_nodes=False,
+           strictly_more=False, all_or_nothing=False, sorted_out=False):
+    """evict_lru with the knobs the slips turn, written the way a learner would."""
+    parent, tokens, last_access, in_use = (list(np.asarray(a).tolist()) for a in (parent, tokens, last_access, in_use))
+    n = len(parent)
+    locked = [bool(x) for x in in_use]
+    if ignore_in_use:
+        locked = [False] * n
+    if inherit_in_use:  # every node under a locked one counted as locked
+        for k in range(n):
+            a = parent[k]
+            while a >= 0:
+                if in_use[a]:
+                    locked[k] = True
+                a = parent[a]
+    kids = [0] * n
+    for k in range(n):
+        if parent[k] >= 0:
+            kids[parent[k]] += 1
+    gone, out, freed = [False] * n, [], 0
+
+    def key(k):
+        t = -last_access[k] if newest_first else last_access[k]
+        return (t, -k if ties_larger else k)
+
+    start = {k for k in range(n) if kids[k] == 0}
+    while True:
+        if count_nodes:
+            if len(out) >= n_needed:
+                break
+        elif (freed > n_needed) if strictly_more else (freed >= n_needed):
+            break
+        cands = [k for k in range(n) if not gone[k] and not locked[k]
+                 and (ignore_children or kids[k] == 0) and (not leaves_only_at_start or k in start)]
+        if not cands:
+            break
+        k = min(cands, key=key)
+        gone[k] = True
+        out.append(k)
+        freed += tokens[k]
+        if parent[k] >= 0:
+            kids[parent[k]] -= 1
+    if all_or_nothing and freed < n_needed:
+        return []
+    return sorted(out) if sorted_out else out
+
+
+def _m(**knobs):
+    return lambda **a: _evict(**a, **knobs)
+
+
+MISTAKES = [
+    Mistake("least recently used over every unlocked node",
+            "Your list evicts a node that still has a child in the cache. Only leaves can go: a parent "
+            "becomes a candidate once its last child is evicted (otherwise the child's tokens hang on "
+            "a missing prefix).", _m(ignore_children=True)),
+    Mistake("the leaves of the start only",
+            "A parent whose last child you evict becomes a leaf in the same call: it is a candidate "
+            "from then on, with its own last_access.", _m(leaves_only_at_start=True)),
+    Mistake("in_use ignored",
+            "A node in use (on a running request's path) must never be evicted, however old.",
+            _m(ignore_in_use=True)),
+    Mistake("everything under a locked node treated as locked",
+            "in_use marks the node itself; a branch under an in-use node that no running request "
+            "reads is not locked and can be evicted.", _m(inherit_in_use=True)),
+    Mistake("most recently used first",
+            "Evict the LEAST recently used candidate first: the smallest last_access.", _m(newest_first=True)),
+    Mistake("ties to the larger id",
+            "When two candidates have the same last_access, the smaller node id goes first.",
+            _m(ties_larger=True)),
+    Mistake("n_needed counted in nodes",
+            "n_needed is a number of tokens: add each evicted node's tokens and stop when the sum "
+            "reaches n_needed, not after n_needed nodes.", _m(count_nodes=True)),
+    Mistake("one node past n_needed",
+            "Stop as soon as the tokens freed reach n_needed (freed >= n_needed); your list evicts one "
+            "more node when the sum lands exactly on it.", _m(strictly_more=True)),
+    Mistake("nothing when not enough can go",
+            "When every candidate together holds fewer than n_needed tokens, evict them all and "
+            "return them; the caller decides what to do about the rest.", _m(all_or_nothing=True)),
+    Mistake("sorted by id",
+            "Return the nodes in the order they are evicted, not sorted by id.", _m(sorted_out=True)),
+]
+
+EDGES = [
+    Edge("n_needed 0", lambda a: a["n_needed"] == 0),
+    Edge("more than can be freed",
+         lambda a: a["n_needed"] > int(np.asarray(a["tokens"])[~np.asarray(a["in_use"])].sum())),
+    Edge("n_needed reached exactly",
+         lambda a: a["n_needed"] > 0 and int(np.asarray(a["tokens"])[reference(**a)].sum()) == a["n_needed"]),
+    Edge("a parent evicted after its last child in the same call",
+         lambda a: any(a["parent"][x] in reference(**a)[i + 1:] for i, x in enumerate(reference(**a)))),
+    Edge("a tie in last_access between two candidates",
+         lambda a: len(reference(**a)) >= 2 and len({int(a["last_access"][x]) for x in reference(**a)})
+         < len(reference(**a))),
+    Edge("an unlocked node evicted under an in-use parent",
+         lambda a: any(a["parent"][x] >= 0 and a["in_use"][a["parent"][x]] for x in reference(**a))),
+    Edge("a locked node older than an evicted one",
+         lambda a: any(a["in_use"][k] and any(a["last_access"][k] < a["last_access"][x] for x in reference(**a))
+                       for k in range(len(a["parent"])))),
+    Edge("a single node", lambda a: len(a["parent"]) == 1),
+]
+
+PROBLEM = Problem(
+    number=15, slug="evict_lru", title="Evicting from a radix-tree prefix cache",
+    chapter="notebooks/07_inference_engine.ipynb",
+    functions=[FN], statement=STATEMENT, hints=HINTS,
+    make_cases=make_cases, check=check, mistakes=MISTAKES,
+    timeout_s=5.0, memory_mb=512,
+    reference={FN: reference}, edges=EDGES,
+)

@@ -1,0 +1,270 @@
+"""Problem 16: FlashMLA's sparse addressing -- logical top-k positions and a block table
+turned into physical row indices, -1 kept (chapter 8)."""
+from __future__ import annotations
+
+import numpy as np
+
+from grader.spec import PASS, Case, Edge, Mistake, Problem, Verdict, as_array, compare_arrays, fail
+from mlacourse.sparse import physical_indices
+
+FN = "sparse_indices"
+BAD = 2**31 - 1  # an unused block-table entry: no page has this id
+
+STATEMENT = r"""
+Write `sparse_indices(topk_pos, block_table, page_block_size)`: the `indices` argument of
+FlashMLA's sparse decode kernel, which has no block table of its own.
+
+| argument | shape | meaning |
+|---|---|---|
+| `topk_pos` | `[b, s_q, topk]` integers | for query token `j` of sequence `i`, the **logical** positions (0 = the sequence's first token) its lightning indexer chose; `-1` = an empty slot |
+| `block_table` | `[b, max_blocks]` integers | `block_table[i, n]`: the page holding tokens `n*P .. n*P+P-1` of sequence `i` |
+| `page_block_size` | int `P` | tokens per page (any size >= 1, not only powers of two) |
+
+Return an integer array `[b, s_q, topk]` with
+
+    indices[i, j, k] = block_table[i, t // P] * P + t % P        where t = topk_pos[i, j, k]
+
+-- the row's number in the cache viewed as one long array of `num_blocks * P` rows -- and
+`-1` wherever `topk_pos` holds `-1`. The kernel skips exactly the entries equal to `-1`
+and checks nothing else, so every other entry must be a real row.
+
+The cases are built as a server builds them: each sequence owns shuffled pages (some with
+ids in the millions), block-table entries past a sequence's last page are unused and hold
+2147483647, positions come in the indexer's order (not sorted), `-1` pads short lists and
+also sits between valid entries, and one query token may have only `-1`. Do not change the
+inputs (the judge checks). Checked exactly against `mlacourse.sparse.physical_indices`.
+"""
+
+HINTS = [
+    "One entry first: t = 37, P = 16 lies in the sequence's page number 37 // 16 = 2, at slot "
+    "37 % 16 = 5; that page is block_table[i, 2], so the row is block_table[i, 2] * 16 + 5.",
+    "-1 // P is -1 in Python and numpy, and block_table[i, -1] is the LAST column: mask the "
+    "-1 entries before you index, and put -1 back afterwards.",
+    "Vectorised: valid = topk_pos >= 0; t = np.where(valid, topk_pos, 0); "
+    "page = block_table[np.arange(b)[:, None, None], t // P]; "
+    "np.where(valid, page * P + t % P, -1).",
+]
+
+
+def reference(topk_pos, block_table, page_block_size):
+    return physical_indices(topk_pos, block_table, page_block_size)  # int64 [b, s_q, topk]
+
+
+# ---- cases -----------------------------------------------------------------------------------
+
+def _served(rng, lens, s_q, topk, page, holes=0.0, first_id=0, empty_token=False, dtype=np.int32,
+            extra_cols=1):
+    """Arguments as a server makes them: shuffled pages per sequence (ids from first_id),
+    unused table entries BAD, per query token up to topk distinct positions among the ones it
+    sees (bottom-right causal), in random order, -1 padding; `holes` of the valid entries
+    turned into -1 in place; empty_token: one query token gets only -1."""
+    need = [-(-n // page) for n in lens]
+    ids = first_id + rng.permutation(sum(need) + 2)
+    table = np.full((len(lens), max(need) + extra_cols), BAD, dtype=np.int64)
+    used = 0
+    for i, n in enumerate(need):
+        table[i, :n] = ids[used:used + n]
+        used += n
+    pos = np.full((len(lens), s_q, topk), -1, dtype=np.int64)
+    for i, n in enumerate(lens):
+        for j in range(s_q):
+            visible = max(0, n - s_q + 1 + j)
+            pick = rng.permutation(visible)[:topk]
+            pos[i, j, :len(pick)] = pick
+    if holes:
+        pos[(rng.random(pos.shape) < holes) & (pos >= 0)] = -1
+    if empty_token:
+        pos[rng.integers(len(lens)), rng.integers(s_q)] = -1
+    return {"topk_pos": pos.astype(dtype), "block_table": table.astype(dtype), "page_block_size": int(page)}
+
+
+def _describe(a, seed=None):
+    pos, table = a["topk_pos"], a["block_table"]
+    n_minus = int((pos == -1).sum())
+    return (f"topk_pos [{', '.join(map(str, pos.shape))}] {pos.dtype} ({n_minus} entries are -1), block_table "
+            f"[{', '.join(map(str, table.shape))}], page_block_size {a['page_block_size']}, largest page id "
+            f"{int(table[table != BAD].max())}" + (f", seed {seed}" if seed is not None else ""))
+
+
+def _case(name, args, hidden=False, seed=None):
+    return Case(name, FN, args, hidden=hidden, seed=seed, describe=_describe(args, seed))
+
+
+def _redraw(rng, args, positions=True, pages=True):
+    """The same shapes, page size and -1 pattern as `args`, with new positions and/or new page
+    ids: a cache keyed on shapes, on the page size or on one argument returns a stale answer."""
+    pos, table, page = args["topk_pos"], args["block_table"], args["page_block_size"]
+    new_pos, new_table = pos.copy(), table.copy()
+    if pages:
+        used = table != BAD
+        new_table[used] = int(rng.integers(0, 10**6)) + rng.permutation(int(used.sum()) + 3)[:int(used.sum())]
+    if positions:
+        n_pages = (table != BAD).sum(axis=1)
+        for i, j in np.ndindex(*pos.shape[:2]):
+            slots = np.flatnonzero(pos[i, j] >= 0)  # keep where the -1 entries are
+            new_pos[i, j, slots] = rng.permutation(int(n_pages[i]) * page)[:len(slots)]
+    return {"topk_pos": new_pos, "block_table": new_table, "page_block_size": page}
+
+
+def make_cases(seed):
+    fixed = np.random.default_rng(16)
+    example = {"topk_pos": np.array([[[9, 0, 5, -1, 3]]], np.int32),
+               "block_table": np.array([[7, 2, 5, BAD]], np.int32), "page_block_size": 4}
+    cases = [
+        _case("one sequence, pages of 4: positions 9, 0, 5, 3 and one empty slot", example),
+        _case("two sequences, two query tokens each (MTP), short lists padded with -1",
+              _served(fixed, [6, 11], 2, 8, 4)),
+        _case("-1 between valid entries, pages of 16", _served(fixed, [40, 70, 33], 1, 12, 16, holes=0.3)),
+    ]
+    rng = np.random.default_rng(seed)
+    hidden = []
+
+    def add(name, args):
+        hidden.append((name, args))
+
+    base = _served(rng, [int(x) for x in rng.integers(20, 200, size=int(rng.integers(2, 5)))],
+                   int(rng.integers(1, 3)), int(rng.integers(8, 33)), int(rng.choice([16, 64])), holes=0.15)
+    add("a served batch", base)
+    add("the same shapes and page size again, other values", _redraw(rng, base))
+    add("the same block tables, other positions", _redraw(rng, base, pages=False))
+    add("the same positions, other pages", _redraw(rng, base, positions=False))
+    add("page_block_size 1 (every token its own page)",
+        _served(rng, [int(x) for x in rng.integers(3, 30, size=2)], 2, int(rng.integers(4, 12)), 1, holes=0.1))
+    add("an odd page size, as in FlashMLA's tests",
+        _served(rng, [int(x) for x in rng.integers(50, 300, size=3)], 1, int(rng.integers(10, 40)),
+                int(rng.choice([61, 69, 3])), holes=0.2, dtype=np.int64))
+    add("a query token with only -1 entries",
+        _served(rng, [int(x) for x in rng.integers(1, 90, size=3)], int(rng.integers(2, 4)),
+                int(rng.integers(5, 20)), int(rng.choice([2, 8, 32])), empty_token=True))
+    add("page ids in the millions",
+        _served(rng, [int(x) for x in rng.integers(100, 600, size=2)], 1, int(rng.integers(16, 48)),
+                int(rng.choice([64, 128])), holes=0.1, first_id=int(rng.integers(2_000_000, 8_000_000))))
+    add("top-k of 1, a single sequence", _served(rng, [int(rng.integers(2, 500))], int(rng.integers(1, 4)), 1,
+                                                  int(rng.choice([4, 64]))))
+    add("sequences shorter than top-k (lists padded with -1)",
+        _served(rng, [int(x) for x in rng.integers(1, 9, size=4)], 1, int(rng.integers(10, 20)),
+                int(rng.choice([2, 4])), dtype=np.int64))
+    order = [int(k) for k in rng.permutation(len(hidden))]  # twins apart, in a random order
+    if order[-1] == 0:
+        order[0], order[-1] = order[-1], order[0]
+    cases += [_case(hidden[k][0], hidden[k][1], hidden=True, seed=seed) for k in order]
+    cases.append(_case("the first served batch once more, after the others",  # a stale state shows here
+                       {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in hidden[0][1].items()},
+                       hidden=True, seed=seed))
+    return cases
+
+
+def check(case, result):
+    expected = reference(**case.args)
+    arr = as_array(result, FN)
+    if isinstance(arr, Verdict):
+        return arr
+    raw = np.asarray(result)
+    if raw.dtype.kind not in "iu" and arr.shape == expected.shape:
+        return fail(f"{FN} returned {raw.dtype} values; indices are integers (FlashMLA takes int32): "
+                    "keep the arithmetic in integers.", "wrong_type")
+    minus = case.args["topk_pos"] == -1
+    if arr.shape == expected.shape and not np.array_equal(arr == -1, minus):
+        first = tuple(int(x) for x in np.argwhere((arr == -1) != minus)[0])
+        want = "-1 (an empty slot stays -1)" if minus[first] else f"{int(expected[first])}"
+        return fail(f"{FN}: at index {first} topk_pos is {int(case.args['topk_pos'][first])}, so the answer must "
+                    f"be {want}; you returned {int(arr[first])}. The kernel skips exactly the entries equal "
+                    "to -1 and reads every other one.")
+    v = compare_arrays(FN, expected, arr, rtol=0.0, atol=0.0, dims="[b, s_q, topk]")
+    return v if not v.passed else PASS
+
+
+# ---- plausible wrong attempts ----------------------------------------------------------------
+
+def _formula(topk_pos, block_table, page_block_size, rows_of=None, scale=True, offset=True):
+    """block_table[row, t // P] * P + t % P for every entry, -1 included (numpy indexing)."""
+    pos = np.asarray(topk_pos, dtype=np.int64)
+    table = np.asarray(block_table, dtype=np.int64)
+    p = page_block_size
+    rows = np.arange(pos.shape[0])[:, None, None] if rows_of is None else rows_of
+    page = table[rows, pos // p]
+    return page * (p if scale else 1) + (pos % p if offset else 0)
+
+
+def _keep_minus_one(topk_pos, value):
+    return np.where(np.asarray(topk_pos) == -1, -1, value)
+
+
+def _minus_one_mapped(topk_pos, block_table, page_block_size):
+    return _formula(topk_pos, block_table, page_block_size)  # -1 -> last column, slot P - 1
+
+
+def _minus_one_as_zero(topk_pos, block_table, page_block_size):
+    safe = np.where(np.asarray(topk_pos) == -1, 0, topk_pos)
+    return np.where(np.asarray(topk_pos) == -1, 0, _formula(safe, block_table, page_block_size))
+
+
+def _positions_unchanged(topk_pos, block_table, page_block_size):
+    return np.asarray(topk_pos, dtype=np.int64).copy()
+
+
+def _page_not_scaled(topk_pos, block_table, page_block_size):
+    safe = np.where(np.asarray(topk_pos) == -1, 0, topk_pos)
+    return _keep_minus_one(topk_pos, _formula(safe, block_table, page_block_size, scale=False))
+
+
+def _slot_dropped(topk_pos, block_table, page_block_size):
+    safe = np.where(np.asarray(topk_pos) == -1, 0, topk_pos)
+    return _keep_minus_one(topk_pos, _formula(safe, block_table, page_block_size, offset=False))
+
+
+def _first_table_for_all(topk_pos, block_table, page_block_size):
+    safe = np.where(np.asarray(topk_pos) == -1, 0, topk_pos)
+    return _keep_minus_one(topk_pos, _formula(safe, block_table, page_block_size, rows_of=0))
+
+
+def _zero_is_empty(topk_pos, block_table, page_block_size):
+    safe = np.where(np.asarray(topk_pos) == -1, 0, topk_pos)
+    return np.where(np.asarray(topk_pos) > 0, _formula(safe, block_table, page_block_size), -1)
+
+
+MISTAKES = [
+    Mistake("-1 sent through the formula",
+            "Your -1 entries went through the formula: -1 // P is -1, and block_table[i, -1] is the "
+            "table's LAST column, so they became real-looking rows (slot P - 1 of some page). Mask them "
+            "first and return -1 there: the kernel skips only entries equal to -1.", _minus_one_mapped),
+    Mistake("-1 became 0",
+            "Your empty slots came back as 0 instead of -1. Row 0 is a real row of the cache: the kernel "
+            "would attend to it. Keep -1 wherever topk_pos is -1.", _minus_one_as_zero),
+    Mistake("positions returned unchanged",
+            "You returned the logical positions. The sparse kernel has no block table: each entry must "
+            "name the physical row, block_table[i, t // P] * P + t % P.", _positions_unchanged),
+    Mistake("page id not multiplied by the page size",
+            "You added the slot to the page id; a page holds P rows, so page n starts at row n * P: "
+            "block_table[i, t // P] * P + t % P.", _page_not_scaled),
+    Mistake("slot within the page dropped",
+            "You returned the first row of the token's page; add the slot t % P.", _slot_dropped),
+    Mistake("sequence 0's block table for every sequence",
+            "Every sequence has its own row of block_table: entry (i, j, k) uses block_table[i, ...], "
+            "not block_table[0, ...].", _first_table_for_all),
+    Mistake("position 0 treated as empty",
+            "Position 0 (a sequence's first token) is a valid choice; only -1 marks an empty slot. "
+            "Test `topk_pos >= 0` (or `!= -1`), not `> 0` or truthiness.", _zero_is_empty),
+]
+
+EDGES = [
+    Edge("a query token whose entries are all -1", lambda a: bool((a["topk_pos"] == -1).all(axis=-1).any())),
+    Edge("-1 between valid entries", lambda a: bool(((a["topk_pos"][..., :-1] == -1)
+                                                       & (a["topk_pos"][..., 1:] >= 0)).any())),
+    Edge("page_block_size 1", lambda a: a["page_block_size"] == 1),
+    Edge("a page size that is not a power of two",
+         lambda a: a["page_block_size"] & (a["page_block_size"] - 1) != 0),
+    Edge("s_q > 1", lambda a: a["topk_pos"].shape[1] > 1),
+    Edge("position 0 chosen", lambda a: bool((a["topk_pos"] == 0).any())),
+    Edge("two sequences whose tables differ", lambda a: a["block_table"].shape[0] > 1),
+    Edge("topk = 1", lambda a: a["topk_pos"].shape[2] == 1),
+    Edge("page ids in the millions", lambda a: int(a["block_table"][a["block_table"] != BAD].max()) > 10**6),
+]
+
+PROBLEM = Problem(
+    number=16, slug="sparse_indices", title="FlashMLA's sparse indices from a block table",
+    chapter="notebooks/08_flashmla_next.ipynb",
+    functions=[FN], statement=STATEMENT, hints=HINTS,
+    make_cases=make_cases, check=check, mistakes=MISTAKES,
+    reference={FN: reference}, edges=EDGES,
+)

@@ -1,0 +1,374 @@
+"""Problem 17: top-k sparse MLA decode over FlashMLA's 656-byte FP8 rows -- the
+computation of DeepSeek-V3.2's sparse decode kernel, in numpy (chapter 8)."""
+from __future__ import annotations
+
+import numpy as np
+
+from grader.spec import Case, Edge, Mistake, Problem, compare_out_lse
+from mlacourse.fp8 import pack_fp8_row
+from mlacourse.sparse import POISON_BYTE, random_fp8_cache
+from mlacourse.sparse import sparse_decode as sparse_reference
+
+FN = "sparse_decode"
+RTOL, ATOL = 1e-6, 1e-9
+D_LATENT, D_ROPE, ROW = 512, 64, 656
+
+STATEMENT = r"""
+Write `sparse_decode(q, kv_cache, indices, softmax_scale)`: decode attention of absorbed
+MLA over the top-k cache rows a lightning indexer chose -- what FlashMLA's sparse decode
+kernel computes for DeepSeek-V3.2.
+
+| argument | shape | meaning |
+|---|---|---|
+| `q` | `[b, s_q, h_q, 576]` float64 | absorbed queries: 512 latent dims, then 64 rope dims |
+| `kv_cache` | `[num_blocks, page_block_size, 1, 656]` uint8 | FlashMLA's FP8 rows (problem 11): bytes 0-511 e4m3fn latents, 512-527 four float32 tile scales, 528-655 64 bfloat16 rope values |
+| `indices` | `[b, s_q, topk]` integers | physical rows (problem 16: `page * page_block_size + slot`) for query token `j` of sequence `i`; `-1` = no key |
+| `softmax_scale` | float | multiplies `q . k` (DeepSeek passes 1/sqrt(192) times YaRN's factor, not 1/sqrt(576)) |
+
+Row `r` of the cache is `kv_cache[r // page_block_size, r % page_block_size, 0]`. Decode it to
+576 numbers `k_r` = [512 dequantized latents, 64 rope values]; its value vector is the
+latent part, `v_r = k_r[:512]`. For every query token `(i, j)` and head `h`, over the
+entries `r` of `indices[i, j]` that are not -1:
+
+    s_r = softmax_scale * q[i, j, h] . k_r
+    lse[i, h, j] = log(sum_r exp(s_r))                     (natural log)
+    out[i, j, h] = sum_r exp(s_r - lse[i, h, j]) * v_r
+
+Return `(out, lse)`: `out [b, s_q, h_q, 512]`, `lse [b, h_q, s_q]` (FlashMLA's layouts).
+
+* Every entry other than -1 is one key: a row listed twice counts twice.
+* A query token whose entries are all -1 sees no key: its `out` is 0 and its `lse` is
+  **-inf** exactly (FlashMLA's kernel returns +inf there; this course uses -inf, the log of
+  an empty sum).
+* Rows no entry names are **poisoned** (every byte 0xFF, which decodes to NaN): read only the
+  rows you need. Note that `rows[-1]` in numpy is the last row, not "no row".
+* Keep the softmax stable for each row (one head of one query token) on its own: one case
+  has heads whose scores are near +750 next to heads near -750 (exp overflows above 709).
+* Do not change the inputs (the judge checks).
+
+Checked against `mlacourse.sparse.sparse_decode`: out, then lse, each with |got - expected|
+<= 1e-9 + 1e-6 * |expected| (decode in float64). Hidden cases vary b, s_q, h_q, topk, the
+page size (not only powers of two), the scale and the cache, and repeat shapes with new values.
+"""
+
+HINTS = [
+    "Flatten the cache to rows once: flat = kv_cache.reshape(-1, 656); then row r is flat[r].",
+    "For one query token: keys = idx[idx != -1] (duplicates stay); if it is empty, out = 0 and "
+    "lse = -inf for every head. Otherwise decode flat[keys] as in problem 11 to k [n, 576].",
+    "Scores s = softmax_scale * q[i, j] @ k.T, shape [h_q, n]. With m = s.max(axis=1) per head: "
+    "lse = m + log(sum exp(s - m)), out = exp(s - lse[:, None]) @ k[:, :512].",
+    "lse is laid out [b, h_q, s_q]: lse[i, :, j] = the per-head values of query token j.",
+]
+
+
+# ---- the reference -----------------------------------------------------------------------------
+
+def reference(q, kv_cache, indices, softmax_scale):
+    return sparse_reference(q, kv_cache, indices, softmax_scale)  # out [b, s_q, h_q, 512], lse [b, h_q, s_q]
+
+
+# ---- cases -------------------------------------------------------------------------------------
+
+def _args(rng, b, s_q, h_q, topk, num_blocks, page, holes=0.2, scale=576 ** -0.5, keep_ends=False,
+          dup=False, empty_token=False, idx=None):
+    """Random arguments: indices drawn from the cache's rows (duplicates possible), a share
+    `holes` of them -1, the named rows packed from random data, every other row poisoned.
+    keep_ends: rows 0 and n_rows - 1 hold data (so reading them by mistake gives numbers)."""
+    n_rows = num_blocks * page
+    if idx is None:
+        idx = rng.integers(0, n_rows, size=(b, s_q, topk))
+        idx[rng.random(idx.shape) < holes] = -1
+        if dup:  # at least one row listed twice in one list
+            i, j = rng.integers(b), rng.integers(s_q)
+            idx[i, j, -1] = idx[i, j, 0] = max(0, int(idx[i, j, 0]))
+        if empty_token:
+            idx[rng.integers(b), rng.integers(s_q)] = -1
+        if keep_ends and not (idx == -1).any():
+            idx[0, 0, -1] = -1
+    used = idx[idx >= 0].tolist() + ([0, n_rows - 1] if keep_ends else [])
+    cache = random_fp8_cache(rng, num_blocks, page, used, magnitude=(0.1, 3.0))
+    q = rng.standard_normal((b, s_q, h_q, D_LATENT + D_ROPE))
+    return {"q": q, "kv_cache": cache, "indices": idx.astype(np.int32 if rng.random() < 0.5 else np.int64),
+            "softmax_scale": float(scale)}
+
+
+def _stable_args(rng, h_q, topk, page):
+    """Similar keys scored near +750 by some query rows and near -750 by others, in one call:
+    the heads of token 0 alternate +750, -750, ..., those of token 1 the other way round."""
+    n_rows = 3 * page
+    rows = rng.choice(n_rows, size=topk, replace=False)
+    v = rng.standard_normal(D_LATENT + D_ROPE)
+    keys = v + 0.01 * rng.standard_normal((topk, D_LATENT + D_ROPE))
+    cache = np.full((n_rows, ROW), POISON_BYTE, dtype=np.uint8)
+    cache[rows] = pack_fp8_row(keys[:, :D_LATENT], keys[:, D_LATENT:])
+    cache = cache.reshape(3, page, 1, ROW)
+    scale = 576 ** -0.5
+    q = rng.standard_normal((1, 2, h_q, D_LATENT + D_ROPE)) * 0.01
+    sign = np.where(np.arange(h_q) % 2 == 0, 1.0, -1.0)[:, None]  # [h_q, 1]
+    q[0, 0] += sign * v / (v @ v) * 750.0 / scale
+    q[0, 1] -= sign * v / (v @ v) * 750.0 / scale
+    idx = np.broadcast_to(rows, (1, 2, topk)).astype(np.int64).copy()
+    return {"q": q, "kv_cache": cache, "indices": idx, "softmax_scale": scale}
+
+
+def _redraw(rng, a, q=True, cache=True, indices=True):
+    """The same shapes and scale as `a`, new values for the arguments asked for: a cache of
+    results (or of the dequantized cache, or of q) keyed on shapes or on one argument fails."""
+    b, s_q, h_q, _ = a["q"].shape
+    num_blocks, page = a["kv_cache"].shape[:2]
+    idx = a["indices"].copy()
+    if indices:
+        valid = idx >= 0  # the -1 pattern stays, the rows move
+        idx[valid] = rng.integers(0, num_blocks * page, size=int(valid.sum()))
+    new = {"q": rng.standard_normal(a["q"].shape) if q else a["q"].copy(),
+           "kv_cache": (random_fp8_cache(rng, num_blocks, page, idx[idx >= 0], magnitude=(0.1, 3.0))
+                        if cache or indices else a["kv_cache"].copy()),
+           "indices": idx, "softmax_scale": a["softmax_scale"]}
+    return new
+
+
+def _describe(a, note="", seed=None):
+    q, idx = a["q"], a["indices"]
+    n_minus = int((idx == -1).sum())
+    return (f"q [{', '.join(map(str, q.shape))}], kv_cache [{', '.join(map(str, a['kv_cache'].shape))}] uint8, "
+            f"indices [{', '.join(map(str, idx.shape))}] {idx.dtype} ({n_minus} are -1), softmax_scale "
+            f"{a['softmax_scale']:.6g}" + (f", {note}" if note else "") + (f", seed {seed}" if seed is not None else ""))
+
+
+def make_cases(seed):
+    fixed = np.random.default_rng(17)
+    small = _args(fixed, 1, 1, 4, 6, 2, 4, idx=np.array([[[5, 0, -1, 6, 2, 3]]]))
+    mtp = _args(fixed, 2, 2, 3, 8, 4, 16, holes=0.25)
+    empty = _args(fixed, 1, 2, 2, 5, 2, 8, holes=0.0)
+    empty["indices"][0, 1] = -1
+    cases = [Case("one query token, 4 heads, 6 entries (one -1)", FN, small, describe=_describe(small)),
+             Case("two sequences, two query tokens each, pages of 16", FN, mtp, describe=_describe(mtp)),
+             Case("a query token whose entries are all -1", FN, empty, describe=_describe(empty))]
+    rng = np.random.default_rng(seed)
+    hidden = []
+    page = int(rng.choice([16, 64, 5]))
+    base = _args(rng, int(rng.integers(2, 4)), int(rng.integers(1, 3)), int(rng.integers(2, 9)),
+                 int(rng.integers(8, 41)), int(rng.integers(3, 7)), page)
+    hidden.append(("a served batch", base))
+    hidden.append(("the same shapes again, other values", _redraw(rng, base)))
+    hidden.append(("the same q, other rows and cache", _redraw(rng, base, q=False)))
+    hidden.append(("the same q and indices, another cache", _redraw(rng, base, q=False, indices=False)))
+    hidden.append(("the same cache and indices, other queries", _redraw(rng, base, cache=False, indices=False)))
+    hidden.append(("heads scoring near +750 beside heads near -750 (keep each row stable)",
+                   _stable_args(rng, int(rng.integers(2, 5)), int(rng.integers(3, 9)), int(rng.choice([4, 16])))))
+    hidden.append(("a query token whose entries are all -1",
+                   _args(rng, int(rng.integers(1, 3)), int(rng.integers(2, 4)), int(rng.integers(1, 5)),
+                         int(rng.integers(3, 20)), 3, 16, empty_token=True)))
+    hidden.append(("a row listed twice", _args(rng, 1, int(rng.integers(1, 3)), int(rng.integers(2, 6)),
+                                               int(rng.integers(4, 12)), 2, 32, holes=0.1, dup=True)))
+    hidden.append(("top-k 1 and one head", _args(rng, int(rng.integers(1, 4)), 1, 1, 1, 4, 8, holes=0.0)))
+    hidden.append(("an odd page size and DeepSeek's scale 1/sqrt(192)",
+                   _args(rng, 2, 1, int(rng.integers(2, 6)), int(rng.integers(10, 30)), int(rng.integers(2, 5)),
+                         int(rng.choice([61, 69, 3])), scale=192 ** -0.5)))
+    hidden.append(("-1 entries while the cache's first and last rows hold data",
+                   _args(rng, 2, 2, int(rng.integers(2, 5)), int(rng.integers(6, 16)), 3, int(rng.choice([8, 16])),
+                         holes=0.3, keep_ends=True, scale=float(rng.choice([0.02, 0.1])))))
+    order = [int(k) for k in rng.permutation(len(hidden))]  # twins apart, in a random order
+    if order[-1] == 0:
+        order[0], order[-1] = order[-1], order[0]
+    for k in order:
+        name, a = hidden[k]
+        cases.append(Case(name, FN, a, hidden=True, seed=seed, describe=_describe(a, seed=seed)))
+    again = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in base.items()}
+    cases.append(Case("the first served batch once more, after the others", FN, again, hidden=True, seed=seed,
+                      describe=_describe(again, seed=seed)))
+    return cases
+
+
+def check(case, result):
+    return compare_out_lse(FN, reference(**case.args), result, rtol=RTOL, atol=ATOL,
+                           out_dims="[b, s_q, h_q, 512]", lse_dims="[b, h_q, s_q]")
+
+
+# ---- plausible wrong attempts ----------------------------------------------------------------
+
+def _decode(rows, scales=True, one_scale=False, rope_fp16=False):
+    """uint8 [n, 656] -> float64 [n, 576], with the knobs the mistakes turn."""
+    rows = np.ascontiguousarray(rows, dtype=np.uint8)
+    codes = rows[:, :D_LATENT]
+    c = codes.astype(np.int64)
+    mag = np.where((c >> 3) & 15, (1 + (c & 7) / 8.0) * 2.0 ** (((c >> 3) & 15) - 7), (c & 7) / 8.0 * 2.0 ** -6)
+    vals = np.where(c & 0x80, -mag, mag)
+    vals = np.where((c & 0x7F) == 0x7F, np.nan, vals).reshape(-1, 4, 128)
+    sc = rows[:, 512:528].copy().view("<f4").astype(np.float64)  # [n, 4]
+    if one_scale:
+        sc = np.repeat(sc[:, :1], 4, axis=1)
+    with np.errstate(all="ignore"):
+        lat = (vals * sc[:, :, None] if scales else vals).reshape(-1, D_LATENT)
+    bits = rows[:, 528:].copy().view("<u2")
+    rope = bits.view("<f2").astype(np.float64) if rope_fp16 else \
+        (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return np.concatenate([lat, rope], axis=1)
+
+
+def _run(q, kv_cache, indices, softmax_scale, entries=None, decode=_decode, scores=None, softmax=None,
+         v_cols=D_LATENT, lse_layout="bhs", empty=(0.0, -np.inf)):
+    """The computation, each step replaceable. entries(idx_row) -> rows to attend (may
+    include -1 read by numpy); scores(q_tok, k, scale) -> [h, n]; softmax(s) -> (p, lse)."""
+    flat = np.asarray(kv_cache).reshape(-1, ROW)
+    b, s_q, h_q, _ = q.shape
+    out = np.zeros((b, s_q, h_q, v_cols))
+    lse = np.full((b, h_q, s_q), -np.inf)
+    for i in range(b):
+        for j in range(s_q):
+            row = np.asarray(indices[i, j], dtype=np.int64)
+            keys = row[row != -1] if entries is None else entries(row)
+            if keys.size == 0:
+                out[i, j], lse[i, :, j] = empty
+                continue
+            k = decode(flat[keys])
+            s = (scores or (lambda qq, kk, sc: sc * qq @ kk.T))(q[i, j], k, softmax_scale)  # [h, n]
+            with np.errstate(all="ignore"):
+                p, l = (softmax or _stable)(s)
+                out[i, j] = p @ k[:, :v_cols]
+            lse[i, :, j] = l
+    return (out, lse) if lse_layout == "bhs" else (out, np.transpose(lse, (0, 2, 1)))
+
+
+def _stable(s):
+    m = s.max(axis=1, keepdims=True)
+    lse = m[:, 0] + np.log(np.exp(s - m).sum(axis=1))
+    return np.exp(s - lse[:, None]), lse
+
+
+def _unstable(s):
+    e = np.exp(s)
+    total = e.sum(axis=1)
+    return e / total[:, None], np.log(total)
+
+
+def _all_minus_one_nan(q, kv_cache, indices, softmax_scale):
+    """Masks -1 with -inf over the whole list: a list with no valid entry gives 0/0."""
+    return _run(q, kv_cache, indices, softmax_scale, empty=(np.nan, np.nan))
+
+
+def _one_max_for_all(q, kv_cache, indices, softmax_scale):
+    """Subtracts one maximum for the whole call instead of each row's."""
+    flat = np.asarray(kv_cache).reshape(-1, ROW)
+    s_all = []
+    b, s_q, h_q, _ = q.shape
+    for i in range(b):
+        for j in range(s_q):
+            row = np.asarray(indices[i, j], dtype=np.int64)
+            keys = row[row != -1]
+            if keys.size:
+                s_all.append((softmax_scale * q[i, j] @ _decode(flat[keys]).T).max())
+    m = max(s_all) if s_all else 0.0
+
+    def softmax(s):
+        e = np.exp(s - m)
+        total = e.sum(axis=1)
+        return e / total[:, None], m + np.log(total)
+    return _run(q, kv_cache, indices, softmax_scale, softmax=softmax)
+
+
+MISTAKES = [
+    Mistake("-1 read as the last row",
+            "Your -1 entries were read as rows: in numpy, flat[-1] is the cache's LAST row. -1 means "
+            "no key -- drop those entries before you gather (keys = idx[idx != -1]).",
+            lambda q, kv_cache, indices, softmax_scale: _run(q, kv_cache, indices, softmax_scale,
+                                                              entries=lambda r: r)),
+    Mistake("-1 clamped to row 0 and attended",
+            "You replaced -1 by 0 to gather safely but then attended to row 0 as a key. Drop the -1 "
+            "entries (or give them score -inf) -- row 0 is somebody's real token, or poison.",
+            lambda q, kv_cache, indices, softmax_scale: _run(q, kv_cache, indices, softmax_scale,
+                                                              entries=lambda r: np.maximum(r, 0))),
+    Mistake("no valid entry gives NaN",
+            "A query token whose entries are all -1 came out NaN (a max over nothing, then 0/0). It "
+            "sees no key: return out = 0 and lse = -inf for it.", _all_minus_one_nan),
+    Mistake("softmax_scale left out",
+            "Multiply the scores q . k by softmax_scale before the softmax.",
+            lambda q, kv_cache, indices, softmax_scale: _run(q, kv_cache, indices, 1.0)),
+    Mistake("rope left out of the scores",
+            "The score is q . k over all 576 dims: the 512 latents AND the 64 rope values (the rope part "
+            "carries the position).",
+            lambda q, kv_cache, indices, softmax_scale: _run(
+                q, kv_cache, indices, softmax_scale,
+                scores=lambda qq, kk, sc: sc * qq[:, :D_LATENT] @ kk[:, :D_LATENT].T)),
+    Mistake("tile scales not applied",
+            "Each latent is its e4m3 value TIMES its tile's float32 scale (bytes 512-527, one per 128 "
+            "latents); you used the e4m3 values alone.",
+            lambda q, kv_cache, indices, softmax_scale: _run(q, kv_cache, indices, softmax_scale,
+                                                              decode=lambda r: _decode(r, scales=False))),
+    Mistake("one scale for the whole row",
+            "Each 128-latent tile has its own scale: latents 128t .. 128t+127 use scale t.",
+            lambda q, kv_cache, indices, softmax_scale: _run(q, kv_cache, indices, softmax_scale,
+                                                              decode=lambda r: _decode(r, one_scale=True))),
+    Mistake("rope read as float16",
+            "The 64 rope values are bfloat16 (the top 16 bits of a float32), not IEEE float16.",
+            lambda q, kv_cache, indices, softmax_scale: _run(q, kv_cache, indices, softmax_scale,
+                                                              decode=lambda r: _decode(r, rope_fp16=True))),
+    Mistake("V is the whole row",
+            "V is the latent part of each row only, k_r[:512]; out has 512 columns, not 576.",
+            lambda q, kv_cache, indices, softmax_scale: _run(q, kv_cache, indices, softmax_scale, v_cols=576)),
+    Mistake("lse laid out [b, s_q, h_q]",
+            "lse is [b, h_q, s_q] (FlashMLA's layout): lse[i, h, j] for head h of query token j.",
+            lambda q, kv_cache, indices, softmax_scale: _run(q, kv_cache, indices, softmax_scale,
+                                                              lse_layout="bsh")),
+    Mistake("duplicates counted once",
+            "Every entry other than -1 is one key: a row listed twice counts twice (do not np.unique "
+            "the list).",
+            lambda q, kv_cache, indices, softmax_scale: _run(q, kv_cache, indices, softmax_scale,
+                                                              entries=lambda r: np.unique(r[r != -1]))),
+    Mistake("softmax not stabilised",
+            "exp(score) overflows above 709: subtract each row's maximum score before exponentiating "
+            "(lse = m + log(sum exp(s - m))).",
+            lambda q, kv_cache, indices, softmax_scale: _run(q, kv_cache, indices, softmax_scale,
+                                                              softmax=_unstable)),
+    Mistake("one maximum shared by several rows",
+            "You subtracted one maximum shared by several rows (all heads of a token, or the whole call); "
+            "a row whose scores are near -750 while another's are near +750 then underflows to 0/0. "
+            "Subtract each row's own maximum (one head of one query token).", _one_max_for_all),
+]
+
+
+def _row_max_scores(a):
+    """Largest score of each query row (-inf where a row has no valid entry)."""
+    flat = a["kv_cache"].reshape(-1, ROW)
+    best = []
+    for i, j in np.ndindex(*a["indices"].shape[:2]):
+        keys = a["indices"][i, j][a["indices"][i, j] != -1]
+        if keys.size:
+            s = a["softmax_scale"] * a["q"][i, j] @ _decode(flat[keys]).T  # [h, n]
+            best.extend(s.max(axis=1).tolist())
+    return np.array(best)
+
+
+def _ends_hold_data(a):
+    flat = a["kv_cache"].reshape(-1, ROW)
+    return bool((a["indices"] == -1).any() and (flat[0] != POISON_BYTE).any() and (flat[-1] != POISON_BYTE).any())
+
+
+EDGES = [
+    Edge("scores in the hundreds, above 709", lambda a: float(np.max(_row_max_scores(a), initial=-np.inf)) > 709),
+    Edge("rows whose maxima differ by hundreds (one near +750, another near -750)",
+         lambda a: np.ptp(_row_max_scores(a)) > 1400 if _row_max_scores(a).size else False),
+    Edge("a query token whose entries are all -1", lambda a: bool((a["indices"] == -1).all(axis=-1).any())),
+    Edge("-1 between valid entries", lambda a: bool(((a["indices"][..., :-1] == -1)
+                                                       & (a["indices"][..., 1:] >= 0)).any())),
+    Edge("a row listed twice", lambda a: any(len(set(r[r >= 0].tolist())) < int((r >= 0).sum())
+                                             for r in a["indices"].reshape(-1, a["indices"].shape[-1]))),
+    Edge("topk = 1", lambda a: a["indices"].shape[2] == 1),
+    Edge("one head", lambda a: a["q"].shape[2] == 1),
+    Edge("s_q > 1", lambda a: a["q"].shape[1] > 1),
+    Edge("a page size that is not a power of two", lambda a: (a["kv_cache"].shape[1] & (a["kv_cache"].shape[1] - 1)) != 0),
+    Edge("a scale other than 1/sqrt(576)", lambda a: abs(a["softmax_scale"] * 24 - 1) > 0.01),
+    Edge("-1 entries while the cache's first and last rows hold data", _ends_hold_data),
+]
+
+PROBLEM = Problem(
+    number=17, slug="sparse_decode", title="Top-k sparse decode over FP8 rows",
+    chapter="notebooks/08_flashmla_next.ipynb",
+    functions=[FN], statement=STATEMENT, hints=HINTS,
+    make_cases=make_cases, check=check, mistakes=MISTAKES,
+    reference={FN: reference}, edges=EDGES,
+    fixed={"q.axis3": "the absorbed query is 576 wide by definition: 512 latent + 64 rope dims, the row's K",
+           "kv_cache.axis2": "absorbed MLA has exactly one latent KV head (h_kv = 1), as FlashMLA requires",
+           "kv_cache.axis3": "a FlashMLA FP8 row is 656 bytes by definition: 512 e4m3 latents, 4 float32 "
+                             "scales, 64 bf16 rope values"},
+)

@@ -1,0 +1,232 @@
+"""Problem 18: DeepSeek-V3.2's lightning indexer -- index scores and the top-k with a stated
+tie rule, causal among the new tokens (chapter 8)."""
+from __future__ import annotations
+
+import numpy as np
+
+from grader.spec import PASS, Case, Edge, Mistake, Problem, Verdict, as_array, compare_arrays, fail
+from mlacourse.sparse import index_scores, lightning_indexer
+
+FN = "lightning_indexer"
+
+STATEMENT = r"""
+Write `lightning_indexer(q_idx, weights, k_idx, topk)`: choose, for each new token of one
+sequence, the `topk` cached tokens that DeepSeek-V3.2's lightning indexer ranks highest.
+
+| argument | shape | meaning |
+|---|---|---|
+| `q_idx` | `[s_q, H, D]` float | the index queries of the `s_q` new tokens, `H` index heads of width `D` (64 x 128 in V3.2) |
+| `weights` | `[s_q, H]` float | each head's weight for each new token (may be negative) |
+| `k_idx` | `[s_k, D]` float | one index key per token of the sequence, shared by all heads; the new tokens are the **last** `s_q` of the `s_k` |
+| `topk` | int | how many tokens to keep (2048 in V3.2) |
+
+The index score of new token `t` for token `s`:
+
+    I[t, s] = sum_j weights[t, j] * ReLU(q_idx[t, j] . k_idx[s])
+
+New token `t` (0-based) may choose only positions `0 .. s_k - s_q + t`: itself and what came
+before it, not the new tokens after it. Return an integer array `[s_q, topk]`, row `t` = its
+chosen positions **in this order: highest score first; equal scores by smaller position
+first**. When fewer than `topk` positions are visible, fill the rest of the row with `-1`.
+
+The hidden cases use small whole numbers (weights in quarters), so every score is exact and
+ties are real: several tokens often score exactly 0 (every head's dot product negative), and
+some keys repeat. They vary s_q, H, D, s_k and topk, and repeat shapes with other values. Do
+not change the inputs. Checked exactly against `mlacourse.sparse.lightning_indexer`.
+"""
+
+HINTS = [
+    "Scores for all tokens at once: logits = np.einsum('thd,sd->ths', q_idx, k_idx) ([s_q, H, s_k]); "
+    "scores = np.einsum('th,ths->ts', weights, np.maximum(logits, 0)).",
+    "New token t sees n_t = s_k - s_q + 1 + t positions: rank only scores[t, :n_t].",
+    "np.lexsort((positions, -scores_row)) sorts by score (descending), then by position (ascending). "
+    "np.argsort(-row, kind='stable') does the same; np.argsort(row)[::-1] does not (ties reversed).",
+    "out = np.full((s_q, topk), -1); out[t, :len(pick)] = pick, with pick = order[:topk].",
+]
+
+
+def reference(q_idx, weights, k_idx, topk):
+    return lightning_indexer(q_idx, weights, k_idx, topk)  # int64 [s_q, topk]
+
+
+# ---- cases -----------------------------------------------------------------------------------
+
+def _args(rng, s_q, H, D, s_k, topk, dup_keys=0, neg_weights=True):
+    """Small whole numbers: q and k in -3..3, weights in quarters; `dup_keys` keys copied
+    from others (exact ties); one token whose dot products are all negative scores 0."""
+    q = rng.integers(-3, 4, size=(s_q, H, D)).astype(np.float64)
+    k = rng.integers(-3, 4, size=(s_k, D)).astype(np.float64)
+    lo = -4 if neg_weights else 1
+    w = rng.integers(lo, 9, size=(s_q, H)).astype(np.float64) / 4.0
+    for _ in range(dup_keys):
+        a, b = rng.integers(s_k, size=2)
+        k[b] = k[a]
+    return {"q_idx": q, "weights": w, "k_idx": k, "topk": int(topk)}
+
+
+def _redraw(rng, a, q=True, k=True):
+    """Same shapes and topk; new values for q/weights and/or the keys."""
+    s_q, H, D = a["q_idx"].shape
+    new = _args(rng, s_q, H, D, a["k_idx"].shape[0], a["topk"], dup_keys=2)
+    if not q:
+        new["q_idx"], new["weights"] = a["q_idx"].copy(), a["weights"].copy()
+    if not k:
+        new["k_idx"] = a["k_idx"].copy()
+    return new
+
+
+def _describe(a, seed=None):
+    s_q, H, D = a["q_idx"].shape
+    return (f"q_idx [{s_q}, {H}, {D}], weights [{s_q}, {H}], k_idx [{a['k_idx'].shape[0]}, {D}], topk {a['topk']}"
+            + (f", seed {seed}" if seed is not None else ""))
+
+
+def make_cases(seed):
+    fixed = np.random.default_rng(18)
+    tie = {"q_idx": np.array([[[1.0, 0.0]], [[0.0, 1.0]]]), "weights": np.array([[1.0], [2.0]]),
+           "k_idx": np.array([[2.0, 1.0], [1.0, 3.0], [2.0, 0.0], [-1.0, -1.0], [2.0, 5.0]]), "topk": 4}
+    cases = [
+        Case("two new tokens over 5 tokens: ties and a zero score", FN, tie, describe=_describe(tie)),
+        Case("one new token, fewer tokens than top-k (padded with -1)", FN, _args(fixed, 1, 2, 4, 3, 5),
+             describe="q_idx [1, 2, 4], k_idx [3, 4], topk 5"),
+        Case("three new tokens, 8 heads", FN, _args(fixed, 3, 8, 6, 30, 7, dup_keys=3),
+             describe="q_idx [3, 8, 6], k_idx [30, 6], topk 7"),
+    ]
+    rng = np.random.default_rng(seed)
+    hidden = []
+    base = _args(rng, int(rng.integers(2, 4)), int(rng.integers(3, 9)), int(rng.choice([8, 16])),
+                 int(rng.integers(40, 120)), int(rng.integers(8, 24)), dup_keys=4)
+    hidden.append(("a decode step with MTP tokens", base))
+    hidden.append(("the same shapes again, other values", _redraw(rng, base)))
+    hidden.append(("the same keys, other queries", _redraw(rng, base, k=False)))
+    hidden.append(("the same queries, other keys", _redraw(rng, base, q=False)))
+    hidden.append(("top-k larger than the sequence (rows padded with -1)",
+                   _args(rng, int(rng.integers(1, 4)), int(rng.integers(2, 6)), 4, int(rng.integers(3, 9)),
+                         int(rng.integers(10, 16)))))
+    hidden.append(("many tokens scoring exactly 0, more than top-k leaves room for",
+                   _args(rng, 2, 2, int(rng.choice([3, 5])), int(rng.integers(40, 80)), int(rng.integers(30, 40)),
+                         neg_weights=False)))
+    hidden.append(("top-k 1, one new token", _args(rng, 1, int(rng.integers(1, 5)), int(rng.choice([4, 32])),
+                                                   int(rng.integers(5, 50)), 1, dup_keys=2)))
+    hidden.append(("V3.2's widths: 64 heads of 128", _args(rng, 2, 64, 128, int(rng.integers(60, 200)),
+                                                           int(rng.integers(16, 48)), dup_keys=3)))
+    order = [int(i) for i in rng.permutation(len(hidden))]  # twins apart, in a random order
+    if order[-1] == 0:
+        order[0], order[-1] = order[-1], order[0]
+    cases += [Case(hidden[i][0], FN, hidden[i][1], hidden=True, seed=seed, describe=_describe(hidden[i][1], seed))
+              for i in order]
+    again = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in base.items()}
+    cases.append(Case("the first decode step once more, after the others", FN, again, hidden=True, seed=seed,
+                      describe=_describe(again, seed)))
+    return cases
+
+
+def check(case, result):
+    expected = reference(**case.args)
+    arr = as_array(result, FN)
+    if isinstance(arr, Verdict):
+        return arr
+    if np.asarray(result).dtype.kind not in "iu" and arr.shape == expected.shape:
+        return fail(f"{FN} returned {np.asarray(result).dtype} values; positions are integers.", "wrong_type")
+    if arr.shape == expected.shape and not np.array_equal(arr, expected):
+        t = int(np.argwhere(arr != expected)[0][0])
+        same_set = set(arr[t].tolist()) == set(expected[t].tolist())
+        if same_set:
+            return fail(f"{FN}: row {t} holds the right positions in the wrong order: expected {expected[t].tolist()}, "
+                        f"got {arr[t].tolist()}. Order by score, highest first; equal scores by smaller position.")
+    v = compare_arrays(FN, expected, arr, rtol=0.0, atol=0.0, dims="[s_q, topk]")
+    return v if not v.passed else PASS
+
+
+# ---- plausible wrong attempts ----------------------------------------------------------------
+
+def _pick(scores, topk, visible, order_of):
+    out = np.full((scores.shape[0], topk), -1, dtype=np.int64)
+    for t in range(scores.shape[0]):
+        pick = order_of(scores[t, :visible[t]])[:topk]
+        out[t, :len(pick)] = pick
+    return out
+
+
+def _stable(row):
+    return np.lexsort((np.arange(len(row)), -row))
+
+
+def _run(q_idx, weights, k_idx, topk, combine=None, order_of=_stable, visible_shift=0, pad=-1):
+    logits = np.einsum("thd,sd->ths", q_idx, k_idx)  # [s_q, H, s_k]
+    if combine is None:
+        scores = index_scores(q_idx, weights, k_idx)
+    else:
+        scores = combine(weights[:, :, None], logits)
+    s_q, s_k = scores.shape
+    visible = np.clip(s_k - s_q + 1 + np.arange(s_q) + visible_shift, 0, s_k)
+    out = _pick(scores, topk, visible, order_of)
+    return np.where(out == -1, pad, out)
+
+
+def _position_order(q_idx, weights, k_idx, topk):
+    """The right set, each row sorted by position (the -1 padding kept at the end)."""
+    r = reference(q_idx, weights, k_idx, topk)
+    big = np.iinfo(np.int64).max
+    return np.where(np.sort(np.where(r == -1, big, r), axis=1) == big, -1, np.sort(np.where(r == -1, big, r), axis=1))
+
+
+MISTAKES = [
+    Mistake("ReLU left out",
+            "You summed the heads' weighted dot products without the ReLU: a head whose q . k is negative "
+            "must add nothing (sum_j w_j * ReLU(q_j . k)).",
+            lambda q_idx, weights, k_idx, topk: _run(q_idx, weights, k_idx, topk,
+                                                     combine=lambda w, lg: (w * lg).sum(axis=1))),
+    Mistake("ReLU applied after the weight",
+            "The ReLU acts on the dot product, before the weight: w_j * ReLU(q_j . k), not ReLU(w_j * q_j . k) "
+            "(the weights can be negative).",
+            lambda q_idx, weights, k_idx, topk: _run(q_idx, weights, k_idx, topk,
+                                                     combine=lambda w, lg: np.maximum(w * lg, 0).sum(axis=1))),
+    Mistake("heads combined by max",
+            "The heads' votes are summed (sum_j w_j * ReLU(q_j . k)), not maximised.",
+            lambda q_idx, weights, k_idx, topk: _run(q_idx, weights, k_idx, topk,
+                                                     combine=lambda w, lg: (w * np.maximum(lg, 0)).max(axis=1))),
+    Mistake("weights ignored",
+            "Each head's vote is scaled by its weight weights[t, j]; you summed the ReLUs unweighted.",
+            lambda q_idx, weights, k_idx, topk: _run(q_idx, weights, k_idx, topk,
+                                                     combine=lambda w, lg: np.maximum(lg, 0).sum(axis=1))),
+    Mistake("ties to the larger position",
+            "Equal scores go to the SMALLER position first. np.argsort(row)[::-1] reverses the ties; use "
+            "np.argsort(-row, kind='stable') or np.lexsort((positions, -row)).",
+            lambda q_idx, weights, k_idx, topk: _run(q_idx, weights, k_idx, topk,
+                                                     order_of=lambda row: np.argsort(row, kind="stable")[::-1])),
+    Mistake("positions returned in position order",
+            "Return each row in score order (highest first), not sorted by position.", _position_order),
+    Mistake("no causal limit among the new tokens",
+            "New token t sees only positions 0 .. s_k - s_q + t: not the new tokens after it.",
+            lambda q_idx, weights, k_idx, topk: _run(q_idx, weights, k_idx, topk, visible_shift=10**9)),
+    Mistake("a new token does not see itself",
+            "New token t sees itself too: positions 0 .. s_k - s_q + t, inclusive (s_k - s_q + 1 + t of them).",
+            lambda q_idx, weights, k_idx, topk: _run(q_idx, weights, k_idx, topk, visible_shift=-1)),
+    Mistake("padded with 0",
+            "When fewer than topk positions are visible, fill the rest with -1: 0 is a real position.",
+            lambda q_idx, weights, k_idx, topk: _run(q_idx, weights, k_idx, topk, pad=0)),
+]
+
+
+def _has_ties(a):
+    scores = index_scores(a["q_idx"], a["weights"], a["k_idx"])
+    return any(len(np.unique(r)) < len(r) for r in scores)
+
+
+EDGES = [
+    Edge("equal scores", _has_ties),
+    Edge("fewer visible positions than top-k", lambda a: a["k_idx"].shape[0] - a["q_idx"].shape[0] + 1 < a["topk"]),
+    Edge("s_q > 1", lambda a: a["q_idx"].shape[0] > 1),
+    Edge("negative weights", lambda a: bool((a["weights"] < 0).any())),
+    Edge("top-k 1", lambda a: a["topk"] == 1),
+    Edge("64 heads of 128", lambda a: a["q_idx"].shape[1:] == (64, 128)),
+]
+
+PROBLEM = Problem(
+    number=18, slug="lightning_indexer", title="The lightning indexer's scores and top-k",
+    chapter="notebooks/08_flashmla_next.ipynb",
+    functions=[FN], statement=STATEMENT, hints=HINTS,
+    make_cases=make_cases, check=check, mistakes=MISTAKES,
+    reference={FN: reference}, edges=EDGES,
+)

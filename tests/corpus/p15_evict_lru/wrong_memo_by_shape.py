@@ -1,0 +1,30 @@
+"""expect: fail
+slip: caches answers by (number of nodes, n_needed) to skip work on repeated calls.
+"""
+import heapq
+
+_SEEN = {}
+
+
+def evict_lru(parent, tokens, last_access, in_use, n_needed):
+    key = (len(parent), int(n_needed))
+    if key in _SEEN:
+        return list(_SEEN[key])
+    kids = [0] * len(parent)
+    for p in parent:
+        if p >= 0:
+            kids[p] += 1
+    heap = [(int(last_access[k]), k) for k in range(len(parent)) if kids[k] == 0 and not in_use[k]]
+    heapq.heapify(heap)
+    out, freed = [], 0
+    while heap and freed < n_needed:
+        _, k = heapq.heappop(heap)
+        out.append(k)
+        freed += int(tokens[k])
+        p = parent[k]
+        if p >= 0:
+            kids[p] -= 1
+            if kids[p] == 0 and not in_use[p]:
+                heapq.heappush(heap, (int(last_access[p]), int(p)))
+    _SEEN[key] = out
+    return out

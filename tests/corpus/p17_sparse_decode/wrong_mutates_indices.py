@@ -1,0 +1,44 @@
+"""expect: fail
+slip: overwrites the -1 entries of indices with 0 in place to gather safely.
+reason: mutated_input
+"""
+import numpy as np
+
+
+def _e4m3():
+    c = np.arange(256)
+    e, m = (c >> 3) & 15, c & 7
+    mag = np.where(e > 0, (1 + m / 8) * 2.0 ** (e - 7), m / 8 * 2.0 ** -6)
+    v = np.where(c & 0x80, -mag, mag)
+    v[(c & 0x7F) == 0x7F] = np.nan
+    return v
+
+
+E4M3 = _e4m3()
+
+
+def decode_rows(rows):
+    rows = np.ascontiguousarray(rows)
+    n = rows.shape[0]
+    lat = E4M3[rows[:, :512]].reshape(n, 4, 128) * rows[:, 512:528].copy().view("<f4")[:, :, None]
+    rope = (rows[:, 528:].copy().view("<u2").astype(np.uint32) << 16).view(np.float32)
+    return np.concatenate([lat.reshape(n, 512), rope.astype(np.float64)], axis=1)
+
+
+def sparse_decode(q, kv_cache, indices, softmax_scale):
+    """Zeroes the -1 entries in place to gather safely, then masks them: the caller's indices change."""
+    empty = indices == -1
+    indices[empty] = 0
+    b, s_q, h_q, _ = q.shape
+    k = decode_rows(kv_cache.reshape(-1, 656)[indices.reshape(-1)]).reshape(*indices.shape, 576)
+    k = np.where(empty[..., None], 0.0, k)
+    s = softmax_scale * np.einsum("bshd,bskd->bshk", q, k)
+    s = np.where(empty[:, :, None, :], -np.inf, s)
+    m = s.max(axis=-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    e = np.exp(s - m)
+    total = e.sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lse = np.where(total > 0, m[..., 0] + np.log(total), -np.inf)
+        out = np.einsum("bshk,bskd->bshd", e, k[..., :512]) / np.where(total > 0, total, 1.0)[..., None]
+    return out, np.transpose(lse, (0, 2, 1))

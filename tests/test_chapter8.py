@@ -1,0 +1,192 @@
+"""Chapter 8 (the seesaw, batch invariance, the first GPU run): it executes (tests/test_notebooks.py
+runs it once per session), every figure it prints is re-derived here from mlacourse and the
+recorded compile report, its exercises run clean unanswered and their solutions pass, its
+pictures are drawn, it says which figures are published, modelled and measured, and it runs
+without torch and triton (the browser)."""
+import re
+import time
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+from mlacourse import batch_invariance as bi
+from mlacourse import schedule
+from mlacourse import seesaw as ss
+from tests.test_notebooks import EXECUTION_TIMES, OUTPUT_TEXT, run_chapter
+
+ROOT = Path(__file__).resolve().parent.parent
+NB = ROOT / "notebooks" / "08_flashmla_next.ipynb"
+
+
+def printed() -> str:
+    run_chapter(NB)
+    return OUTPUT_TEXT[NB.name]
+
+
+def grab(pattern: str, n: int = 1):
+    m = re.search(pattern, printed(), flags=re.M)
+    assert m, f"chapter 8 printed nothing matching {pattern!r}"
+    vals = [float(g.replace(",", "")) for g in m.groups()]
+    return vals[0] if n == 1 else vals
+
+
+def test_structure_and_first_cell():
+    nb = nbformat.read(NB, as_version=4)
+    assert nb.cells[0].source.startswith("# Chapter 8 — ")
+    assert "**Questions this chapter answers**" in nb.cells[0].source
+    first = next(c for c in nb.cells if c.cell_type == "code").source
+    assert first.startswith("import os  # one BLAS thread") and "%matplotlib inline" in first
+    heads = [ln for c in nb.cells if c.cell_type == "markdown" for ln in c.source.splitlines() if ln.startswith("## ")]
+    assert heads[:4] == ["## 8.1 The seesaw: overlapping the softmax with the matrix products",
+                         "## 8.2 Sparse MLA decode: DeepSeek Sparse Attention", "## 8.3 Batch invariance", "## 8.4 Before the first GPU run"]
+    assert "## Summary" in heads and "Next:" in nb.cells[-1].source and "**Practice**" in nb.cells[-1].source
+
+
+def test_register_wall():
+    assert grab(r"64 x 512 fp32 accumulator: ([\d,]+) registers = 50% of an SM's 65,536") == 64 * 512 == 32_768
+    assert grab(r"held by one warpgroup: (\d+) registers per thread") == 256 > ss.MAX_REGS_PER_THREAD
+    assert grab(r"FA3 ping-pong, two outputs: ([\d,]+) registers = 100% of the SM") == ss.REGS_PER_SM
+    used, left = grab(r"= (\d+); (\d+) left for addresses", 2)
+    assert (used, left) == (ss.REGISTER_LAYOUTS[2].used, ss.REGISTER_LAYOUTS[2].left) == (182, 73)
+
+
+def test_exactness_figures():
+    assert grab(r"seesaw order with the factor exp\(m - m_new\): max \|out - attention\| = ([\d.e+-]+)") < 1e-12
+    assert grab(r"the factor as printed, exp\(m_new - m\), on scores scaled by 0.05: max \|out - attention\| = "
+                r"([\d.]+)") > 0.1
+    assert grab(r"worst difference over out and lse: ([\d.e+-]+)") < 1e-6
+    assert "   0   -  -             m = -inf" in printed() and "  11   0  CUDA + tensor O_L = a1 O_L + P1 V1L" in printed()
+
+
+def test_cost_table_and_model():
+    c = ss.SMCosts()
+    assert grab(r"= ([\d.]+) TFLOPS \(the datasheet's dense bf16 peak\)") == round(4096 * 132 * 1.83e9 / 1e12, 1)
+    assert grab(r"exp2 16/clock \(= ([\d.]+) TFLOPS") == round(16 * 132 * 1.83e9 / 1e12, 2)
+    for label, want in (("QK\\^T, 64 rows x 64 keys x 576", c.mma(64, 64, 576)), ("PV, one half", c.mma(64, 256, 64)),
+                        ("row max of S", c.rowmax(4096)), ("exp2 \\+ FP32 work of S", c.exp(4096)),
+                        ("rescale of an O half", c.scale(64 * 256))):
+        assert grab(rf"^\s+{label}.*?\s(\d+) clocks$") == round(want)
+    assert grab(r"tensor-core work per 64-key block: (\d+) clocks") == 1152 + 2 * 512
+    runs = ss.run_schedules(16)
+    for name in ("serial", "ping-pong \\(if registers allowed\\)", "seesaw"):
+        span, util, gain = grab(rf"^{name}\s+([\d,]+) clocks for 16 blocks, tensor cores busy\s+([\d.]+)%, ([\d.]+)x", 3)
+        t = runs[name.replace("\\", "")]
+        assert span == round(t.makespan) and util == round(100 * t.tensor_utilization, 1)
+        assert gain == round(runs["serial"].makespan / t.makespan, 3)
+    model, published = grab(r"modelled seesaw gain over serial: ([\d.]+)x; .* = ([\d.]+)x", 2)
+    assert published == round(660 / 580, 3) == 1.138 and model == round(runs["serial"].makespan /
+                                                                           runs["seesaw"].makespan, 3)
+    assert grab(r"published: 660 TFLOPS = (\d+)% of the throttled 865") == round(100 * 660 / 865) == 76
+
+
+def test_version6_figures_come_from_the_compile_report():
+    total = grab(r"total\s+([\d,]+) B of the 232,448")
+    assert total == 64 * 576 * 2 + 2 * 64 * 576 * 2 + 8 * 64 * 4 + 16 * 8 == 223_360
+    bench = (ROOT / "kernels" / "BENCHMARKS.md").read_text()
+    rows = re.findall(r"^\| seesaw bf16 BLOCK_M=64 \| 64 x 64 \| 4\+4 \| 1 \| (\d+) \| (\d+) \| (\d+)/(\d+) \|", bench,
+                      flags=re.M)
+    assert len(rows) == 2
+    for tri, (shared, regs, st, ld) in zip(("3.9", "3.6"), rows):
+        line = re.search(rf"triton {tri}: warps 4\+4, shared ([\d,]+) B, (\d+) registers, spills (\d+)/(\d+) B",
+                         printed()).groups()
+        assert [int(x.replace(",", "")) for x in line] == [int(shared), int(regs), int(st), int(ld)]
+        assert int(shared) >= total
+    assert "status: compiled for sm_90, not yet run on a GPU" in printed()
+
+
+def test_batch_invariance_figures():
+    rng = np.random.default_rng(0)
+    others = schedule.lengths_flashmla(rng, 254, 8192, 1)
+    lens_a = np.concatenate([[20_000], others[:127]])
+    lens_b = np.concatenate([others[127:187], [20_000], others[187:]])
+    pa = bi.pieces_of(schedule.plan_decode(lens_a, 128, 1, 132), 0, 20_000)
+    pb = bi.pieces_of(schedule.plan_decode(lens_b, 128, 1, 132), 60, 20_000)
+    assert f"batch A cuts it at {pa}" in printed() and f"batch B cuts it at {pb}" in printed() and pa != pb
+    n_diff, of, most = grab(r"batch A vs batch B: ([\d,]+) of ([\d,]+) values differ, by at most ([\d.e+-]+)", 3)
+    assert of == 16 * 512 and 0 < n_diff <= of and 0 < most < 1e-5
+    assert grab(r"uncut, in either batch: (\d+) values differ") == 0
+    assert grab(r"worst \|out - float64\| = ([\d.e+-]+)") < 1e-5
+    lens_8k = schedule.lengths_flashmla(np.random.default_rng(0), 128, 8192, 1)
+    skewed = np.array([1] * 127 + [16384])
+    for label, lens in (("FlashMLA lengths, mean 8K", lens_8k), ("one 16K among 127 ones", skewed)):
+        for h in (16, 128):
+            cut, whole, pieces = grab(rf"^{label}\s+{h}\s+([\d.]+)\s+([\d.]+)\s+(\d+)$", 3)
+            a = schedule.schedule_stats("planned", lens, h, 1)
+            b = schedule.schedule_stats("planned", lens, h, 1, batch_invariant=True)
+            assert (cut, whole, pieces) == (round(a.imbalance, 3), round(b.imbalance, 3), a.splits)
+            assert whole > cut
+
+
+def test_kernel_cell_when_torch_and_triton_are_here():
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    text = printed()
+    assert "batch_invariant=False: the followed sequence's out differs in" in text
+    assert "batch_invariant=True : the followed sequence's out bitwise identical" in text
+
+
+def test_resident_programs_and_two_per_sm():
+    assert grab(r"programs per SM: 16-row tile (\d+), 64-row tile (\d+)", 2) == [
+        schedule.resident_programs(56_320, 189, 4), schedule.resident_programs(147_456, 255, 8)] == [2, 1]
+    lens_8k = schedule.lengths_flashmla(np.random.default_rng(0), 128, 8192, 1)
+    one, two = grab(r"^FlashMLA lengths, mean 8K\s+h_q=16: busiest SM / mean ([\d.]+) with 132 parts, ([\d.]+) with", 2)
+    assert one == round(schedule.schedule_stats("planned", lens_8k, 16, 1).imbalance, 3)
+    assert two == round(schedule.schedule_stats("planned", lens_8k, 16, 1, programs_per_sm=2).imbalance, 3)
+
+
+def test_published_modelled_measured_table():
+    nb = nbformat.read(NB, as_version=4)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "### Published, modelled, measured" in text
+    for kind in ("| published |", "| modelled |", "| measured |", "| computed |"):
+        assert kind in text, kind
+    assert "not yet run on a GPU" in text and "enable_batch_invariant" in text
+
+
+def test_pictures_and_exercises():
+    nb = run_chapter(NB)
+    images = sum(1 for c in nb.cells if c.cell_type == "code" for o in c.outputs
+                 if o.output_type == "display_data" and "image/png" in o.get("data", {}))
+    assert images >= 3, "register budget, seesaw timeline, split points"
+    raw = nbformat.read(NB, as_version=4)
+    labels = re.findall(r"\*\*Exercise (\d+\.\d+)", "\n".join(c.source for c in raw.cells if c.cell_type == "markdown"))
+    assert len(labels) >= 2
+    solutions = [c for c in raw.cells if c.cell_type == "code" and c.source.startswith("# Solution to exercise")]
+    assert len(solutions) == len(labels) and all(c.metadata["jupyter"]["source_hidden"] for c in solutions)
+    for label in labels:
+        assert f"Exercise {label}: not attempted yet" in printed() and f"Exercise {label}: correct" in printed()
+
+
+def test_a_wrong_exercise_answer_fails():
+    from mlacourse.exercises import check
+    with pytest.raises(AssertionError, match="Exercise 8.1"):
+        check("8.1", 73, ss.register_budget("d_v = 768", 2, 384).left)  # the d_v = 512 figure is not the answer
+
+
+def test_under_a_minute():
+    run_chapter(NB)
+    assert EXECUTION_TIMES[NB.name] < 60, f"chapter 8 took {EXECUTION_TIMES[NB.name]:.0f} s (budget 60 s)"
+
+
+BLOCK = 'import sys\nsys.modules["torch"] = None  # `import torch` raises ImportError, as in the browser\n' \
+        'sys.modules["triton"] = None'
+
+
+def test_runs_without_torch_and_triton():
+    """The browser has numpy and matplotlib only: every cell runs, the kernel cell says it is skipped."""
+    from nbclient import NotebookClient
+    nb = nbformat.read(NB, as_version=4)
+    nb.cells.insert(1, nbformat.v4.new_code_cell(BLOCK))
+    client = NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
+                            resources={"metadata": {"path": str(NB.parent)}})
+    t = time.perf_counter()
+    client.execute()
+    outs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    errors = [o for o in outs if o.output_type == "error"]
+    assert not errors, f"{errors[0]['ename']}: {errors[0]['evalue']}"
+    text = "\n".join(o.get("text", "") for o in outs if o.output_type == "stream")
+    assert "torch: False, triton: False" in text and "(skipped: this cell needs torch and triton" in text
+    assert sum("image/png" in o.get("data", {}) for o in outs) >= 3
+    print(f"chapter 8 without torch/triton: {time.perf_counter() - t:.1f} s")

@@ -1,0 +1,116 @@
+"""Version 6 (the seesaw, Gluon, Hopper only): what can be checked without a GPU, and the GPU tests.
+
+Gluon has no CPU interpreter. Here: the input contract, the label, an sm_90 compile of this
+one kernel (slow), and -- on a Hopper GPU only -- its results against the float64 reference at
+FlashMLA's tolerances. Its step order is checked on the CPU by tests/test_seesaw.py, which runs
+mlacourse.seesaw.seesaw_decode (exactly the kernel's order, in numpy) against float64."""
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernels.mla_decode import VERSION_TABLE, mla_decode_with_kvcache, prepare
+from kernels.plan import mla_decode_plan
+from kernels.reference import compare, reference_decode
+from tests.test_kernels import GPU_LSE_TOL, GPU_OUT_TOL, make_case
+
+ROOT = Path(__file__).resolve().parent.parent
+LABEL = "compiled, not yet run on a GPU"
+
+
+def test_seesaw_is_labelled_everywhere():
+    from kernels import seesaw_decode
+    assert VERSION_TABLE["seesaw"].status == LABEL == seesaw_decode.STATUS and VERSION_TABLE["seesaw"].number == 6
+    for doc in ("kernels/README.md", "kernels/BENCHMARKS.md"):
+        text = (ROOT / doc).read_text()
+        assert "seesaw" in text and LABEL in text, f"{doc} must say the seesaw version is {LABEL!r}"
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(fp8=True), "bf16 caches only"),
+    (dict(page=32), "page_block_size >= 64"),
+    (dict(dtype=torch.float16), "bfloat16"),
+])
+def test_seesaw_input_contract(change, match):
+    kw = dict(page=64, fp8=False, dtype=torch.bfloat16)
+    kw.update(change)
+    q, cache, bt, sl = make_case([5, 70], page=kw["page"], h_q=16, fp8=kw["fp8"], dtype=kw["dtype"])
+    with pytest.raises((ValueError, TypeError), match=match):
+        prepare(q, cache, bt, sl, 512, is_fp8_kvcache=kw["fp8"], gpu=True, version="seesaw")
+
+
+def test_seesaw_launch_shape():
+    q, cache, bt, sl = make_case([5, 70, 200], page=64, h_q=16)
+    plan = mla_decode_plan(sl, 16, 1, num_sms=3, block_m=64)
+    _, launches, _, _ = prepare(q, cache, bt, sl, 512, gpu=True, version="seesaw", plan=plan)
+    assert launches[0].grid == (1, 3) and launches[0].num_warps == 4  # + 4 warps of the worker partition
+    assert launches[0].label == "seesaw BLOCK_M=64"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU path")
+def test_seesaw_says_it_needs_a_gpu():
+    q, cache, bt, sl = make_case([5, 70], page=64, h_q=16)
+    with pytest.raises(RuntimeError, match="Hopper GPU"):
+        mla_decode_with_kvcache(q, cache, bt, sl, 512, version="seesaw")
+
+
+@pytest.mark.slow
+def test_seesaw_compiles_for_sm90():
+    """One compile (the full report is tests/test_kernel_compile.py): shared memory within the
+    227 KB a block may use, each partition's loop one tile's worth of MMAs (1.00)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+    proc = subprocess.run([sys.executable, "-m", "kernels.compile_report", "--only", "seesaw", "--json", "--jobs", "1"],
+                          capture_output=True, text=True, env=env, timeout=900, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads(proc.stdout.strip().splitlines()[-1])
+    row = next(r for r in rows if r["label"].startswith("seesaw"))
+    assert not row.get("error"), row
+    assert row["shared"] <= 232_448 and row["wgmma"] and row["ratio"] == 1.0, row
+
+
+def _hopper():
+    return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lens, s_q, h_q, causal, page", [
+    ([0, 1, 63, 64, 65, 127, 128, 129, 700, 4097], 1, 128, False, 64),  # odd and even tile counts, partial tiles
+    ([1] * 20 + [16384], 1, 16, False, 64),
+    ([3, 130, 2048], 2, 128, True, 128),
+    ([2000] * 8, 1, 64, True, 256),
+])
+def test_seesaw_on_hopper(lens, s_q, h_q, causal, page):
+    """Against the float64 reference at FlashMLA's tolerances, NaN-poisoned unused slots and
+    out-of-range unused table entries (make_case), small plans that cut sequences."""
+    if not _hopper():
+        pytest.skip("version 'seesaw' needs a Hopper (sm_90) GPU")
+    q, cache, bt, sl = make_case(lens, page=page, s_q=s_q, h_q=h_q, seed=len(lens))
+    for plan in (None, mla_decode_plan(sl, h_q, s_q, num_sms=5, block_m=64)):
+        out, lse = mla_decode_with_kvcache(q, cache, bt, sl, 512, softmax_scale=192 ** -0.5, causal=causal,
+                                           version="seesaw", **({"plan": plan} if plan else {}))
+        ref_out, ref_lse = reference_decode(q, cache, bt, sl, 512, 192 ** -0.5, causal)
+        c = compare("seesaw out", out, ref_out, **GPU_OUT_TOL)
+        assert c.ok and c.cos_diff < 1e-5, c.message
+        c = compare("seesaw lse", lse, ref_lse, **GPU_LSE_TOL)
+        assert c.ok, c.message
+        if 0 in lens:
+            assert torch.all(lse[lens.index(0)] == -math.inf)
+
+
+def test_the_16_row_question_is_reported():
+    """At h_q*s_q = 16 a wgmma-only kernel computes 64 rows for 16: the report says 4.00."""
+    from kernels.compile_report import format_table
+    row = dict(label="seesaw bf16 BLOCK_M=64", block_m=64, block_n=64, num_warps=4, num_stages=1, shared=1,
+               regs=255, spill_stores=0, spill_loads=0, mma=44, mma_shapes=["HGMMA.64x64x16"], ratio=1.0,
+               instructions=10, in_flight_at_mma=None, overlap=None, worker_warps=[4])
+    table = format_table([row])
+    assert "| 4+4 |" in table and "seesaw bf16 BLOCK_M=64, at h_q*s_q=16 (derived) |" in table
+    assert "| 4.00 |" in table
+    bench_md = (ROOT / "kernels" / "BENCHMARKS.md").read_text()
+    assert bench_md.count("at h_q*s_q=16 (derived)") == 4 and "planned bf16 BLOCK_M=16" in bench_md
