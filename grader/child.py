@@ -996,21 +996,57 @@ def die_with_parent():
         _REAL_EXIT(70)
 
 
+def set_rlimits(spec: dict) -> None:
+    """Hard limits on this process and all it starts, for runs without a cgroup (see
+    grader/limits.py): address space (current size + headroom), files, processes."""
+    try:
+        import resource
+    except ImportError:
+        return
+    wanted = []
+    if spec.get("as_headroom_mb"):
+        try:
+            with open("/proc/self/status") as f:
+                size = next(int(ln.split()[1]) * 1024 for ln in f if ln.startswith("VmSize:"))
+            wanted.append((resource.RLIMIT_AS, size + int(spec["as_headroom_mb"]) * 2**20))
+        except (OSError, StopIteration, ValueError):
+            pass
+    if spec.get("fsize"):
+        wanted.append((resource.RLIMIT_FSIZE, int(spec["fsize"])))
+    if spec.get("nproc") and hasattr(resource, "RLIMIT_NPROC"):
+        wanted.append((resource.RLIMIT_NPROC, int(spec["nproc"])))
+    for which, value in wanted:
+        soft, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        try:
+            resource.setrlimit(which, (value, value))
+        except (ValueError, OSError):
+            pass
+
+
 def main():
     die_with_parent()
+    if "--sys-path" in sys.argv:   # run with -S (no site, no .pth files): the packages by hand
+        sys.path.extend(p for p in sys.argv[sys.argv.index("--sys-path") + 1].split(os.pathsep) if p)
     fd = int(sys.argv[sys.argv.index("--fd") + 1])
     job_path = sys.argv[sys.argv.index("--job") + 1]
     with open(job_path, "rb") as f:
         job = pickle.load(f)
-    os.unlink(job_path)
+    try:
+        os.unlink(job_path)
+    except OSError:
+        pass  # read-only in the bubblewrap sandbox, where nothing else can see it
     send = _channel(fd, job["token"])
     for m in job.get("preimport", []):
         try:
             __import__(m)
         except Exception:
             pass
+    set_rlimits(job.get("rlimits", {}))
     if job["memory_mb"]:
         set_memory_headroom(job["memory_mb"], hard_too=True)
+    send({"event": "alive"})  # from here on, whatever happens is the attempt's doing
     path = job["path"]
     sys.dont_write_bytecode = True
     try:

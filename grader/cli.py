@@ -193,6 +193,16 @@ def grade_all(problems, args, prog) -> int:
     return 0 if graded and all(r.passed for r in graded) else 1
 
 
+def sandbox_note() -> None:
+    """One line on stderr where attempts cannot run in the OS sandbox (grader/jail.py)."""
+    from . import jail
+    if runner.IN_BROWSER or runner.NO_SUBPROCESS or jail.available():
+        return
+    print(f"note: no OS sandbox here ({jail.probe()}): your code runs in its own process behind "
+          "the judge's Python-level guard -- fine for your own code; a teacher grading others' "
+          "needs bubblewrap (docs/teaching.md).", file=sys.stderr, flush=True)
+
+
 def build_parser(prog: str) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=prog, description="Grade the MLA course's practice problems.",
                                  epilog="Examples: `%(prog)s`, `%(prog)s 4`, `%(prog)s choose_path --hint`, "
@@ -252,6 +262,8 @@ def main(argv=None, prog: str | None = None) -> int:
             print(f"{p.statement.strip()}\n\n(file: practice/{p.filename}; chapter: {p.chapter}; "
                   f"check: {prog} {p.number})\n")
         return 0
+    if not args.hint:
+        sandbox_note()
     if args.solutions:
         seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
         return cmd_solutions([single] if single else problems, seed, prog)

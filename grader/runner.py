@@ -1,7 +1,8 @@
 """Find problem specs, run a learner's attempt on a problem's cases, and grade the results.
 
-A file is run in a fresh child process (grader/sandbox.py: ``python -I``, a scratch
-folder as cwd, a memory cap, a deadline per case); functions defined in a notebook run in
+A file is run in a fresh child process (grader/sandbox.py: a bubblewrap sandbox where
+bwrap works, else ``python -I`` with the judge's Python-level guard; a memory cap, a
+deadline per case); functions defined in a notebook run in
 a fork of the notebook's process with the same limits; where neither exists (the
 browser, Windows) the cases run in this process, without limits, and the result says so.
 Every verdict is computed here, from plain data and the spec -- never by graded code.
@@ -170,6 +171,12 @@ def _messages(problem: Problem, case: Case, rec: dict) -> tuple[str, str]:
                 f"{fn} ran out of memory: the judge allows about {cap} MB beyond what Python itself "
                 f"uses, far more than this case's answer needs -- is your code building a much "
                 f"larger array than necessary?\n{rec.get('message', '')}"), "memory"
+    if st == RunStatus.OUT_OF_MEMORY and rec.get("cap_mb"):
+        return (f"{fn} went over the judge's memory cap: everything the attempt holds at once "
+                f"(its arrays, memory it maps, files it writes in the sandbox, any process it "
+                f"starts) may total about {rec['cap_mb']} MB, and the kernel stopped it there. "
+                f"{case.memory_error_message or 'Is your code building a much larger array than the answer needs?'}"
+                ), "memory"
     if st == RunStatus.OUT_OF_MEMORY:
         why = (f" {case.memory_error_message}" if case.memory_error_message else
                " Is your code building a much larger array than the answer needs?")
@@ -240,10 +247,32 @@ def kernel_text(problem: Problem, fn: str, rec: dict) -> str:
 
 
 def uses_reference_text(problem: Problem, uses: list) -> str:
-    what = "; ".join(uses[:3]) or "the course's code"
-    return (f"your code uses the course's reference implementation ({what}); write it "
-            f"yourself. From the course, problem {problem.number} may import only: "
-            f"{may_import_text(problem)}.")
+    """What the guard saw: the course's code, and/or another process's /proc entry."""
+    procs = [u for u in uses if _is_proc_read(u)]
+    course_dirs = course_folders()
+    judges = [u for u in uses if u.startswith("reading ") and not _is_proc_read(u)
+              and not any(u[8:] == d or u[8:].startswith(d + os.sep) for d in course_dirs)]
+    course = [u for u in uses if u not in procs and u not in judges]
+    parts = []
+    if procs:
+        parts.append(f"your code read another process's /proc entry ({'; '.join(procs[:3])}): "
+                     "graded code may look at its own process only (the judge's processes hold "
+                     "its settings, not anything an answer needs)")
+    if judges:
+        parts.append(f"your code read files the judge keeps from graded code ({'; '.join(judges[:3])}: "
+                     "the grades, the other submissions)")
+    if course or not (procs or judges):
+        what = "; ".join(course[:3]) or "the course's code"
+        parts.append(f"your code uses the course's reference implementation ({what}); write it "
+                     f"yourself. From the course, problem {problem.number} may import only: "
+                     f"{may_import_text(problem)}.")
+    text = "; and ".join(parts)
+    return text if text.endswith(".") else text + "."
+
+
+def _is_proc_read(use: str) -> bool:
+    parts = use.split("/")
+    return use.startswith("reading /proc/") and len(parts) > 2 and parts[2].isdigit()
 
 
 def grade_record(problem: Problem, case: Case, rec: dict) -> CaseOutcome:
@@ -330,11 +359,14 @@ def _passes(problem: Problem, case: Case, answer) -> bool:
 
 
 def grade(problem: Problem, path=None, seed: int | None = None, in_process: bool | None = None,
-          module=None, isolate: bool | None = None, protect=()) -> ProblemResult:
+          module=None, isolate: bool | None = None, protect=(), isolation=None) -> ProblemResult:
     """Grade one problem. ``path``: the learner's file (default practice/pNN_slug.py);
     ``module``: an object holding the functions instead (a notebook): run in a fork of
     this process where there is one (``isolate=False``: in this process). ``protect``:
-    more folders graded code may not read (a class's other submissions, the grades)."""
+    more folders graded code may not read (a class's other submissions, the grades).
+    ``isolation``: a sandbox.Isolation (or its text: "jail", "process", "user:UID:GID")
+    for a file; by default the jail where bubblewrap works, else the Python guard. An
+    attempt the sandbox could not start is "unavailable" with reason "infrastructure"."""
     t0 = time.monotonic()
     given = path is not None
     path = str(path) if given else str(PRACTICE / problem.filename)
@@ -358,12 +390,34 @@ def grade(problem: Problem, path=None, seed: int | None = None, in_process: bool
         no_processes = IN_BROWSER or NO_SUBPROCESS
         res.isolation = "none" if (in_process or (in_process is None and no_processes)) else "process"
     res.in_process = res.isolation == "none"
+    how = None
+    if res.isolation == "process":
+        how = (sandbox.Isolation.parse(isolation) if isinstance(isolation, str)
+               else isolation or sandbox.default_isolation())
+        res.isolation = {"jail": "sandbox", "user": "user"}.get(how.kind, "process")
     if res.in_process:
         records = run_in_process(path, cases, module=module)
     else:
         protected = sorted(set(course_folders()) | {str(Path(f).resolve()) for f in protect})
-        records, res.output = sandbox.run(problem, path, cases, protected, provided_data(problem),
-                                          module=module)
+        try:
+            try:
+                records, res.output = sandbox.run(problem, path, cases, protected, provided_data(problem),
+                                                  module=module, isolation=how)
+            except sandbox.InfrastructureError:
+                if isolation is not None or how is None or how.kind != "jail":
+                    raise
+                # the learner's own judge, where bwrap is installed but failed on this file:
+                # grade it behind the Python guard rather than not at all
+                how = sandbox.Isolation("process")
+                res.isolation = "process"
+                records, res.output = sandbox.run(problem, path, cases, protected, provided_data(problem),
+                                                  module=module, isolation=how)
+        except sandbox.InfrastructureError as e:
+            res.unavailable(f"the judge could not run this attempt: {e}. This is not the "
+                            "attempt's fault; grade it again (if it keeps happening, report it).")
+            res.reason = "infrastructure"
+            res.elapsed = time.monotonic() - t0
+            return res
     if "import_error" in records:
         res.broken(*_import_message(problem, records["import_error"]))
     else:

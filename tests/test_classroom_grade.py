@@ -3,7 +3,8 @@ construction -- right, wrong, named-mistake, missing, misnamed, nested, empty, b
 broken, timing-out, memory-hogging, reference-importing and tampering attempts, folders
 and zips, an unreadable zip -- is graded twice from scratch with the same seed: the
 verdicts must be exactly the expected ones and every graded file byte-identical. A third
-run after deleting some cached verdicts regrades exactly those."""
+run after deleting some cached verdicts regrades exactly those. Grading runs in the OS
+sandbox (tests/sandbox_support.py: skipped without bubblewrap, a failure in CI)."""
 import csv
 import json
 import os
@@ -18,6 +19,7 @@ from grader import runner
 from grader.classroom import gradebook, submissions
 from grader.classroom import synthetic as sy
 from grader.classroom.grade import Settings, grade_class
+from tests.sandbox_support import require_sandbox
 
 PROBLEMS = [1, 4, 5]
 SEED = 20250301
@@ -113,6 +115,7 @@ def read_verdicts(out: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory, request):
+    require_sandbox()
     base = tmp_path_factory.mktemp("class")
     subs = base / "submissions"
     expected = build_class(subs)
@@ -137,8 +140,8 @@ def test_the_class_has_what_the_issue_asks_for(graded):
     students = {s for s, _ in expected}
     assert len(students) >= 30
     reasons = {r for _, r, _ in expected.values()}
-    for need in ("", "wrong_answer", "missing", "timeout", "memory", "uses_reference", "stopped_grader",
-                 "import_error", "not_started", "exit", "missing_function"):
+    for need in ("", "wrong_answer", "missing", "timeout", "memory", "uses_reference", "exception",
+                 "import_error", "not_started", "exit", "missing_function", "wrong_type"):
         assert need in reasons, need
 
 
@@ -259,46 +262,6 @@ def test_zip_entries_are_read_in_memory_and_never_extracted(tmp_path):
     assert [c.rel for c in cands] == ["abs/p01_kv_cache_bytes.py"]
     assert any("leaves its folder" in n for n in notes)
     assert not (tmp_path.parent / "escape").exists()
-
-
-def _judge_children() -> set:
-    """pids of running judge children started from this checkout."""
-    marker = str(sy.ROOT / "grader" / "child.py").encode()
-    out = set()
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if marker in f.read():
-                    with open(f"/proc/{pid}/stat") as g:
-                        if g.read().rsplit(")", 1)[1].split()[0] != "Z":
-                            out.add(int(pid))
-        except OSError:
-            continue
-    return out
-
-
-@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc (Linux)")
-@pytest.mark.parametrize("kind,why", [("timeout", "longer than 2 s"), ("kills_grader", "killed by SIGKILL")])
-def test_a_stopped_attempt_leaves_nothing_running(tmp_path, kind, why):
-    """The pool's backstops: a worker still busy after the attempt's budget is killed, and
-    an attempt that kills its worker loses that problem; in both cases the judge's child
-    (an endless loop, or code that would go on signalling whoever adopts it) dies with its
-    worker instead of running on as an orphan."""
-    from grader.classroom import pool
-    f = tmp_path / "w" / "p04_choose_path.py"
-    f.parent.mkdir()
-    f.write_bytes(sy.KINDS[kind](_p(4), "x").text)
-    before = _judge_children()
-    stopped = []
-    job = pool.Job((4, "x"), 4, str(f), 1, str(tmp_path / "rec.json"), [], 2.0 if kind == "timeout" else 60.0)
-    pool.run_jobs([job], 1, lambda j: None, lambda j, w: stopped.append(w))
-    assert len(stopped) == 1 and why in stopped[0], stopped
-    for _ in range(50):
-        left = _judge_children() - before
-        if not left:
-            break
-        time.sleep(0.1)
-    assert not left, f"judge children left running: {left}"
 
 
 def test_the_seed_comes_from_the_option_a_file_the_environment_or_the_last_run(tmp_path, monkeypatch):

@@ -25,6 +25,7 @@ import yaml
 
 from grader import runner
 from grader.classroom import platforms
+from tests.sandbox_support import require_sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC_INPUTS = {"test-name", "setup-command", "command", "timeout", "max-score"}
@@ -99,6 +100,7 @@ def test_gradescope_scripts_parse():
 
 
 def test_gradescope_run_writes_documented_results(autograder, tmp_path):
+    require_sandbox()
     zip_path, seed = autograder
     root = tmp_path / "autograder"
     with zipfile.ZipFile(zip_path) as zf:

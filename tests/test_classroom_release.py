@@ -101,17 +101,18 @@ def test_release_zip_is_reproducible(bundle, tmp_path, pristine_course):
     assert again.zip_path.read_bytes() == bundle.zip_path.read_bytes()
 
 
-# one route to the reference per problem, rotated so each route is tried on several
+# one route to the reference per problem, rotated so each route is tried on several (the
+# bundle's path is written into the attempt: the judge's sandbox clears the environment)
 ROUTES = [
     ("import", "from {mod} import PROBLEM as _P\n"),
     ("importlib", "import importlib\n_P = importlib.import_module({mod!r}).PROBLEM\n"),
     ("__import__", "_P = __import__({mod!r}, fromlist=['PROBLEM']).PROBLEM\n"),
-    ("sys.path + import", "import sys, os\nsys.path.insert(0, os.environ['BUNDLE'])\n"
+    ("sys.path + import", "import sys, os\nsys.path.insert(0, {bundle!r})\n"
                           "from {mod} import PROBLEM as _P\n"),
     ("source file", "import importlib.util, os\n"
-                    "_s = importlib.util.spec_from_file_location('x', os.path.join(os.environ['BUNDLE'], "
+                    "_s = importlib.util.spec_from_file_location('x', os.path.join({bundle!r}, "
                     "{file!r}))\n_m = importlib.util.module_from_spec(_s)\n_s.loader.exec_module(_m)\n_P = _m.PROBLEM\n"),
-    ("exec of the source", "import os\n_ns = {{}}\nexec(open(os.path.join(os.environ['BUNDLE'], {file!r})).read(), _ns)\n"
+    ("exec of the source", "import os\n_ns = {{}}\nexec(open(os.path.join({bundle!r}, {file!r})).read(), _ns)\n"
                            "_P = _ns['PROBLEM']\n"),
 ]
 
@@ -137,7 +138,7 @@ def test_reference_attempts_fail_in_the_bundle(bundle, tmp_path):
     for i, p in enumerate(runner.discover()):
         name, tpl = ROUTES[i % len(ROUTES)]
         mod = f"grader.problems.{p.filename[:-3]}"
-        head = tpl.format(mod=mod, file=f"grader/problems/{p.filename}")
+        head = tpl.format(mod=mod, file=f"grader/problems/{p.filename}", bundle=str(bundle.folder))
         body = "".join(f"def {fn}(*args, **kwargs):\n    return _P.reference[{fn!r}](*args, **kwargs)\n\n"
                        for fn in p.functions)
         f = tmp_path / p.filename

@@ -263,6 +263,7 @@ def test_book_links_point_into_the_site():
     link = lambda t: build.book_link(t, names, in_lab)  # noqa: E731
     assert link("05_roofline.ipynb#5.2-Ridge") == "05_roofline.html#5.2-Ridge"
     assert link("../practice/p01_kv_cache_bytes.py") == "../lab/lab/index.html?path=practice/p01_kv_cache_bytes.py"
+    assert link("../README.md") == "../index.html"   # the course's map is the landing page
     for kept in ("https://arxiv.org/abs/2405.04434", "#top", "../mlacourse/cache.py"):
         assert link(kept) == kept  # outside links stay; an unknown file is left for the link test to name
     md = "[ch5](05_roofline.ipynb) and <a href=\"../practice/p01_kv_cache_bytes.py\">p1</a>"

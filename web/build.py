@@ -313,13 +313,16 @@ _LINK = re.compile(r"(\]\(|href=[\"'])([^)\"'\s]+)")
 
 def book_link(target: str, chapter_names: set, in_lab: set) -> str:
     """A chapter's relative link, as it must read from book/: another chapter -> its page,
-    a file the lab holds (practice/, kernels/) -> that file opened in the lab."""
+    a file the lab holds (practice/, kernels/) -> that file opened in the lab, the README
+    (the course's map) -> the landing page."""
     if target.startswith("#") or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", target):
         return target
     path, hash_, anchor = target.partition("#")
     if path in chapter_names:
         return Path(path).stem + ".html" + hash_ + anchor
     rel = os.path.normpath(os.path.join("notebooks", path))
+    if rel == "README.md":   # the map of the course: on the site, its landing page
+        return "../index.html"
     if rel in in_lab:
         return f"../lab/lab/index.html?path={rel}"
     return target  # left as written: the browser test reports it if it is broken

@@ -18,9 +18,16 @@ is known under a key of the seed and the judge's version (a hash of the judge, t
 the reference and the package versions). A run that is interrupted resumes where it
 stopped; a second run on the same folder and seed writes byte-identical grades.
 
-Isolation beyond the judge's own: graded code may not read the submissions folder or
-the output folder (the staged copies of other students' files, the cached verdicts with
-their expected values): the workers pass both to ``runner.grade(..., protect=...)``.
+Untrusted code runs behind an operating-system boundary: each attempt in its own
+bubblewrap sandbox (grader/jail.py) that shows it the interpreter, its packages, the child
+runner and its own file -- not the course, the seed, the submissions, the grades, the
+cache, HOME or any other process -- in a per-attempt cgroup (grader/limits.py).
+``grade_class`` refuses to run without it unless the teacher says the files are her own
+(``Settings.isolation = "process"``: ``--trust-submissions``). The cache is keyed by
+what was graded -- (problem, SHA-256 of the staged file) -- and each record carries that
+hash, checked when it is read back; nothing is ever written into the submissions folder.
+An attempt whose grading machinery failed is "not graded (infrastructure)": reported,
+never cached, graded again by the next run.
 """
 from __future__ import annotations
 
@@ -35,14 +42,19 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import report, runner
+from grader import jail, limits, report, runner
 from grader.records import CaseStatus, ProblemResult
 
-from . import notebooks, pool
+from . import committed, notebooks, pool
 from . import submissions as subs_mod
 
 SEED_ENV = "MLA_CLASS_SEED"
 FILE = "{FILE}"   # placeholder for the student's file in cached texts
+NOT_GRADED = "not graded"   # a record's status when the machinery, not the attempt, failed
+
+
+class SandboxMissing(RuntimeError):
+    """Untrusted attempts and no operating-system sandbox on this machine."""
 
 
 # --------------------------------------------------------------------------- settings
@@ -59,6 +71,8 @@ class Settings:
     hide_seed: bool = False
     use_cache: bool = True
     roster: list | None = None
+    isolation: str = "jail"             # "jail" (required for others' code) or "process" (trusted files)
+    stubs: dict | None = None           # number -> sha256 of the committed stub (None: read them)
 
     def points_for(self, number: int) -> float:
         return float(self.points.get(number, 1))
@@ -110,13 +124,15 @@ def judge_version() -> str:
     return h.hexdigest()
 
 
-def stub_hashes(problems) -> dict:
-    out = {}
-    for p in problems:
-        f = runner.PRACTICE / p.filename
-        if f.is_file():
-            out[p.number] = hashlib.sha256(f.read_bytes()).hexdigest()
-    return out
+def stub_hashes(problems, root: Path | None = None, warnings: list | None = None) -> dict:
+    """{number: SHA-256 of the released stub}, from the last commit (committed.py): a stub
+    the teacher edited in her checkout does not change what counts as "unchanged stub"."""
+    root = Path(root) if root is not None else runner.ROOT
+    files, _, warns = committed.files(root, [f"practice/{p.filename}" for p in problems])
+    if warnings is not None:
+        warnings.extend(warns)
+    return {p.number: hashlib.sha256(files[f"practice/{p.filename}"]).hexdigest()
+            for p in problems if f"practice/{p.filename}" in files}
 
 
 # --------------------------------------------------------------------------- one attempt as data
@@ -194,11 +210,47 @@ def location_labels(submissions_dir: Path, out: Path) -> dict:
     return dict(sorted(table.items(), key=lambda kv: -len(kv[0])))
 
 
-def stopped_record(problem, why: str) -> dict:
-    """The verdict for an attempt that took its grading process down or ran past its budget."""
+def not_graded_record(problem, why: str, reason: str = "infrastructure") -> dict:
+    """What the reports say about an attempt the machinery failed to grade (never cached)."""
     r = ProblemResult(problem, FILE, given_path=True).broken(
-        f"this attempt could not be graded to the end: {why}.", "stopped_grader")
-    return record_of(r, None)
+        f"not graded: {why}. This is not the attempt's fault; run the same command again to "
+        f"grade it.", reason)
+    rec = record_of(r, None)
+    rec["status"] = NOT_GRADED
+    return rec
+
+
+def read_cached(path: Path, key: tuple) -> dict | None:
+    """The cached record for (problem, sha256), or None when there is none or it is not
+    the record of exactly that file (a record for other bytes, or an unreadable one)."""
+    try:
+        rec = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(rec, dict) or rec.get("problem") != key[0] or rec.get("graded_sha256") != key[1]:
+        return None
+    return rec
+
+
+def stage(work: Path, data: bytes, sha: str, filename: str) -> Path:
+    """The attempt's bytes at work/<sha>/<filename>, rewritten unless already exactly them."""
+    staged = work / sha[:24] / filename
+    try:
+        same = hashlib.sha256(staged.read_bytes()).hexdigest() == sha
+    except OSError:
+        same = False
+    if not same:
+        staged.parent.mkdir(parents=True, exist_ok=True)
+        tmp = staged.with_name(staged.name + ".part")
+        tmp.write_bytes(data)
+        tmp.replace(staged)
+    return staged
+
+
+def isolation_line(isolation: str) -> str:
+    if isolation == "jail":
+        return f"sandbox: bubblewrap, {limits.describe()}"
+    return "sandbox: NONE (--trust-submissions: the files are run as your user, with the judge's Python guard only)"
 
 
 def write_record(path: Path, rec: dict) -> None:
@@ -232,6 +284,7 @@ class ClassResult:
     attempts: int = 0                    # distinct (problem, file) pairs
     graded_now: int = 0                  # of them, graded in this run (the rest: cache)
     elapsed: float = 0.0
+    not_graded: int = 0                  # distinct attempts the machinery failed to grade
 
 
 class _Progress:
@@ -279,17 +332,25 @@ def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: 
     submissions_dir, out = Path(submissions_dir).resolve(), Path(out).resolve()
     if out == submissions_dir or submissions_dir in out.parents:
         raise ValueError("--out must not be inside the submissions folder")
+    if out in submissions_dir.parents:
+        raise ValueError("the submissions folder must not be inside --out (the grades are rewritten there)")
+    if settings.isolation == "jail" and not jail.available():
+        raise SandboxMissing(f"no operating-system sandbox here ({jail.probe()}): submissions are "
+                             f"untrusted code, so they are not graded without one. To get it, "
+                             f"{jail.INSTALL_HINT}. To grade files you wrote yourself, add "
+                             "--trust-submissions.")
     out.mkdir(parents=True, exist_ok=True)
     problems = settings.problems
     by_number = {p.number: p for p in problems}
-    students, folder_notes = subs_mod.discover(submissions_dir, problems, stub_hashes(problems),
-                                               settings.roster)
+    stubs = settings.stubs if settings.stubs is not None else stub_hashes(problems)
+    students, folder_notes = subs_mod.discover(submissions_dir, problems, stubs, settings.roster)
     version = judge_version()
     work = out / ".work"
     cache = cache_dir(out, settings, version)
     cache.mkdir(parents=True, exist_ok=True)
 
-    # distinct attempts, staged by content
+    # distinct attempts, staged by content (the bytes read from the submission, rewritten
+    # whenever a staged copy is not exactly them)
     attempts: dict = {}   # (number, sha) -> staged path
     for s in students:
         for n, m in s.matches.items():
@@ -297,46 +358,45 @@ def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: 
                 continue
             key = (n, m.sha256)
             if key not in attempts:
-                staged = work / m.sha256[:24] / by_number[n].filename
-                if not staged.is_file():
-                    staged.parent.mkdir(parents=True, exist_ok=True)
-                    tmp = staged.with_suffix(".part")
-                    tmp.write_bytes(m.data)
-                    tmp.replace(staged)
-                attempts[key] = staged
+                attempts[key] = stage(work, m.data, m.sha256, by_number[n].filename)
 
     def cache_file(key):
         return cache / f"p{key[0]:02d}-{key[1][:40]}.json"
 
-    todo = [k for k in attempts if not (settings.use_cache and cache_file(k).is_file())]
+    todo = [k for k in attempts if not (settings.use_cache and read_cached(cache_file(k), k) is not None)]
     todo.sort(key=lambda k: (0 if any(m in ("torch", "triton") for m in by_number[k[0]].requires) else 1, k))
     log(f"{len(students)} submissions, {len(attempts)} distinct attempts "
-        f"({len(attempts) - len(todo)} already graded), seed {settings.seed} ({settings.seed_from}), "
-        f"{settings.workers} workers")
+        f"({len(attempts) - len(todo)} already graded), seed "
+        f"{'<hidden>' if settings.hide_seed else settings.seed} ({settings.seed_from}), "
+        f"{settings.workers} workers; {isolation_line(settings.isolation)}")
     bar = _Progress(len(todo), progress)
     budgets = {n: pool.budget_for(p) for n, p in by_number.items()}
     rename = location_labels(submissions_dir, out)
+    for k in todo:   # a stale or foreign record must not stand in for this file's verdict
+        cache_file(k).unlink(missing_ok=True)
     jobs = [pool.Job(k, k[0], str(attempts[k]), settings.seed, str(cache_file(k)),
-                     [str(submissions_dir), str(out)], budgets[k[0]], rename) for k in todo]
+                     [str(submissions_dir), str(out)], budgets[k[0]], rename, settings.isolation, k[1])
+            for k in todo]
     graded_now = 0
+    not_graded: dict = {}   # key -> record, kept in memory only
 
     def done(job):
         nonlocal graded_now
         graded_now += 1
         bar.step()
 
-    def stopped(job, why):
-        nonlocal graded_now
-        write_record(Path(job.out), stopped_record(by_number[job.problem], why))
-        graded_now += 1
+    def failed(job, why):
+        reason = "judge_error" if why.startswith("the judge failed") else "infrastructure"
+        not_graded[job.key] = not_graded_record(by_number[job.problem], why, reason)
         bar.step()
 
     (out / ".logs").mkdir(exist_ok=True)
     try:
-        pool.run_jobs(jobs, settings.workers, done, stopped, log_dir=out / ".logs")
+        pool.run_jobs(jobs, settings.workers, done, failed, log_dir=out / ".logs")
     except KeyboardInterrupt:
         bar.close()
-        log(f"\ninterrupted: {graded_now} attempts graded in this run are cached in {cache}; "
+        where = cache.parent if settings.hide_seed else cache   # its name holds the seed
+        log(f"\ninterrupted: {graded_now} attempts graded in this run are cached in {where}; "
             "run the same command again to go on from there.")
         raise
     bar.close()
@@ -346,18 +406,26 @@ def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: 
         g = Graded(s)
         for p in problems:
             m = s.matches.get(p.number)
+            key = (p.number, m.sha256) if m is not None else None
             if m is None:
                 g.records[p.number] = missing_record(p, p.filename)
             elif notebooks.is_refused(m):
                 g.records[p.number] = notebooks.refused_record(p, m.notebook)
+            elif key in not_graded:
+                g.records[p.number] = not_graded[key]
             else:
-                g.records[p.number] = json.loads(cache_file((p.number, m.sha256)).read_text())
-                if m.notebook is not None:   # the judge's line numbers -> the notebook's cells
-                    g.records[p.number] = notebooks.relabel(g.records[p.number], m.notebook, p.filename)
+                rec = read_cached(cache_file(key), key)
+                if rec is None:
+                    rec = not_graded[key] = not_graded_record(
+                        p, "its verdict was not found in the cache after grading", "infrastructure")
+                elif m.notebook is not None:   # the judge's line numbers -> the notebook's cells
+                    rec = notebooks.relabel(rec, m.notebook, p.filename)
+                g.records[p.number] = rec
         graded.append(g)
     return ClassResult(settings, graded, folder_notes, version, len(attempts), graded_now,
-                       time.monotonic() - t0)
+                       time.monotonic() - t0, not_graded=len(not_graded))
 
 
 __all__ = ["Settings", "ClassResult", "Graded", "grade_class", "resolve_seed", "judge_version",
-           "record_of", "stopped_record", "missing_record", "replace_strings", "FILE", "SEED_ENV"]
+           "record_of", "not_graded_record", "missing_record", "replace_strings", "read_cached",
+           "stub_hashes", "SandboxMissing", "FILE", "SEED_ENV", "NOT_GRADED"]

@@ -15,6 +15,13 @@ No file here holds a timestamp of the run or a duration, and every list is sorte
 runs with the same submissions and seed write the same bytes. (How long grading took is
 printed, not written.) ``hide_seed`` removes the seed from what students see: the
 per-student results and the feedback texts (the "Reproduce:" lines name it).
+
+Nothing a student chose can act in a teacher's tools: a CSV cell a spreadsheet would run
+as a formula (=, +, -, @, a tab or a carriage return first) gets a leading apostrophe,
+names are shown through ``submissions.printable``, and one student's results file that
+cannot be written is reported (``write`` returns it in ``failed``) while every other
+file is still written. An attempt that was not graded (the machinery failed) shows as
+"not graded" in the gradebook, never as 0 points.
 """
 from __future__ import annotations
 
@@ -26,7 +33,7 @@ from collections import Counter
 from pathlib import Path
 
 from . import notebooks
-from .grade import FILE, ClassResult, replace_strings
+from .grade import FILE, NOT_GRADED, ClassResult, replace_strings
 
 REASONS = {  # the judge's reason tags, as a teacher would say them
     "wrong_answer": "wrong answer", "wrong_shape": "wrong shape", "wrong_type": "wrong type returned",
@@ -38,10 +45,17 @@ REASONS = {  # the judge's reason tags, as a teacher would say them
     "mutated_input": "modified its input in place", "no_kernel": "no Triton kernel launched",
     "too_large": "result too large", "not_run": "not run (an earlier case stopped the process)",
     "judge_error": "judge error (report it)", "unavailable": "not gradable on this machine",
-    "stopped_grader": "stopped the grading process (or ran past its total budget)",
+    "infrastructure": "not graded: the grading machinery failed (run again)",
     "notebook_unusable": "NOT GRADED: the notebook handed in could not be used (see its reason)",
 }
-STATUS_ORDER = ("passed", "failed", "not started", "missing")
+STATUS_ORDER = ("passed", "failed", "not started", "missing", NOT_GRADED)
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def cell(text) -> str:
+    """A CSV cell a spreadsheet shows as text, never runs as a formula."""
+    text = str(text)
+    return "'" + text if text.startswith(FORMULA_START) else text
 
 
 def _fmt(x: float) -> str:
@@ -92,14 +106,15 @@ def gradebook_csv(res: ClassResult) -> str:
         head += ["notebooks"]
     w.writerow(head)
     for g in res.students:
-        scores = [st.points_for(p.number) if g.records[p.number]["status"] == "passed" else 0.0
-                  for p in st.problems]
-        row = [g.sub.student] + [_fmt(s) for s in scores] + [_fmt(sum(scores)), _fmt(max_total(res))]
+        statuses = [g.records[p.number]["status"] for p in st.problems]
+        scores = [st.points_for(p.number) if s == "passed" else 0.0 for p, s in zip(st.problems, statuses)]
+        shown = [NOT_GRADED if s == NOT_GRADED else _fmt(x) for s, x in zip(statuses, scores)]
+        row = [cell(g.sub.student)] + shown + [_fmt(sum(scores)), _fmt(max_total(res))]
         if st.deadline is not None:
             at = g.sub.submitted_at.isoformat() if g.sub.submitted_at else ""
-            row += [at, g.sub.submitted_at_source, late_flag(g.sub, st.deadline)]
+            row += [at, cell(g.sub.submitted_at_source), late_flag(g.sub, st.deadline)]
         if with_notebooks:
-            row += [notebooks.student_note(g.sub)]
+            row += [cell(notebooks.student_note(g.sub))]
         w.writerow(row)
     return buf.getvalue()
 
@@ -118,12 +133,13 @@ def verdicts_csv(res: ClassResult) -> str:
             rec = g.records[p.number]
             m = g.sub.matches.get(p.number)
             first = rec["first"] or {}
-            w.writerow([g.sub.student, p.number, rec["status"],
+            w.writerow([cell(g.sub.student), p.number, rec["status"],
                         "" if rec["status"] == "passed" else rec["reason"],
                         first.get("mistake_name") or "", "{}/{}".format(*rec["public"][:2]),
                         "{}/{}".format(*rec["hidden"][:2]),
                         first.get("name", "") if rec["status"] != "passed" else "",
-                        shown_file(g, p.number), m.rule if m else "", "; ".join(m.notes) if m else ""])
+                        cell(shown_file(g, p.number)), m.rule if m else "",
+                        cell("; ".join(m.notes)) if m else ""])
     return buf.getvalue()
 
 
@@ -208,11 +224,15 @@ def summary_md(res: ClassResult, data: dict) -> str:
              + ", ".join(f"p{p.number:02d} {_fmt(st.points_for(p.number))}" for p in st.problems) + ".", ""]
     if st.skipped:
         lines += ["Not graded here: " + "; ".join(f"problem {n} ({why})" for n, why in sorted(st.skipped.items())), ""]
-    lines += ["| # | problem | passed | failed | not started | missing |", "|---|---|---|---|---|---|"]
+    ungraded = sum(d["status"][NOT_GRADED] for d in data["problems"])
+    if ungraded:
+        lines += [f"**{ungraded} attempt(s) were not graded**: the grading machinery failed on them, "
+                  "not the attempts (see verdicts.csv); run the same command again to grade them.", ""]
+    cols = [k for k in STATUS_ORDER if k != NOT_GRADED or ungraded]
+    lines += ["| # | problem | " + " | ".join(cols) + " |", "|---|---|" + "---|" * len(cols)]
     for d in data["problems"]:
         s = d["status"]
-        lines.append(f"| {d['problem']} | {d['slug']} | {s['passed']} | {s['failed']} | "
-                     f"{s['not started']} | {s['missing']} |")
+        lines.append(f"| {d['problem']} | {d['slug']} | " + " | ".join(str(s[k]) for k in cols) + " |")
     lines += notebooks_md(data["notebooks"])
     for d in data["problems"]:
         lines += ["", f"## Problem {d['problem']} · {d['slug']} -- {d['title']}", "",
@@ -251,7 +271,8 @@ def chart(data: dict, path: Path) -> None:
 
     probs = data["problems"]
     labels = [f"p{d['problem']:02d} {d['slug']}" for d in probs]
-    colors = {"passed": "#1a7f37", "failed": "#cf222e", "not started": "#8c959f", "missing": "#d4a72c"}
+    colors = {"passed": "#1a7f37", "failed": "#cf222e", "not started": "#8c959f", "missing": "#d4a72c",
+              NOT_GRADED: "#0969da"}
     mistakes = sorted(((n, f"p{d['problem']:02d} {name}") for d in probs for name, _, n in d["mistakes"]),
                       key=lambda t: (-t[0], t[1]))[:12]
     fig, axes = plt.subplots(1, 2, figsize=(13, max(4.0, 0.42 * len(probs) + 1.5)),
@@ -268,7 +289,7 @@ def chart(data: dict, path: Path) -> None:
     from matplotlib.ticker import MaxNLocator
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(f"How each problem went ({data['students']} students)")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=4, fontsize=8, frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=5, fontsize=8, frameon=False)
     ax2 = axes[1]
     if mistakes:
         ax2.barh(list(range(len(mistakes)))[::-1], [m[0] for m in mistakes], color="#8250df")
@@ -287,15 +308,22 @@ def chart(data: dict, path: Path) -> None:
 # --------------------------------------------------------------------------- all of it
 
 def write(res: ClassResult, out: Path) -> dict:
-    """Write every file; returns {name: path}."""
+    """Write every file; returns {name: path}, and under "failed" a list of
+    (name, error) for files that could not be written (the others still are)."""
     out = Path(out)
     st = res.settings
-    written = {}
+    written: dict = {"failed": []}
 
     def put(name, text):
         p = out / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text, encoding="utf-8")
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            tmp = p.with_name(p.name + ".part")
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(p)
+        except OSError as e:
+            written["failed"].append((name, f"{type(e).__name__}: {e.strerror or e}"))
+            return
         written[name] = p
 
     put("seed.txt", f"{st.seed}\n")

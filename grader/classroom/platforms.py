@@ -21,7 +21,17 @@ Gradescope's "Autograder Specifications" ask for
 "after_due_date", "after_published" or "visible"). Per problem two tests: the public
 cases (0 points, visible at once: feedback while the assignment is open) and all cases
 with the hidden ones (the problem's points, ``after_published``). The teacher's seed goes
-into the zip's config.json -- students never see the autograder's source.
+into the zip's config.json. The zip holds the judge, the reference and the stubs as of the
+last commit (committed.py), like ``release``.
+
+Inside Gradescope's container (``gradescope_run``) every attempt runs in the bubblewrap
+sandbox (grader/jail.py) when the container allows namespaces: it sees no seed, no
+harness, no results.json. Where the container's seccomp profile refuses them, each
+attempt runs as a separate unprivileged user made by setup.sh (``mla-attempt``), one at a
+time, with the harness (and config.json) and the results folder closed to it
+(mode 0700, root's), from a private copy of its file; after each attempt, and once more
+before results.json is written, every process of that user is killed. Either way
+results.json is written only when no process of any attempt is left.
 """
 from __future__ import annotations
 
@@ -114,10 +124,15 @@ AUTOGRADER_FILES = ["grader", "mlacourse", "practice", "requirements.txt"]
 
 
 def build_gradescope(out: Path, seed: int | None = None, points: dict | None = None,
-                     with_torch: bool = True, hide_seed: bool = True) -> tuple[Path, int]:
+                     with_torch: bool = True, hide_seed: bool = True,
+                     warnings: list | None = None) -> tuple[Path, int]:
     """dist/gradescope-autograder.zip (files at the root, as Gradescope requires) and the
-    seed written into it. Problems needing torch/triton are left out when with_torch is False."""
+    seed written into it. Problems needing torch/triton are left out when with_torch is
+    False. The course's files come from the last commit; ``warnings`` gets a line about
+    uncommitted changes left out."""
     from grader import runner
+
+    from . import committed
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     seed = secrets.randbelow(2**31) if seed is None else int(seed)
@@ -126,18 +141,19 @@ def build_gradescope(out: Path, seed: int | None = None, points: dict | None = N
     config = {"seed": seed, "problems": [p.number for p in probs],
               "points": {str(p.number): float((points or {}).get(p.number, 1)) for p in probs},
               "hide_seed": hide_seed, "with_torch": with_torch}
+    source_dir = GRADESCOPE_SOURCE.relative_to(ROOT).as_posix()
+    course, _, warns = committed.files(ROOT, [*AUTOGRADER_FILES, source_dir])
+    if warnings is not None:
+        warnings.extend(warns)
     files: dict[str, bytes] = {}
     for name in ("setup.sh", "run_autograder", "README.md"):
-        files[name] = (GRADESCOPE_SOURCE / name).read_bytes()
+        files[name] = course[f"{source_dir}/{name}"]
     files["config.json"] = (json.dumps(config, indent=1, sort_keys=True) + "\n").encode()
-    for top in AUTOGRADER_FILES:
-        src = ROOT / top
-        paths = [src] if src.is_file() else sorted(src.rglob("*"))
-        for f in paths:
-            rel = f.relative_to(ROOT).as_posix()
-            if f.is_file() and "__pycache__" not in rel and not rel.endswith((".pyc", ".json")) \
-                    and (top != "practice" or rel.endswith(".py")):
-                files[rel] = f.read_bytes()
+    for rel, data in course.items():
+        top = rel.split("/", 1)[0]
+        if top in AUTOGRADER_FILES and "__pycache__" not in rel and not rel.endswith((".pyc", ".json")) \
+                and (top != "practice" or rel.endswith(".py")):
+            files[rel] = data
     zip_path = out / "gradescope-autograder.zip"
     with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as zf:
         for rel in sorted(files):
@@ -201,18 +217,61 @@ def gradescope_results(records: dict, config: dict, notes: list, seed_hidden: bo
     return _seedless(out, config["seed"]) if seed_hidden else out
 
 
+ATTEMPT_USER = "mla-attempt"   # made by setup.sh; the attempts' account without namespaces
+
+
+class NoIsolation(RuntimeError):
+    """Neither the sandbox nor a separate user is available: nothing is run."""
+
+
+def gradescope_isolation(root: Path) -> str:
+    """"jail" where namespaces work in this container, else "user:UID:GID" (the account
+    setup.sh made: ``AUTOGRADER_ATTEMPT_USER``, or ``AUTOGRADER_ATTEMPT_UID`` for the
+    course's tests). ``AUTOGRADER_SANDBOX=jail|user`` forces one."""
+    from grader import jail
+    want = os.environ.get("AUTOGRADER_SANDBOX", "auto")
+    if want in ("auto", "jail") and jail.available():
+        return "jail"
+    if want == "jail":
+        raise NoIsolation(f"AUTOGRADER_SANDBOX=jail, but {jail.probe()}")
+    if os.geteuid() != 0:
+        raise NoIsolation(f"no sandbox ({jail.probe()}) and not root, so no separate user either")
+    uid_text = os.environ.get("AUTOGRADER_ATTEMPT_UID")
+    if uid_text:
+        uid = gid = int(uid_text)
+    else:
+        import pwd
+        try:
+            entry = pwd.getpwnam(os.environ.get("AUTOGRADER_ATTEMPT_USER", ATTEMPT_USER))
+        except KeyError:
+            raise NoIsolation(f"no sandbox ({jail.probe()}) and no user {ATTEMPT_USER} "
+                              "(setup.sh makes it)") from None
+        uid, gid = entry.pw_uid, entry.pw_gid
+    if uid == 0:
+        raise NoIsolation("the attempts' user must not be root")
+    return f"user:{uid}:{gid}"
+
+
+def _close_to_others(root: Path, source: Path) -> None:
+    """The harness (with config.json and its seed) and the results folder: root's alone."""
+    for d in (source, root / "results"):
+        d.mkdir(parents=True, exist_ok=True)
+        os.chmod(d, 0o700)
+
+
 def gradescope_run(root: Path, workers: int | None = None) -> dict:
     """Inside Gradescope's container: grade /autograder/submission, write results.json.
-    Attempts run on the same worker processes as ``grade`` (pool.py), so an attempt that
-    kills the process grading it loses that problem, not the whole run."""
+    Attempts run on the same worker processes as ``grade`` (pool.py), each in the sandbox
+    or as the attempts' user (see the top of this file)."""
+    import shutil
     import tempfile
 
-    from grader import runner
+    from grader import runner, sandbox
 
     from . import notebooks as nbs
     from . import pool
     from . import submissions as sm
-    from .grade import FILE, missing_record, replace_strings, stopped_record, stub_hashes, write_record
+    from .grade import FILE, missing_record, not_graded_record, replace_strings, stub_hashes
     root = Path(root)
     source = Path(__file__).resolve().parent.parent.parent
     config = json.loads((source / "config.json").read_text())
@@ -223,36 +282,61 @@ def gradescope_run(root: Path, workers: int | None = None) -> dict:
         cands = sm.read_folder(root / "submission", notes)
     except OSError as e:
         cands, notes = [], [f"the submission could not be read ({e})"]
-    matches, more = sm.match(cands, probs, stub_hashes(probs))
+    matches, more = sm.match(cands, probs, stub_hashes(probs, root=source))
     lines = [f"p{n:02d}: {m.rel} ({m.rule}{'; ' + '; '.join(m.notes) if m.notes else ''})"
              for n, m in sorted(matches.items())]
     lines += [f"ignored: {x}" for x in notes + more]
     records = {p.number: missing_record(p, p.filename) for p in probs if p.number not in matches}
     records.update({n: nbs.refused_record(by_number[n], m.notebook) for n, m in matches.items()
                     if nbs.is_refused(m)})   # a notebook that cannot be used: the reason, no job
-    with tempfile.TemporaryDirectory(prefix="mla-gradescope-") as tmp, \
-            tempfile.TemporaryDirectory(prefix="mla-gradescope-notebooks-") as rebuilt:
-        jobs = [pool.Job((n, m.sha256), n, str(root / "submission" / m.rel if m.notebook is None
-                                               else nbs.stage(m, by_number[n], Path(rebuilt))),
-                         int(config["seed"]),
-                         str(Path(tmp) / f"p{n:02d}.json"), [], pool.budget_for(by_number[n]),
-                         {str(root / "submission") + "/": ""})
-                for n, m in sorted(matches.items()) if not nbs.is_refused(m)]
+    isolation = gradescope_isolation(root)
+    user = sandbox.Isolation.parse(isolation) if isolation.startswith("user") else None
+    if user is not None:
+        _close_to_others(root, source)
+    with tempfile.TemporaryDirectory(prefix="mla-gradescope-") as tmp:
+        os.chmod(tmp, 0o711)   # the attempts' user may enter its own folder, list nothing
+        jobs = []
+        for n, m in sorted(matches.items()):
+            if nbs.is_refused(m):
+                continue
+            # a private copy of the one file (the attempt reads nothing else of the submission;
+            # for a notebook: the practice file rebuilt from it)
+            staged = Path(tmp) / m.sha256[:24] / by_number[n].filename
+            staged.parent.mkdir(exist_ok=True)
+            os.chmod(staged.parent, 0o755)
+            staged.write_bytes(m.data)
+            os.chmod(staged, 0o644)
+            jobs.append(pool.Job((n, m.sha256), n, str(staged), int(config["seed"]),
+                                 str(Path(tmp) / f"p{n:02d}.json"), [str(source), str(root)],
+                                 pool.budget_for(by_number[n]), {str(staged.parent) + "/": ""},
+                                 isolation, m.sha256))
+        failed: dict = {}
 
-        def stopped(job, why):
-            write_record(Path(job.out), stopped_record(by_number[job.problem], why))
+        def not_graded(job, why):
+            failed[job.problem] = not_graded_record(by_number[job.problem], why + " -- resubmit, or tell "
+                                                    "your teacher if it happens again")
 
-        pool.run_jobs(jobs, workers or os.cpu_count() or 1, lambda job: None, stopped)
+        n_workers = 1 if user is not None else (workers or os.cpu_count() or 1)
+        try:
+            pool.run_jobs(jobs, n_workers, lambda job: None, not_graded)
+        finally:
+            if user is not None:   # nothing of any attempt may be alive when results.json is written
+                sandbox.kill_user(user.uid, user.gid)
         for job in jobs:
-            rec = json.loads(Path(job.out).read_text())
+            rec = failed.get(job.problem)
             m = matches[job.problem]
-            if m.notebook is not None:   # the judge's line numbers -> the notebook's cells
-                rec = nbs.relabel(rec, m.notebook, by_number[job.problem].filename)
+            if rec is None:
+                rec = json.loads(Path(job.out).read_text())
+                if m.notebook is not None:   # the judge's line numbers -> the notebook's cells
+                    rec = nbs.relabel(rec, m.notebook, by_number[job.problem].filename)
             records[job.problem] = replace_strings(rec, {FILE: m.rel})
+        shutil.rmtree(tmp, ignore_errors=True)
     res = gradescope_results(records, config, lines, config.get("hide_seed", True))
     dest = root / "results" / "results.json"
     dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_text(json.dumps(res, indent=2) + "\n")
+    part = dest.with_name("results.json.part")
+    part.write_text(json.dumps(res, indent=2) + "\n")
+    part.replace(dest)
     return res
 
 

@@ -1,28 +1,23 @@
-"""Grade many attempts in parallel so that no attempt can stop, stall or corrupt the rest.
-
-The judge runs each attempt in a child process, but that child is started by the process
-that asked for the grade -- and graded code can signal its parent (``os.kill(os.getppid(),
-9)``, or the same through ctypes, which no audit hook sees). So the grading is split:
+"""Grade many attempts in parallel; a failure of the machinery is never an attempt's fault.
 
   conductor (this module, in the teacher's process)
-    -> N workers (``python -m grader.classroom.worker``, long-lived, one job at a time)
-       -> the judge's sandbox child for one attempt (``runner.grade``)
+    -> N workers (``python -I`` running grader.classroom.worker, one job at a time)
+       -> one sandbox per attempt (``runner.grade``: bubblewrap + a cgroup, grader/jail.py)
 
-If an attempt kills its worker, or a worker is still busy after the attempt's budget (the
-sum of the spec's per-case limits, plus start-up, plus a margin -- a backstop for a child
-that keeps the judge's watch loop alive), the conductor records a verdict for that attempt
-(the caller's ``on_stopped``), starts a new worker and goes on. Each worker writes its verdict to the cache file itself (atomically), so a verdict
-that was written is never lost, and a job is marked as started before it is sent: an
-attempt that has taken the whole run down twice (a re-run resumes from the cache) is not
-started a third time.
+In the sandbox an attempt sees no other process: it cannot signal, stop or kill its
+worker, the other workers or the conductor, and everything it starts dies with its
+sandbox. So when a worker dies, stops (SIGSTOP: the conductor looks at its state every
+second), stays busy past the attempt's budget (the sum of the spec's per-case limits
+plus start-up and a margin: the sandbox enforces each deadline, so this is a backstop
+for a stuck judge), or says the sandbox could not start, that is the machine's doing
+(the OOM killer, someone's ``kill``, an overloaded host) and not the attempt's: the
+worker is replaced and the attempt graded again, at most ``retries`` more times. An
+attempt that still could not be graded is handed to ``on_not_graded`` with an honest
+reason and never cached, so the next run grades it again. A run that is interrupted
+(Ctrl-C) records nothing for the attempts in flight; the next run grades them.
 
-A worker's sandbox children die with it (worker.py: the kernel's parent-death signal), so
-neither an attempt that kills its worker nor one whose worker the conductor kills lives on
-as an orphan. (Linux; elsewhere such a child runs until its own limits stop it.) Workers
-run in their own process group, so an attempt that signals its parent's group reaches
-only its worker. What this cannot stop is a signal to every process the user owns
-(``os.kill(-1, 9)``): only the judge refusing os.kill, or an operating-system sandbox
-(another user, a container), can.
+Workers die with the conductor (the kernel's parent-death signal), and their sandboxes
+with them, so nothing of a run outlives it.
 """
 from __future__ import annotations
 
@@ -40,6 +35,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 MARGIN_S = 60.0
+RETRIES = 2          # further tries for an attempt whose worker or sandbox failed
+WORKER_ENV_DROP = ("MLA_CLASS_SEED",)   # the workers need no seed from the environment
 
 
 @dataclass
@@ -52,6 +49,8 @@ class Job:
     protect: list         # extra folders graded code may not read
     budget_s: float       # wall-clock backstop for the whole attempt
     rename: dict = None   # {path prefix: label} applied to the record's texts (e.g. <grades>)
+    isolation: str = "jail"   # sandbox.Isolation text: jail, process, user:UID:GID
+    sha256: str = ""      # what the staged file must hash to (checked by the worker)
 
 
 def budget_for(problem) -> float:
@@ -63,8 +62,17 @@ def budget_for(problem) -> float:
     return startup + per_case + MARGIN_S
 
 
+def process_state(pid: int) -> str:
+    """The kernel's one-letter state of a process (R, S, D, T stopped, t traced, Z), or ""."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
 class Worker:
-    """One ``python -m grader.classroom.worker`` process and its line protocol."""
+    """One worker process and its line protocol."""
 
     def __init__(self, log_path: Path | None):
         self.log_path = log_path
@@ -73,8 +81,11 @@ class Worker:
 
     def start(self):
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
-        env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        self.proc = subprocess.Popen([sys.executable, "-m", "grader.classroom.worker"], cwd=str(ROOT),
+        env = {k: v for k, v in os.environ.items() if k not in WORKER_ENV_DROP}
+        # -I: no PYTHON* variables, no current folder or user site on sys.path
+        boot = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
+                "from grader.classroom.worker import main; sys.exit(main())")
+        self.proc = subprocess.Popen([sys.executable, "-I", "-c", boot], cwd=str(ROOT),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
                                      start_new_session=True)
         if log is not subprocess.DEVNULL:
@@ -85,40 +96,53 @@ class Worker:
         return self.proc is not None and self.proc.poll() is None
 
     def run(self, job: Job) -> tuple[str, str]:
-        """("ok", "") / ("error", traceback) / ("died", how) / ("budget", "")."""
+        """("ok", "") / ("error", traceback) / ("infra", why) / ("died", how) /
+        ("stopped", "") / ("budget", "")."""
         if not self.alive():
             self.start()
+        proc = self.proc   # stop() (from the conductor's thread, on Ctrl-C) may clear self.proc
         msg = json.dumps({"problem": job.problem, "path": job.path, "seed": job.seed, "out": job.out,
-                          "protect": job.protect, "rename": job.rename or {}}) + "\n"
+                          "protect": job.protect, "rename": job.rename or {},
+                          "isolation": job.isolation, "sha256": job.sha256}) + "\n"
         try:
-            self.proc.stdin.write(msg.encode())
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            return "died", self._how()
-        fd = self.proc.stdout.fileno()
+            proc.stdin.write(msg.encode())
+            proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            return "died", self._how(proc)
+        fd = proc.stdout.fileno()
         end = time.monotonic() + job.budget_s
         while b"\n" not in self.buf:
             left = end - time.monotonic()
             if left <= 0:
                 self.stop()
                 return "budget", ""
-            r, _, _ = select.select([fd], [], [], min(left, 1.0))
-            if not r:
+            if process_state(proc.pid) in ("T", "t"):
+                self.stop()
+                return "stopped", ""
+            try:
+                r, _, _ = select.select([fd], [], [], min(left, 1.0))
+                chunk = os.read(fd, 65536) if r else None
+            except (OSError, ValueError):   # closed under us: the run is being stopped
+                return "died", self._how(proc)
+            if chunk is None:
                 continue
-            chunk = os.read(fd, 65536)
             if not chunk:
-                return "died", self._how()
+                return "died", self._how(proc)
             self.buf += chunk
         line, self.buf = self.buf.split(b"\n", 1)
         try:
             reply = json.loads(line)
         except ValueError:
             return "error", f"unreadable reply from the worker: {line[:200]!r}"
-        return ("ok", "") if reply.get("ok") else ("error", str(reply.get("error", "")))
+        if reply.get("ok"):
+            return "ok", ""
+        if reply.get("infra"):
+            return "infra", str(reply["infra"])
+        return "error", str(reply.get("error", ""))
 
-    def _how(self) -> str:
+    def _how(self, proc) -> str:
         try:
-            rc = self.proc.wait(timeout=5)
+            rc = proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self.stop()
             return "stopped answering"
@@ -130,77 +154,81 @@ class Worker:
         return f"exited with code {rc}"
 
     def stop(self):
-        if self.proc is None:
+        proc, self.proc = self.proc, None
+        if proc is None:
             return
         try:
-            self.proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)   # the worker and anything in its group
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.kill()
         except ProcessLookupError:
             pass
         try:
-            self.proc.wait(timeout=10)
+            proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
-        for s in (self.proc.stdin, self.proc.stdout):
+        from grader import limits
+        limits.sweep(proc.pid)   # the cgroup of the attempt it was grading, if any
+        for s in (proc.stdin, proc.stdout):
             try:
                 s.close()
             except OSError:
                 pass
-        self.proc = None
 
 
-def run_jobs(jobs: list, workers: int, on_done, on_stopped, log_dir: Path | None = None,
-             max_starts: int = 2):
+_WHY = {"died": "the worker grading it was {detail}",
+        "stopped": "the worker grading it was stopped (SIGSTOP) by something outside the attempt",
+        "budget": "the worker was still busy {budget:.0f} s after it started (more than every case's "
+                  "limit added up: the machine is overloaded or the judge is stuck)",
+        "infra": "{detail}"}
+
+
+def run_jobs(jobs: list, workers: int, on_done, on_not_graded, log_dir: Path | None = None,
+             retries: int = RETRIES):
     """Run ``jobs`` on ``workers`` worker processes. ``on_done(job)`` after a worker wrote
-    the job's record; ``on_stopped(job, why)`` when the attempt stopped or outlived its
-    worker (the caller writes a verdict). Jobs go in the order given. Returns
-    {"errors": [(job, traceback)]} for judge failures."""
+    the job's record; ``on_not_graded(job, why)`` when the attempt could not be graded
+    (its worker or sandbox failed ``retries + 1`` times, or the judge raised): the
+    caller reports it and must not cache it. Jobs go in the order given. Returns
+    {"errors": [(job, traceback)], "retried": n}."""
     todo: queue.Queue = queue.Queue()
     for j in jobs:
         todo.put(j)
     slots = [Worker(Path(log_dir) / f"worker-{i}.log" if log_dir else None) for i in range(max(1, workers))]
     lock = threading.Lock()
     errors: list = []
+    retried = [0]
     stopping = threading.Event()   # set when the run is interrupted: record nothing more
 
     def loop(w: Worker):
-        while True:
+        while not stopping.is_set():
             try:
                 job = todo.get_nowait()
             except queue.Empty:
                 return
-            started = Path(job.out + ".started")
-            starts = started.read_text().count("\n") if started.is_file() else 0
-            if starts >= max_starts:
+            failures = []
+            for _ in range(retries + 1):
+                status, detail = w.run(job)
+                if stopping.is_set():
+                    return   # interrupted: nothing recorded, the next run grades it
+                if status in ("ok", "error"):
+                    break
+                w.stop()     # a fresh worker for the next try
+                failures.append(_WHY[status].format(detail=detail.strip()[:300], budget=job.budget_s))
                 with lock:
-                    on_stopped(job, f"the grading run stopped {starts} times while this attempt was "
-                                    "being graded; it was not started again (delete "
-                                    f"{started.name} in the cache to retry)")
-                continue
-            with open(started, "a") as f:
-                f.write("started\n")
-            status, detail = w.run(job)
-            if stopping.is_set():
-                return
-            if status in ("died", "budget"):
-                w.stop()    # its sandbox child dies with it (child.die_with_parent)
+                    retried[0] += 1
             with lock:
                 if status == "ok":
-                    started.unlink(missing_ok=True)
                     on_done(job)
-                elif status == "budget":
-                    started.unlink(missing_ok=True)
-                    on_stopped(job, f"grading this attempt took longer than {job.budget_s:.0f} s in all "
-                                    "(every case's limit added up), so it was stopped")
-                elif status == "died":
-                    started.unlink(missing_ok=True)
-                    on_stopped(job, f"the process grading this attempt was {detail} while the attempt "
-                                    "ran: graded code must not signal or kill other processes")
-                else:
-                    started.unlink(missing_ok=True)
+                elif status == "error":
                     errors.append((job, detail))
-                    on_stopped(job, "the judge failed on this attempt (a bug in the course, "
-                                    "not the attempt): " + detail.strip().splitlines()[-1][:300]
-                               if detail.strip() else "the judge failed on this attempt")
+                    last = detail.strip().splitlines()[-1][:300] if detail.strip() else "no traceback"
+                    on_not_graded(job, f"the judge failed on this attempt (a bug in the course, not "
+                                       f"the attempt; see the worker log): {last}")
+                else:
+                    on_not_graded(job, f"tried {len(failures)} times, and each time the grading "
+                                       f"machinery failed, not the attempt: " + "; ".join(dict.fromkeys(failures)))
 
     threads = [threading.Thread(target=loop, args=(w,), daemon=True) for w in slots]
     try:
@@ -218,7 +246,7 @@ def run_jobs(jobs: list, workers: int, on_done, on_stopped, log_dir: Path | None
                 break
         for w in slots:
             w.stop()
-    return {"errors": errors}
+    return {"errors": errors, "retried": retried[0]}
 
 
-__all__ = ["Job", "run_jobs", "budget_for"]
+__all__ = ["Job", "run_jobs", "budget_for", "process_state", "RETRIES"]

@@ -6,8 +6,14 @@
       bob.zip                or a zip per student
       carol/P04_Choose_Path.py, carol/choose_path.py, carol/hw/p4.py ...
 
-The student id is the folder name or the zip's name without ``.zip``. Inside, every
-``.py`` file is a candidate, matched to a problem by its name (``RULES``, best first):
+The student id is the folder name or the zip's name without ``.zip``, made safe
+(``student_id``): letters, digits and ``_.@+-`` only (no control, newline or bidi
+character), at most ``MAX_ID`` characters (a longer name keeps its start and a hash of
+the whole). Two entries that come out the same both get a hash of their own name added,
+both are graded, and the folder notes say so: nobody is dropped. Every path shown in a
+report goes through ``printable`` first (escapes instead of control characters).
+Inside, every ``.py`` file is a candidate, matched to a problem by its name (``RULES``,
+best first):
 
   exact     p04_choose_path.py
   name      the same up to case and a copy suffix: P04_Choose_Path.py, p04_choose_path (1).py
@@ -35,6 +41,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import unicodedata
 import zipfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -51,6 +58,7 @@ SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "env", "__pycache__", "__MA
 COURSE_DIRS = {"grader", "mlacourse", "kernels"}
 SUBMITTED_AT_FILES = ("submitted_at.txt", ".submitted_at")
 RULES = ("exact", "name", "slug", "number", "contains")
+MAX_ID = 64                     # characters in a student id (results/<id>.json must be a valid name)
 COPY_SUFFIX = re.compile(r"(\s*\(\d+\)|[ _-]+copy(?:[ _-]*\d+)?|[ _-]+v\d+|[ _-]+final|-\d+)$", re.I)
 
 
@@ -110,7 +118,7 @@ def read_folder(folder: Path, notes: list) -> list[Candidate]:
                 notes.append(f"more than {MAX_FILES} files: the rest were not looked at")
                 return out
             path = Path(dirpath) / name
-            rel = path.relative_to(folder).as_posix()
+            rel = printable(path.relative_to(folder).as_posix())
             if path.is_symlink():
                 if name.endswith(".py"):
                     notes.append(f"{rel}: a symbolic link, not graded")
@@ -136,7 +144,7 @@ def read_zip(path: Path, notes: list) -> list[Candidate]:
         for info in sorted(infos[:MAX_FILES], key=lambda i: i.filename):
             if info.is_dir():
                 continue
-            rel = PurePosixPath(info.filename.replace("\\", "/")).as_posix().lstrip("/")
+            rel = printable(PurePosixPath(info.filename.replace("\\", "/")).as_posix().lstrip("/"))
             mtime = datetime(*info.date_time).replace(tzinfo=timezone.utc).timestamp()
             if info.flag_bits & 0x1:
                 if rel.endswith(".py"):
@@ -152,12 +160,27 @@ def read_zip(path: Path, notes: list) -> list[Candidate]:
     return out
 
 
+def printable(text: str) -> str:
+    """``text`` with every control, format (bidi, zero-width) or separator character other
+    than a plain space written as an escape (\\n, \\u202e): a name cannot forge a line
+    or reorder what a report shows."""
+    out = []
+    for ch in str(text):
+        cat = unicodedata.category(ch)
+        if ch != " " and (cat[0] in "CZ" or ch == "\\"):
+            out.append("\\\\" if ch == "\\" else ch.encode("unicode_escape").decode("ascii"))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 def _read_cap(name: str) -> int:
     """Bytes read at most from one zip entry (its stated size may lie)."""
     return (notebooks.MAX_NOTEBOOK_BYTES if name.lower().endswith(".ipynb") else MAX_FILE_BYTES) + 1
 
 
 def _candidate(rel, size, read, mtime, notes) -> list[Candidate]:
+    rel = printable(rel)
     parts = tuple(rel.split("/"))
     name = parts[-1]
     if ".." in parts:
@@ -275,9 +298,25 @@ def content_notes(data: bytes, stub_sha: str | None) -> list[str]:
 
 # --------------------------------------------------------------------------- students
 
-def _safe_id(name: str) -> str:
-    s = re.sub(r"[^\w.@+-]+", "_", name.strip()).strip("._")
-    return s or "student"
+def student_id(name: str) -> str:
+    """A safe id for a folder or zip name: NFC, runs of anything but letters, digits and
+    ``_.@+-`` become "_", no leading dot, at most MAX_ID characters (a longer name keeps
+    its start and the first 10 hex digits of its SHA-256)."""
+    s = unicodedata.normalize("NFC", name.strip())
+    s = "".join(ch if (ch.isalnum() and unicodedata.category(ch)[0] in "LN") or ch in "_.@+-" else " "
+                for ch in s)
+    s = re.sub(r"\s+", "_", s.strip()).lstrip(".")
+    s = s or "student"
+    if len(s) > MAX_ID:
+        s = s[:MAX_ID - 11] + "-" + _digest(name)
+    return s
+
+
+def _digest(name: str) -> str:
+    return hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:10]
+
+
+_safe_id = student_id  # the older name
 
 
 def submitted_time(cands: list[Candidate], matches: dict) -> tuple[datetime | None, str]:
@@ -302,37 +341,46 @@ def discover(root: Path, problems, stubs: dict, roster: list | None = None) -> t
     """([Submission], notes about the folder itself), students sorted by id."""
     root = Path(root)
     notes, subs = [], {}
+    entries = []   # (entry, id, kind)
     for entry in sorted(root.iterdir(), key=lambda p: p.name):
         if entry.name.startswith(".") or entry.name in SKIP_DIRS:
             continue
         if entry.is_dir() and not entry.is_symlink():
-            sid, kind = _safe_id(entry.name), "folder"
+            entries.append((entry, student_id(entry.name), "folder"))
         elif entry.is_file() and entry.suffix.lower() == ".zip":
-            sid, kind = _safe_id(entry.stem), "zip"
+            entries.append((entry, student_id(entry.stem), "zip"))
         else:
-            notes.append(f"{entry.name}: not a folder or a .zip; ignored")
-            continue
-        if sid in subs:
-            notes.append(f"{entry.name}: student {sid} already has {subs[sid].source}; ignored")
-            continue
-        sub = Submission(sid, entry.name + "/")  # a zip's files show as bob.zip/practice/...
+            notes.append(f"{printable(entry.name)}: not a folder or a .zip; ignored")
+    taken: dict = {}
+    for _, sid, _ in entries:
+        taken[sid] = taken.get(sid, 0) + 1
+    for entry, sid, kind in entries:
+        if taken[sid] > 1:   # two names, one id: both graded, under ids of their own
+            base = student_id(entry.name if kind == "folder" else entry.stem)
+            new = base[:MAX_ID - 11] + "-" + _digest(entry.name)
+            notes.append(f"{printable(entry.name)}: its id {sid} is also another entry's; graded as {new}")
+            sid = new
+        if sid in subs:   # only if two names share a digest prefix: never silently merged
+            raise ValueError(f"two submissions map to the student id {sid}; rename one of them")
+        sub = Submission(sid, printable(entry.name) + "/")  # a zip's files show as bob.zip/practice/...
         try:
             cands = read_folder(entry, sub.notes) if kind == "folder" else read_zip(entry, sub.notes)
         except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError, ValueError) as e:
-            sub.unreadable = f"{entry.name} could not be read ({type(e).__name__}: {e})"
+            sub.unreadable = printable(f"{entry.name} could not be read ({type(e).__name__}: {e})")
             cands = []
         sub.matches, more = match(cands, problems, stubs)
         sub.notes += more
         sub.submitted_at, sub.submitted_at_source = submitted_time(cands, sub.matches)
         subs[sid] = sub
     for sid in roster or []:
-        sid = _safe_id(sid)
+        sid = student_id(sid)
         if sid not in subs:
             subs[sid] = Submission(sid, "", notes=["on the roster, no submission found"])
-    extra = sorted(set(subs) - {_safe_id(s) for s in roster}) if roster else []
+    extra = sorted(set(subs) - {student_id(s) for s in roster}) if roster else []
     for sid in extra:
         subs[sid].notes.append("not on the roster")
     return [subs[k] for k in sorted(subs)], notes
 
 
-__all__ = ["Submission", "Match", "Candidate", "discover", "match", "rule_for", "content_notes", "RULES"]
+__all__ = ["Submission", "Match", "Candidate", "discover", "match", "rule_for", "content_notes",
+           "student_id", "printable", "RULES", "MAX_ID"]

@@ -117,11 +117,11 @@ def uses_reference(p, student: str = "") -> Attempt:
 
 def kills_grader(p, student: str = "") -> Attempt:
     """Tampering: signals the process that grades it -- through libc, past the judge's
-    refusal of os.kill (a guard against Python, not an operating-system sandbox), so the
-    class pool's own protection is what stops it."""
+    refusal of os.kill. In the sandbox its parent is the sandbox's own init, which
+    ignores the signal: the grader is out of reach, and the function returns None."""
     return Attempt(_defs(p, f"# {student}\nimport ctypes, os, signal\n"
                             "ctypes.CDLL(None).kill(os.getppid(), signal.SIGKILL)"),
-                   "failed", "stopped_grader")
+                   "failed", "wrong_type")
 
 
 def signals_grader(p, student: str = "") -> Attempt:
@@ -132,7 +132,7 @@ def signals_grader(p, student: str = "") -> Attempt:
 
 def reads_classmates(p, student: str = "") -> Attempt:
     """Tampering: looks for another student's file for the same problem next to its own
-    staged copy and runs it. The read is refused (the staged folder is protected)."""
+    staged copy and runs it. The sandbox shows it its own file only: none is found."""
     body = (f"# {student}\nimport glob, os\n"
             "here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))\n"
             "for other in sorted(glob.glob(os.path.join(here, '*', os.path.basename(__file__)))):\n"
@@ -144,7 +144,7 @@ def reads_classmates(p, student: str = "") -> Attempt:
     lines = []
     for fn in p.functions:
         lines += [f"def {fn}(*args, FN={fn!r}, **kwargs):", *("    " + ln for ln in body.splitlines()), ""]
-    return Attempt("\n".join(lines).encode(), "failed", "uses_reference")
+    return Attempt("\n".join(lines).encode(), "failed", "exception")
 
 
 def writes_gradebook(p, student: str = "") -> Attempt:

@@ -1,15 +1,18 @@
-"""A grading worker: ``python -m grader.classroom.worker`` (started by pool.py, never by hand).
+"""A grading worker, started by pool.py (never by hand).
 
-Reads one job per line on stdin -- {"problem", "path", "seed", "out", "protect"} -- grades
-it with the judge (``runner.grade``: the attempt runs in the judge's own sandbox child,
-which dies with this worker and may not signal other processes; ``protect`` keeps the
-class's other submissions and the grades folder out of its reach), writes the verdict
-record to ``out`` atomically, and answers one line on stdout: {"ok": true} or
-{"ok": false, "error": "..."}. Anything else this process prints goes to stderr, so the
-protocol stays clean.
+Reads one job per line on stdin -- {"problem", "path", "seed", "out", "protect",
+"rename", "isolation", "sha256"} -- checks that the staged file still hashes to
+``sha256``, grades it with the judge (``runner.grade``: the attempt runs in its own
+sandbox, see grader/jail.py), writes the verdict record to ``out`` atomically with the
+hash of what was graded in it (``graded_sha256``: the cache is checked against it on
+read), and answers one line on stdout: {"ok": true}, {"ok": false, "infra": "..."} when
+the sandbox could not run the attempt (nothing is written: not the attempt's fault), or
+{"ok": false, "error": "..."} for a judge bug. Anything else this process prints goes to
+stderr, so the protocol stays clean. The worker dies with the process that started it.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -20,9 +23,10 @@ from pathlib import Path
 def main() -> int:
     proto = sys.stdout
     sys.stdout = sys.stderr
-    from grader import runner
+    from grader import child, runner
 
     from .grade import record_of, replace_strings
+    child.die_with_parent()
     problems = {p.number: p for p in runner.discover()}
     for line in sys.stdin:
         if not line.strip():
@@ -30,15 +34,23 @@ def main() -> int:
         try:
             job = json.loads(line)
             path = Path(job["path"])
+            graded = hashlib.sha256(path.read_bytes()).hexdigest()
+            if job.get("sha256") and graded != job["sha256"]:
+                raise RuntimeError(f"the staged file {path} changed: it hashes to {graded[:12]}, "
+                                   f"expected {job['sha256'][:12]}")
             r = runner.grade(problems[int(job["problem"])], path, int(job["seed"]),
-                             protect=job.get("protect", []))
-            rec = replace_strings(record_of(r, path), job.get("rename", {}))
-            text = json.dumps(rec, sort_keys=True, indent=1)
-            out = Path(job["out"])
-            tmp = out.with_name(out.name + f".{os.getpid()}.part")
-            tmp.write_text(text)
-            tmp.replace(out)
-            reply = {"ok": True}
+                             protect=job.get("protect", []), isolation=job.get("isolation"))
+            if r.reason == "infrastructure":
+                reply = {"ok": False, "infra": r.message}
+            else:
+                rec = replace_strings(record_of(r, path), job.get("rename", {}))
+                rec["graded_sha256"] = graded
+                text = json.dumps(rec, sort_keys=True, indent=1)
+                out = Path(job["out"])
+                tmp = out.with_name(out.name + f".{os.getpid()}.part")
+                tmp.write_text(text)
+                tmp.replace(out)
+                reply = {"ok": True}
         except Exception:  # noqa: BLE001 -- a judge bug: report it, keep serving
             reply = {"ok": False, "error": traceback.format_exc()}
         proto.write(json.dumps(reply) + "\n")
