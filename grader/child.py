@@ -377,7 +377,8 @@ class Watch:
         the last launch that had it, and every element of it written by a launch (changed
         by one, or -- where a launch left the value it found, e.g. a 0 over a zero-filled
         tensor -- written again when that launch is re-run with those elements poisoned).
-        Otherwise from_kernel False and a kernel_note saying what is wrong."""
+        Otherwise from_kernel False and flat kernel_* fields saying what is wrong (why,
+        leaf, of, size, count, rerun_error: plain scalars, as the protocol carries them)."""
         import numpy as np
         leaves = list(result) if isinstance(result, (tuple, list)) else [result]
         tensors = []
@@ -396,7 +397,7 @@ class Watch:
                 arr = _contents(leaf) if hasattr(leaf, "detach") else np.asarray(leaf)
                 flat = arr.ravel().astype(np.float64)
             except Exception:  # noqa: BLE001
-                return {"from_kernel": False, "kernel_note": {"leaf": i, "why": "unreadable"}}
+                return {"from_kernel": False, "kernel_leaf": i, "kernel_why": "unreadable"}
             notes = []
             for t, f in zip(tensors, final):
                 if f is None or f.size != flat.size or not _equal(f.astype(np.float64), flat).all():
@@ -407,8 +408,8 @@ class Watch:
                 notes.append(note)
             else:
                 note = min(notes, key=lambda n: n.get("count", 0)) if notes else {"why": "not_a_launch_tensor"}
-                return {"from_kernel": False,
-                        "kernel_note": dict(note, leaf=i, of=len(leaves), size=int(flat.size))}
+                note = dict(note, leaf=i, of=len(leaves), size=int(flat.size))
+                return {"from_kernel": False, **{f"kernel_{k}": v for k, v in note.items()}}
         return {"from_kernel": True}
 
     def _written(self, t, final):
@@ -825,7 +826,9 @@ def first_change(snap, now, where: str) -> str | None:
 
 
 def changed_inputs(kept: dict, args: dict) -> list:
-    """[{"arg": name, "where": words}] for every argument that differs from its snapshot."""
+    """[words] for every argument that differs from its snapshot; each text starts with the
+    argument's name ("waiting has 2 items, ...", "x[1, 2] was ...": plain strings, as the
+    protocol carries them), which is how the judge tells which argument changed."""
     out = []
     for k, snap in kept.items():
         try:
@@ -833,7 +836,7 @@ def changed_inputs(kept: dict, args: dict) -> list:
         except Exception as e:  # noqa: BLE001 -- whatever it became, it is not what was sent
             c = f"{k} changed ({type(e).__name__} while comparing it)"
         if c:
-            out.append({"arg": k, "where": c})
+            out.append(c)
     return out
 
 

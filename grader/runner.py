@@ -15,6 +15,7 @@ import importlib
 import importlib.util
 import json
 import os
+import re
 import secrets
 import sys
 import time
@@ -208,15 +209,18 @@ def _messages(problem: Problem, case: Case, rec: dict) -> tuple[str, str]:
 
 
 def mutations(problem: Problem, mutated) -> list[str]:
-    """The changes to the arguments the contract forbids, in words (a record from an older
-    child names only the arguments)."""
+    """The changes to the arguments the contract forbids, in words. Each text the child
+    sends starts with the argument's name ("waiting has 2 items, ...", "x[1, 2] was ...");
+    an older child sent the bare name."""
     if not mutated:
         return []
     out = []
     for m in mutated if isinstance(mutated, list) else [mutated]:
-        arg, where = (m.get("arg"), m.get("where")) if isinstance(m, dict) else (m, f"{m} changed")
-        if not (isinstance(arg, str) and arg in problem.may_change_inputs):
-            out.append(str(where)[:300])  # the child's words: shown, never trusted further
+        text = str(m)[:300]  # the child's words: shown, never trusted further
+        name = re.match(r"[A-Za-z_]\w*", text)
+        if name and name.group(0) in problem.may_change_inputs:
+            continue
+        out.append(text if " " in text else f"{text} changed")
     return out
 
 
@@ -224,11 +228,11 @@ def kernel_text(problem: Problem, fn: str, rec: dict) -> str:
     """Why an answer does not count as the kernel's (problem 12: needs_kernel_launch)."""
     point = (f"the point of problem {problem.number} is the kernel itself (kernel[grid](...) storing "
              "every value of out and lse), not the same math in torch or numpy.")
-    note = rec.get("kernel_note")
-    note = note if isinstance(note, dict) else {}
+    note = {k[len("kernel_"):]: v for k, v in rec.items() if isinstance(k, str) and k.startswith("kernel_")}
     ordinal = ("first", "second", "third", "fourth")
-    which = (f"the {ordinal[note['leaf']]} array of its answer"
-             if note.get("leaf") in range(4) and note.get("of", 2) > 1 else "its answer")
+    leaf, of = note.get("leaf"), note.get("of")
+    which = (f"the {ordinal[leaf]} array of its answer"
+             if type(leaf) is int and 0 <= leaf < 4 and not (type(of) is int and of == 1) else "its answer")
     if not rec.get("launches"):
         return f"{fn} returned an answer without launching a Triton kernel; {point}"
     why = note.get("why")
@@ -237,8 +241,9 @@ def kernel_text(problem: Problem, fn: str, rec: dict) -> str:
         return (f"{fn} returned {which} ({note.get('size', '?')} numbers), but your kernel did not "
                 f"write {note.get('count', 'some')} of them: they held the same values before the "
                 "launch, and when the judge re-ran the launch with those elements poisoned (NaN) "
-                f"the kernel left the poison there{rerun}. The judge fills new tensors (torch.empty) with NaN, so a value "
-                f"computed outside the kernel and left in the output does not count; {point}")
+                f"the kernel left the poison there{rerun}. The judge fills new tensors (torch.empty) "
+                f"with NaN, so a value computed outside the kernel and left in the output does not "
+                f"count; {point}")
     if why == "changed_after":
         return (f"{fn} returned {which} from a tensor that was changed after your kernel wrote it "
                 f"(by torch or numpy code in the launcher); {point}")
