@@ -287,6 +287,69 @@ def _is_memory_error(e: BaseException) -> bool:
 
 # ----------------------------------------------------------------------- the guards
 
+class Launch:
+    """One `kernel[grid](...)` call of graded code: the tensors handed to it, with their
+    contents just before and just after it ran (to tell what the kernel wrote)."""
+
+    def __init__(self, run, args, kwargs):
+        self.run, self.args, self.kwargs = run, args, kwargs
+        self.tensors = [a for a in (*args, *kwargs.values()) if _is_tensor(a)]
+        self.before = [t.detach().clone() for t in self.tensors]
+        self.after = None
+
+    def finished(self):
+        self.after = [t.detach().clone() for t in self.tensors]
+
+    def rerun_poisoned(self, k, unsure):
+        """Run the launch again on copies of its tensors as they were before it, with
+        tensor k's `unsure` positions set to a value the launch did not leave there (NaN,
+        or 1.0 where it left NaN); return tensor k's contents afterwards."""
+        import torch
+        copies = {}
+
+        def fresh(a):
+            i = next((j for j, t in enumerate(self.tensors) if t is a), None)
+            if i is None:
+                return a
+            if i not in copies:
+                copies[i] = self.before[i].clone()
+            return copies[i]
+        args = [fresh(a) for a in self.args]
+        kwargs = {key: fresh(a) for key, a in self.kwargs.items()}
+        target = copies.get(k)
+        if target is None:
+            return None
+        shape = tuple(target.shape)
+        left_nan = torch.isnan(self.after[k])
+        with torch.no_grad():  # in place: the strides the kernel uses stay
+            target.masked_fill_(torch.as_tensor(unsure.reshape(shape), device=target.device) & ~left_nan,
+                                float("nan"))
+            target.masked_fill_(torch.as_tensor(unsure.reshape(shape), device=target.device) & left_nan, 1.0)
+        self.run(*args, **kwargs)
+        return _contents(target)
+
+
+def _is_tensor(a) -> bool:
+    return type(a).__module__.startswith("torch") and hasattr(a, "numel") and hasattr(a, "detach")
+
+
+def _contents(t):
+    """A tensor's values as a numpy array (bf16 / fp16 / fp8 widened to float32)."""
+    x = t.detach()
+    if x.dtype.is_floating_point and x.element_size() < 4:
+        x = x.float()
+    return x.cpu().numpy().copy()
+
+
+def _equal(a, b):
+    """Elementwise equality, NaN equal to NaN (numpy arrays of one shape)."""
+    import numpy as np
+    eq = a == b
+    if a.dtype.kind == "f":
+        eq = eq | (np.isnan(a) & np.isnan(b))
+    return eq
+
+
 class Watch:
     """What the guards saw while graded code ran: reference use, kernel launches.
     One per process; ``take`` hands out and clears what was seen during one case."""
@@ -295,7 +358,7 @@ class Watch:
         self.reference_uses: list[str] = []
         self.exit_calls: list = []
         self.launches = 0
-        self.launch_tensors: list = []  # tensors handed to kernel launches during this case
+        self.launch_log: list = []  # Launch records of this case, in order
 
     def saw_reference(self, what: str):
         if what not in self.reference_uses:
@@ -305,29 +368,79 @@ class Watch:
         seen = (list(self.reference_uses), self.launches)
         self.reference_uses.clear()
         self.launches = 0
-        self.launch_tensors = []
+        self.launch_log = []
         return seen
 
-    def result_came_from_launches(self, result) -> bool:
-        """Is every array in `result` what some kernel launch of this case wrote (equal
-        to the final contents of a tensor that was passed to a launch)?"""
+    def kernel_wrote(self, result) -> dict:
+        """{"from_kernel": True} when every array in `result` is what this case's launches
+        wrote: equal to the final contents of a tensor passed to a launch, unchanged since
+        the last launch that had it, and every element of it written by a launch (changed
+        by one, or -- where a launch left the value it found, e.g. a 0 over a zero-filled
+        tensor -- written again when that launch is re-run with those elements poisoned).
+        Otherwise from_kernel False and flat kernel_* fields saying what is wrong (why,
+        leaf, of, size, count, rerun_error: plain scalars, as the protocol carries them)."""
         import numpy as np
-        leaves = result if isinstance(result, (tuple, list)) else [result]
-        contents = []
-        for t in self.launch_tensors:
+        leaves = list(result) if isinstance(result, (tuple, list)) else [result]
+        tensors = []
+        for launch in self.launch_log:
+            for t in launch.tensors:
+                if not any(t is u for u in tensors):
+                    tensors.append(t)
+        final = []
+        for t in tensors:
             try:
-                contents.append(t.detach().float().cpu().numpy().ravel())
+                final.append(_contents(t).ravel())
             except Exception:  # noqa: BLE001 -- a tensor we cannot read is no witness
-                continue
-        for leaf in leaves:
+                final.append(None)
+        for i, leaf in enumerate(leaves):
             try:
-                arr = leaf.detach().float().cpu().numpy() if hasattr(leaf, "detach") else np.asarray(leaf, np.float32)
+                arr = _contents(leaf) if hasattr(leaf, "detach") else np.asarray(leaf)
+                flat = arr.ravel().astype(np.float64)
             except Exception:  # noqa: BLE001
-                return False
-            flat = arr.ravel().astype(np.float32)
-            if not any(c.size == flat.size and np.array_equal(c, flat, equal_nan=True) for c in contents):
-                return False
-        return True
+                return {"from_kernel": False, "kernel_leaf": i, "kernel_why": "unreadable"}
+            notes = []
+            for t, f in zip(tensors, final):
+                if f is None or f.size != flat.size or not _equal(f.astype(np.float64), flat).all():
+                    continue
+                note = self._written(t, f)
+                if note is None:
+                    break
+                notes.append(note)
+            else:
+                note = min(notes, key=lambda n: n.get("count", 0)) if notes else {"why": "not_a_launch_tensor"}
+                note = dict(note, leaf=i, of=len(leaves), size=int(flat.size))
+                return {"from_kernel": False, **{f"kernel_{k}": v for k, v in note.items()}}
+        return {"from_kernel": True}
+
+    def _written(self, t, final):
+        """None when every element of tensor t was written by a launch, else a note."""
+        import numpy as np
+        mine = [(launch, next(j for j, u in enumerate(launch.tensors) if u is t))
+                for launch in self.launch_log if any(u is t for u in launch.tensors)]
+        last, k = mine[-1]
+        after = _contents(last.after[k]).ravel()
+        if not _equal(after, final).all():
+            return {"why": "changed_after"}
+        unsure = np.ones(final.size, bool)
+        for launch, j in mine:
+            unsure &= _equal(_contents(launch.before[j]).ravel(), _contents(launch.after[j]).ravel())
+        if not unsure.any():
+            return None
+        if not last.after[k].dtype.is_floating_point:
+            return None  # no NaN to poison an integer tensor with: trust the comparison above
+        for launch, j in reversed(mine):
+            try:
+                got = launch.rerun_poisoned(j, unsure)
+            except Exception as e:  # noqa: BLE001
+                return {"why": "unwritten", "count": int(unsure.sum()),
+                        "rerun_error": f"{type(e).__name__}: {e}"[:200]}
+            if got is None:
+                continue
+            written = _equal(got.ravel(), _contents(launch.after[j]).ravel())  # not the poison
+            unsure &= ~written
+            if not unsure.any():
+                return None
+        return {"why": "unwritten", "count": int(unsure.sum())}
 
     def take_exits(self) -> list:
         calls, self.exit_calls = self.exit_calls, []
@@ -470,8 +583,10 @@ def trip_os_exit():
 
 
 def count_kernel_launches():
-    """If triton is loaded, count `kernel[grid](...)` launches (a problem whose point is
-    writing a Triton kernel checks that one ran)."""
+    """If triton is loaded, record `kernel[grid](...)` launches (a problem whose point is
+    writing a Triton kernel checks that one ran, and that it wrote the answer), and fill
+    new torch tensors with NaN (see poison_new_tensors)."""
+    poison_new_tensors()
     jit = sys.modules.get("triton.runtime.jit")
     base = getattr(jit, "KernelInterface", None)
     if base is None or getattr(base, "_judge_counted", False):
@@ -483,12 +598,44 @@ def count_kernel_launches():
 
         def counted(*args, **kwargs):
             WATCH.launches += 1
-            WATCH.launch_tensors.extend(a for a in (*args, *kwargs.values())
-                                        if type(a).__module__.startswith("torch") and hasattr(a, "numel"))
-            return launch(*args, **kwargs)
+            record = Launch(launch, args, kwargs)
+            WATCH.launch_log.append(record)
+            try:
+                return launch(*args, **kwargs)
+            finally:
+                record.finished()
         return counted
     base.__getitem__ = __getitem__
     base._judge_counted = True
+
+
+def poison_new_tensors():
+    """If torch is loaded: torch.empty, empty_like, empty_strided and Tensor.new_empty fill
+    floating tensors with NaN (their contents are undefined anyway), so that an output a
+    kernel must write starts poisoned and a value it never wrote cannot pass for its work."""
+    torch = sys.modules.get("torch")
+    if torch is None or getattr(torch, "_judge_poisoned", False) or not hasattr(torch, "empty"):
+        return
+
+    def poisoned(make):
+        def fn(*args, **kwargs):
+            t = make(*args, **kwargs)
+            try:
+                if t.is_floating_point():
+                    with torch.no_grad():
+                        t.fill_(float("nan"))
+            except Exception:  # noqa: BLE001 -- a tensor that cannot be filled stays as made
+                pass
+            return t
+        fn.__name__ = getattr(make, "__name__", "empty")
+        fn.__doc__ = getattr(make, "__doc__", None)
+        return fn
+    for name in ("empty", "empty_like", "empty_strided"):
+        if hasattr(torch, name):
+            setattr(torch, name, poisoned(getattr(torch, name)))
+    if hasattr(torch, "Tensor") and hasattr(torch.Tensor, "new_empty"):
+        torch.Tensor.new_empty = poisoned(torch.Tensor.new_empty)
+    torch._judge_poisoned = True
 
 
 class ReferenceProfiler:
@@ -546,13 +693,156 @@ def _reference_record(uses):
     return {"status": RunStatus.USES_REFERENCE, "uses": uses}
 
 
+# ----------------------------------------------------------------------- inputs must not change
+
+def snapshot(x, depth=0):
+    """An immutable, deep record of an argument as the judge sent it (numbers, strings,
+    None, numpy arrays, and lists / tuples / dicts of them), to compare after the call.
+    Immutable (bytes, tuples) so that nothing the attempt reaches can edit it."""
+    import numpy as np
+    if depth > 50:
+        return ("deep",)
+    t = type(x)
+    if t is np.ndarray:
+        a = np.ascontiguousarray(x)
+        return ("nd", a.dtype.str, tuple(a.shape), a.tobytes())
+    if t is list or t is tuple:
+        return (t.__name__, tuple(snapshot(v, depth + 1) for v in x))
+    if t is dict:
+        return ("dict", tuple((k, snapshot(v, depth + 1)) for k, v in x.items()))
+    if x is None or t in (bool, int, float, str, bytes, complex) or isinstance(x, np.generic):
+        return ("val", t, x)
+    return ("obj", t, id(x))  # anything else: the same object must still be there
+
+
+def _plain(v, depth=0) -> bool:
+    """Only builtin data all the way down (so that repr runs none of the attempt's code)."""
+    t = type(v)
+    if t in (str, int, float, bool, type(None)):
+        return True
+    if t in (list, tuple) and depth < 4 and len(v) <= 50:
+        return all(_plain(x, depth + 1) for x in v)
+    return False
+
+
+def _shown(snap_or_value, snapped=True) -> str:
+    """A short, safe rendering (never calls the attempt's code: builtins only)."""
+    v = restore(snap_or_value) if snapped else snap_or_value
+    if _plain(v):
+        text = repr(v)
+        return text if len(text) <= 60 else text[:57] + "..."
+    t = type(v)
+    return "an array" if t.__module__ == "numpy" and t.__name__ == "ndarray" else "another kind of object"
+
+
+def restore(snap):
+    """The value a snapshot records (a fresh copy)."""
+    import numpy as np
+    kind = snap[0]
+    if kind == "nd":
+        return np.frombuffer(snap[3], dtype=np.dtype(snap[1])).reshape(snap[2]).copy()
+    if kind in ("list", "tuple"):
+        items = [restore(v) for v in snap[1]]
+        return items if kind == "list" else tuple(items)
+    if kind == "dict":
+        return {k: restore(v) for k, v in snap[1]}
+    if kind == "val":
+        return snap[2]
+    return f"<{snap[1].__name__}>"
+
+
+def _same(snap, now) -> bool:
+    return first_change(snap, now, "") is None
+
+
+def first_change(snap, now, where: str) -> str | None:
+    """Where `now` differs from the snapshot, in words ("waiting[2] was ('r3', 5), now
+    ('r3', 2)", "running: the same items in another order"), or None when it does not."""
+    import numpy as np
+    kind = snap[0]
+    t = type(now)
+    if kind == "nd":
+        if t is not np.ndarray:
+            return f"{where} is now {_shown(now, False)} (it was an array)"
+        if now.dtype.str != snap[1] or tuple(now.shape) != snap[2]:
+            return (f"{where} is now an array of shape {tuple(now.shape)} and dtype {now.dtype} "
+                    f"(it was {snap[2]}, {np.dtype(snap[1])})")
+        raw = np.ascontiguousarray(now).tobytes()
+        if raw == snap[3]:
+            return None
+        before = restore(snap)
+        item = before.dtype.itemsize
+        diff = np.frombuffer(raw, np.uint8).reshape(-1, item) != np.frombuffer(snap[3], np.uint8).reshape(-1, item)
+        changed = np.flatnonzero(diff.any(axis=1))
+        i = int(changed[0])
+        idx = tuple(int(j) for j in np.unravel_index(i, before.shape)) if before.ndim else ()
+        at = f"{where}[{', '.join(map(str, idx))}]" if idx else where
+        return (f"{at} was {before.flat[i].item()!r}, now {now.flat[i].item()!r} ({len(changed)} of "
+                f"{before.size} values changed)")
+    if kind in ("list", "tuple"):
+        want = list if kind == "list" else tuple
+        if t is not want:
+            return f"{where} is now {_shown(now, False)} (it was a {kind})"
+        items = snap[1]
+        if len(now) != len(items):
+            verb = "removed" if len(now) < len(items) else "added"
+            first = next((i for i in range(min(len(now), len(items))) if not _same(items[i], now[i])),
+                         min(len(now), len(items)))
+            return (f"{where} has {len(now)} item{'s' * (len(now) != 1)}, it had {len(items)}: "
+                    f"items were {verb} (the first difference is at {where}[{first}])")
+        changes = [i for i in range(len(items)) if not _same(items[i], now[i])]
+        if not changes:
+            return None
+        unused = list(range(len(items)))
+        for v in now:  # a reordering: every item still there exactly once
+            hit = next((j for j in unused if _same(items[j], v)), None)
+            if hit is None:
+                break
+            unused.remove(hit)
+        else:
+            return f"{where}: the same items in another order (was {_shown(snap)}, now {_shown(now, False)})"
+        i = changes[0]
+        return first_change(items[i], now[i], f"{where}[{i}]")
+    if kind == "dict":
+        if t is not dict:
+            return f"{where} is now {_shown(now, False)} (it was a dict)"
+        keys = [k for k, _ in snap[1]]
+        if list(now.keys()) != keys:
+            return f"{where}'s keys are now {_shown(list(now.keys()), False)} (they were {keys!r:.60})"
+        for k, v in snap[1]:
+            c = first_change(v, now[k], f"{where}[{k!r}]")
+            if c:
+                return c
+        return None
+    if kind == "val":
+        if t is not snap[1]:
+            return f"{where} is now {_shown(now, False)} (it was {_shown(snap)})"
+        if now == snap[2] or (now != now and snap[2] != snap[2]):
+            return None
+        return f"{where} was {_shown(snap)}, now {_shown(now, False)}"
+    if kind == "obj":
+        return None if (t is snap[1] and id(now) == snap[2]) else f"{where} was replaced"
+    return None
+
+
+def changed_inputs(kept: dict, args: dict) -> list:
+    """[words] for every argument that differs from its snapshot; each text starts with the
+    argument's name ("waiting has 2 items, ...", "x[1, 2] was ...": plain strings, as the
+    protocol carries them), which is how the judge tells which argument changed."""
+    out = []
+    for k, snap in kept.items():
+        try:
+            c = first_change(snap, args[k], k)
+        except Exception as e:  # noqa: BLE001 -- whatever it became, it is not what was sent
+            c = f"{k} changed ({type(e).__name__} while comparing it)"
+        if c:
+            out.append(c)
+    return out
+
+
 def run_case(fn, args: dict, path: str, memory_mb=None, check_inputs=True, profiler=None) -> dict:
     """Call fn(**args) and describe what happened as a plain dict."""
-    kept = {}
-    if check_inputs:
-        for k, v in args.items():
-            if hasattr(v, "copy") and hasattr(v, "shape"):
-                kept[k] = v.copy()
+    kept = {k: snapshot(v) for k, v in args.items()} if check_inputs else {}
     out, err = _CappedText(), _CappedText()
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = out, err
@@ -577,7 +867,7 @@ def run_case(fn, args: dict, path: str, memory_mb=None, check_inputs=True, profi
             else:
                 rec = {"status": RunStatus.OK, "result": encode(result)}
                 if WATCH.launches:
-                    rec["from_kernel"] = WATCH.result_came_from_launches(result)
+                    rec.update(WATCH.kernel_wrote(result))
         finally:
             if tracing:
                 _stop_tracing()
@@ -605,18 +895,9 @@ def run_case(fn, args: dict, path: str, memory_mb=None, check_inputs=True, profi
     printed = out.text() + err.text()
     if printed:
         rec["output"] = printed
-    if kept:
-        import numpy as np
-        changed = []
-        for k, before in kept.items():
-            try:
-                same = np.array_equal(np.asarray(args[k]), before, equal_nan=True)
-            except Exception:
-                same = False
-            if not same:
-                changed.append(k)
-        if changed:
-            rec["mutated"] = changed
+    changed = changed_inputs(kept, args)
+    if changed:
+        rec["mutated"] = changed
     return rec
 
 

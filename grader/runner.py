@@ -15,6 +15,7 @@ import importlib
 import importlib.util
 import json
 import os
+import re
 import secrets
 import sys
 import time
@@ -207,6 +208,49 @@ def _messages(problem: Problem, case: Case, rec: dict) -> tuple[str, str]:
     return f"unexpected result from the test process: {st!r}", "error"
 
 
+def mutations(problem: Problem, mutated) -> list[str]:
+    """The changes to the arguments the contract forbids, in words. Each text the child
+    sends starts with the argument's name ("waiting has 2 items, ...", "x[1, 2] was ...");
+    an older child sent the bare name."""
+    if not mutated:
+        return []
+    out = []
+    for m in mutated if isinstance(mutated, list) else [mutated]:
+        text = str(m)[:300]  # the child's words: shown, never trusted further
+        name = re.match(r"[A-Za-z_]\w*", text)
+        if name and name.group(0) in problem.may_change_inputs:
+            continue
+        out.append(text if " " in text else f"{text} changed")
+    return out
+
+
+def kernel_text(problem: Problem, fn: str, rec: dict) -> str:
+    """Why an answer does not count as the kernel's (problem 12: needs_kernel_launch)."""
+    point = (f"the point of problem {problem.number} is the kernel itself (kernel[grid](...) storing "
+             "every value of out and lse), not the same math in torch or numpy.")
+    note = {k[len("kernel_"):]: v for k, v in rec.items() if isinstance(k, str) and k.startswith("kernel_")}
+    ordinal = ("first", "second", "third", "fourth")
+    leaf, of = note.get("leaf"), note.get("of")
+    which = (f"the {ordinal[leaf]} array of its answer"
+             if type(leaf) is int and 0 <= leaf < 4 and not (type(of) is int and of == 1) else "its answer")
+    if not rec.get("launches"):
+        return f"{fn} returned an answer without launching a Triton kernel; {point}"
+    why = note.get("why")
+    if why == "unwritten":
+        rerun = f" (re-running it raised {str(note['rerun_error'])[:200]})" if note.get("rerun_error") else ""
+        return (f"{fn} returned {which} ({note.get('size', '?')} numbers), but your kernel did not "
+                f"write {note.get('count', 'some')} of them: they held the same values before the "
+                "launch, and when the judge re-ran the launch with those elements poisoned (NaN) "
+                f"the kernel left the poison there{rerun}. The judge fills new tensors (torch.empty) "
+                f"with NaN, so a value computed outside the kernel and left in the output does not "
+                f"count; {point}")
+    if why == "changed_after":
+        return (f"{fn} returned {which} from a tensor that was changed after your kernel wrote it "
+                f"(by torch or numpy code in the launcher); {point}")
+    return (f"{fn} returned {which} that is not what your kernel wrote (no tensor passed to a "
+            f"launch holds it); {point}")
+
+
 def uses_reference_text(problem: Problem, uses: list) -> str:
     """What the guard saw: the course's code, and/or another process's /proc entry."""
     procs = [u for u in uses if _is_proc_read(u)]
@@ -244,17 +288,14 @@ def grade_record(problem: Problem, case: Case, rec: dict) -> CaseOutcome:
     if st == RunStatus.OK:
         result = _child.decode(rec.get("result"))
         out.result = result
-        if rec.get("mutated"):
-            names = ", ".join(rec["mutated"])
-            return out.fail(f"{fn} modified its input {names} in place. The caller still needs it: "
-                            f"work on a copy or use operations that return new arrays (x = x * 2, "
-                            f"not x *= 2).", "mutated_input")
+        changed = mutations(problem, rec.get("mutated"))
+        if changed:
+            return out.fail(f"{fn} changed its input in place: {'; '.join(changed)}. The caller "
+                            "still needs its arguments as they were: work on a copy (x = x * 2, not "
+                            "x *= 2; sorted(xs) or list(xs), not xs.sort() or xs.pop()).",
+                            "mutated_input")
         if problem.needs_kernel_launch and not (rec.get("launches") and rec.get("from_kernel")):
-            what = ("without launching a Triton kernel" if not rec.get("launches") else
-                    "that is not what your kernel wrote (no tensor passed to the launch holds it)")
-            return out.fail(f"{fn} returned an answer {what}; the point of problem "
-                            f"{problem.number} is the kernel itself (kernel[grid](...) filling out "
-                            f"and lse), not the same math in torch or numpy.", "no_kernel")
+            return out.fail(kernel_text(problem, fn, rec), "no_kernel")
         try:
             verdict = problem.check(case, result)
         except Exception as e:  # noqa: BLE001 -- a result the checker could not read
@@ -279,9 +320,11 @@ def explain_mistakes(problem: Problem, outcomes: list) -> None:
     for o in outcomes:
         by_fn.setdefault(o.case.function, []).append(o)
     for fn, outs in by_fn.items():
+        # a case failed for changing its input still has an answer to compare (popping
+        # `waiting` while looping over it also gives a wrong plan); one computed outside the
+        # kernel says nothing about the kernel
         graded = [o for o in outs if o.status is CaseStatus.PASS or
-                  (o.status is CaseStatus.FAIL and o.result is not None
-                   and o.reason not in ("mutated_input", "no_kernel"))]
+                  (o.status is CaseStatus.FAIL and o.result is not None and o.reason != "no_kernel")]
         failing = [o for o in graded if o.status is CaseStatus.FAIL]
         if not failing or len(failing) != sum(o.status is not CaseStatus.PASS for o in outs):
             continue  # nothing to explain, or failures of other kinds (exceptions, timeouts)

@@ -10,12 +10,15 @@ How the judge uses a spec
 1. ``make_cases(seed)`` builds the cases in the judge's process. Public cases should
    not depend on ``seed`` (so the learner sees the same examples every run); hidden
    cases draw their data from ``numpy.random.default_rng(seed)`` and record the seed in
-   ``Case.seed`` so a failure can be reproduced with ``--seed N``.
+   ``Case.seed`` so a failure can be reproduced with ``--seed N``. They hold only input
+   the statement allows (tests/test_judge_sweeps.py runs the reference on many seeds),
+   every edge, and the twins of ``memo_twins`` (last line of every ``make_cases``).
 2. Each case's ``args`` are sent to a fresh child process, which imports the learner's
    file and calls ``function(**args)``. Only plain data comes back: numpy arrays (torch
    tensors are converted in the child), numbers, strings, lists/tuples/dicts of those.
    The child also reports an exception, a timeout, a crash, running out of memory, a
-   changed input array, or a reach for the course's own code (importing or reading
+   changed argument (every argument is compared deeply, lists and what they hold
+   included), or a reach for the course's own code (importing or reading
    mlacourse/, grader/, solutions/ or kernels/ is refused; ``may_import`` lists the
    data an attempt may import instead).
 3. ``check(case, result)`` runs in the judge's process on that returned data and gives a
@@ -32,7 +35,8 @@ Field reference
 ---------------
 Problem(number, slug, title, chapter, functions, statement, hints, make_cases, check,
         mistakes=(), requires=("numpy",), timeout_s=5.0, memory_mb=1024, reference=None,
-        may_import={}, needs_kernel_launch=False, edges=(), fixed={})
+        may_import={}, needs_kernel_launch=False, edges=(), fixed={}, normalises_rows=False,
+        may_change_inputs={}, no_twin={})
   number      1..99, the id used everywhere (stub, notebook, solution, judge).
   slug        snake_case name; the files are pNN_slug.py.
   chapter     the notebook that teaches it, e.g. "notebooks/04_flops_and_path_choice.ipynb".
@@ -50,23 +54,59 @@ Problem(number, slug, title, chapter, functions, statement, hints, make_cases, c
               tests check that it passes every case on several seeds.
   may_import  {module: [names]} of the course the attempt may import: plain data only
               (dataclass instances arrive as read-only records of their fields).
-  needs_kernel_launch  the answer must come from a Triton kernel launch (problem 12).
+  needs_kernel_launch  the answer must come from a Triton kernel launch (problem 12): the
+              judge fills new tensors (torch.empty and friends) with NaN and checks that
+              every value returned is what a launch wrote into a tensor passed to it.
   edges       Edge(name, holds(args)): situations the statement promises ("an empty
-              split", "scores in the hundreds"); some case of every seed must hold each.
+              split", "T = 1", "one head"); some HIDDEN case of every seed must hold each
+              (tests/test_judge_specs.py checks 50 seeds).
   fixed       {"arg" or "arg.axisN": why}: parameters the contract fixes. Every other one
               takes two or more values among one seed's hidden cases (a test checks).
+  normalises_rows  the answer softmaxes or log-sum-exp-merges per row: the edges must
+              include ``uneven_rows_edge`` (rows near +750 and near -750 in one case, so one
+              array-wide maximum fails) and the statement must say "stable".
+  no_twin     {"arg" or "function.arg": why}: arguments memo_twins cannot change alone (the
+              answer does not depend on it, or a valid input cannot change it without another). For every
+              other argument some hidden case of every seed is a twin that changes only it
+              (tests/test_judge_specs.py runs memoising attempts to check).
+  may_change_inputs  {arg: why} the contract lets an attempt change in place (problem 13:
+              the engine's allocator works on its lists); the statement then says so
+              itself. Every other problem gets INPUTS_RULE appended to its statement, and
+              the judge fails any case whose arguments changed (deep comparison in the
+              child, naming the place: ``waiting[2]``, ``running`` (order), ``q[3, 1]``).
 
 Case(name, function, args, hidden=False, seed=None, describe="", expected=None,
      data={}, timeout_s=None, memory_mb=None, memory_error_message=None, timeout_message=None)
   args        keyword arguments for the learner's function (numpy arrays, numbers, str).
   describe    shapes and seed in words; shown with a failure ("q_nope [4, 8], T=17, seed 3").
   expected    optional precomputed reference answer for ``check`` to use.
-  data        anything else ``check`` needs (names of dims, tolerances, ...).
+  data        anything else ``check`` needs (names of dims, tolerances, ...); ``{"no_twin":
+              True}`` keeps memo_twins from redrawing this case's values.
   memory_mb   a tighter memory cap for this case only; if the call then raises
               MemoryError, the case fails with ``memory_error_message`` (used by
               absorb_decode to catch attempts that materialize per-head keys).
   timeout_message  what a timeout on this case means, when the case is built to be slow
               for a forbidden method (absorb_decode: expanding K/V even in chunks).
+
+Shared helpers for hidden cases (use them; tests/test_judge_specs.py holds every spec to them)
+-------------------------------------------------------------------------------------------
+  memo_twins(cases, rng, changes, reference=, check=)  appends to the hidden cases, per
+              function, a "same shapes, new values" twin and, for each argument in
+              ``changes``, a twin that changes only that argument, each kept only where
+              the original's answer fails the twin's check; then a repeat of an original
+              after its twins, all at seeded random places after their originals. An
+              attempt that caches its answer (or an intermediate) by shapes, or by some of
+              its arguments, then fails on every seed. ``changes``: {arg: fn(args, rng) ->
+              another valid value of that argument (same shape), or None}.
+              ``other_shapes(args, rng)``: optional, a twin with the same scalar
+              arguments and other sizes (catches chunk bounds cached by chunk).
+              ``changes_of(n=another_int(1, 9), gpu=another(GPUS))`` builds ``changes``
+              from pickers of a new value given the current one.
+  new_values(x, rng)  an array of x's shape and dtype with other finite values (NaN and
+              infinities stay where they were: they encode poisoned slots, empty parts).
+  uneven_rows_edge(row_max)  the Edge for ``normalises_rows``; ``row_offsets(rng, shape)``
+              draws per-row offsets with one row at +750 and one at -750 to build it.
+  describe_args(args)  a case's arguments in words (shapes for arrays).
 
 Mistake(name, message, fn, function=None, match=None)
   fn(**case.args) -> the wrong answer (None where the attempt could not run at all;
@@ -83,7 +123,7 @@ Complete example (a toy problem; real ones live in grader/problems/, in this ord
 
     import numpy as np
 
-    from grader.spec import Case, Edge, Mistake, Problem, compare_arrays, shape_text
+    from grader.spec import Case, Edge, Mistake, Problem, compare_arrays, memo_twins, new_values, shape_text
 
     FN = "scaled_sum"
     STATEMENT = "Write `scaled_sum(x, scale)`: x [n, d] -> [d], the column sums times scale."
@@ -103,7 +143,11 @@ Complete example (a toy problem; real ones live in grader/problems/, in this ord
             cases.append(Case(f"random {i}", FN, {"x": x, "scale": float(rng.uniform(0.1, 2))},
                               hidden=True, seed=seed,
                               describe=shape_text(x=x) + f", seed {seed}"))
-        return cases
+        return memo_twins(cases, rng, CHANGES, reference={FN: reference}, check=check)
+
+
+    # each argument changed alone: an answer cached on the other one fails
+    CHANGES = {"x": lambda a, rng: new_values(a["x"], rng), "scale": lambda a, rng: 2 * a["scale"]}
 
 
     def check(case, result):
@@ -112,7 +156,7 @@ Complete example (a toy problem; real ones live in grader/problems/, in this ord
 
     MISTAKES = [Mistake("row sums", "You summed each row; sum down the columns (axis 0).",
                         lambda x, scale: np.asarray(x).sum(axis=1) * scale)]
-    EDGES = [Edge("a single row", lambda a: a["x"].shape[0] == 1)]
+    EDGES = [Edge("a single row", lambda a: a["x"].shape[0] == 1)]   # hidden case "random 0"
 
     PROBLEM = Problem(
         number=99, slug="scaled_sum", title="Scaled column sums",
@@ -124,6 +168,8 @@ Complete example (a toy problem; real ones live in grader/problems/, in this ord
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -134,7 +180,16 @@ __all__ = [
     "Case", "Edge", "Mistake", "Problem", "Verdict", "PASS", "fail",
     "compare_arrays", "compare_scalar", "compare_choice", "compare_dict",
     "same_answer", "shape_text", "as_array", "type_name", "default_used_mistakes",
+    "INPUTS_RULE", "UNEVEN_ROWS", "memo_twins", "new_values", "uneven_rows_edge", "row_offsets",
+    "describe_args", "another", "another_int", "changes_of",
 ]
+
+# Said once, in every statement whose problem does not declare may_change_inputs.
+INPUTS_RULE = (
+    "**Inputs are read-only.** Do not change any argument in place -- an array, a list, or "
+    "anything inside one: the caller still needs them, and the judge compares every argument "
+    "before and after each call. Write `x = x * 2`, not `x *= 2`; `sorted(xs)` or "
+    "`list(xs)`, not `xs.sort()` or `xs.pop()`.")
 
 
 # --------------------------------------------------------------------------- records
@@ -182,8 +237,9 @@ class Mistake:
 
 @dataclass
 class Edge:
-    """A situation the statement promises to test ("an empty split", "T = 1"): some case
-    of every seed must satisfy ``holds(case.args)`` (tests/test_judge_specs.py checks it)."""
+    """A situation the statement promises to test ("an empty split", "T = 1"): some hidden
+    case of every seed must satisfy ``holds(case.args)`` (tests/test_judge_specs.py checks
+    it), so an attempt that gets it wrong fails on every seed, not on some."""
     name: str
     holds: Callable[[dict], bool]
     function: str | None = None
@@ -207,8 +263,16 @@ class Problem:
     reference: dict | None = None
     may_import: dict = field(default_factory=dict)   # {"mlacourse.hardware": ["GPUS"]}: data only
     needs_kernel_launch: bool = False  # the answer must come from a Triton kernel launch
-    edges: Sequence[Edge] = ()         # situations the cases must always include
+    edges: Sequence[Edge] = ()         # situations the hidden cases must always include
     fixed: dict = field(default_factory=dict)  # {"arg" or "arg.axisN": why it never varies}
+    normalises_rows: bool = False      # softmax / lse merge per row: needs uneven_rows_edge
+    no_twin: dict = field(default_factory=dict)  # {"arg" / "fn.arg": why no twin changes it alone}
+    may_change_inputs: dict = field(default_factory=dict)  # {arg: why in-place changes are allowed}
+
+    def __post_init__(self):
+        # the read-only rule, from one place (idempotent: dataclasses.replace runs this again)
+        if not self.may_change_inputs and INPUTS_RULE not in self.statement:
+            self.statement = self.statement.rstrip() + "\n\n" + INPUTS_RULE + "\n"
 
     @property
     def filename(self) -> str:
@@ -478,3 +542,193 @@ def same_answer(a, b, rtol: float = 1e-6, atol: float = 1e-12) -> bool:
     except Exception:
         return False
     return x.shape == y.shape and bool(np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True))
+
+
+# --------------------------------------------------------------------------- hidden-case helpers
+
+def describe_args(args: dict) -> str:
+    """'q [2, 16], kv [2, 32, 64], d_v=16, running=[('r3', 1, True), ...]': a case in words."""
+    parts = []
+    for k, v in args.items():
+        if isinstance(v, np.ndarray):
+            parts.append(f"{k} [{', '.join(map(str, v.shape))}]")
+        else:
+            text = repr(v)
+            parts.append(f"{k}={text if len(text) <= 90 else text[:87] + '...'}")
+    return ", ".join(parts)
+
+
+def new_values(x, rng) -> np.ndarray:
+    """x's shape and dtype with other values: the finite entries redrawn from a normal
+    distribution with their own mean and spread; NaN and infinities stay where they are
+    (they mean something: poisoned slots, parts that saw no key)."""
+    x = np.asarray(x)
+    out = np.array(x, copy=True)
+    finite = np.isfinite(x)
+    vals = x[finite].astype(np.float64)
+    if not vals.size:
+        return out
+    spread = float(vals.std()) or max(1.0, float(np.abs(vals).max()))
+    out[finite] = rng.standard_normal(vals.size) * spread + float(vals.mean())
+    return out
+
+
+def _eligible(case) -> bool:
+    """Cases built for a memory cap or a deadline are not worth twinning (slow, and their
+    point is the method, not the values), nor those whose values are built with care
+    (``data={"no_twin": True}``: new values would lose what they test, e.g. a softmax kept
+    one-hot so that float32 answers pass)."""
+    return case.memory_mb is None and case.timeout_message is None and not case.data.get("no_twin")
+
+
+def memo_twins(cases: list, rng, changes: dict, *, reference: dict, check: Callable,
+               same_shapes: Callable | None = None, other_shapes: Callable | None = None,
+               eligible: Callable | None = None) -> list:
+    """The cases, with hidden twins that catch memoisation keyed on the wrong thing.
+
+    For each function, among its eligible hidden cases (in a seeded random order):
+      * a "same shapes, new values" twin: ``same_shapes(args, rng)`` (default: every
+        change in ``changes`` applied at once) -- a cache keyed by shapes and scalars fails;
+      * for each argument in ``changes``, a twin where only that argument changes
+        (``changes[arg](args, rng)`` -> its new value, or None where it cannot change) --
+        a cache keyed by any subset of the arguments that leaves one out fails;
+      * with ``other_shapes(args, rng)``: a twin that keeps every scalar argument and
+        changes the arrays' (or lists') sizes -- an intermediate cached by a scalar (chunk
+        boundaries by chunk, split bounds by n_splits) fails;
+      * a repeat of an original after its twins (an answer that depends on the history of
+        calls fails).
+    A twin is kept only where the original's answer FAILS the twin's check, so a stale
+    answer is always caught. Twins go to seeded random places after their originals
+    (originals keep their order: a spec may rely on its first hidden case; special cases
+    at the end -- a memory trap -- stay last). All args are deep copies: no two cases
+    share an object."""
+    hidden = [c for c in cases if c.hidden]
+    ok = eligible or _eligible
+    out = list(hidden)
+    tail = len(out)
+    while tail and not ok(out[tail - 1]):
+        tail -= 1
+    special = out[tail:]  # kept at the very end
+    out = out[:tail]
+    functions = list(dict.fromkeys(c.function for c in hidden))
+    for fn in functions:
+        pool = [c for c in hidden if c.function == fn and ok(c)]
+        order = [pool[i] for i in rng.permutation(len(pool))]
+        made = []  # (original, twin)
+
+        def attempt(what, build, tries=6):
+            for _ in range(tries):  # a random change may leave the answer as it was: redraw
+                for orig in order:
+                    args = build(copy.deepcopy(orig.args))
+                    if args is None:
+                        continue
+                    twin = _twin(orig, args, what)
+                    stale = reference[fn](**copy.deepcopy(orig.args))
+                    try:
+                        caught = not check(twin, stale).passed
+                    except Exception:  # noqa: BLE001 -- an answer of another shape: caught too
+                        caught = True
+                    if caught:
+                        made.append((orig, twin))
+                        return
+
+        attempt("the same shapes with new values",
+                (lambda a: same_shapes(a, rng)) if same_shapes else _apply_all(changes, rng))
+        if other_shapes is not None:
+            attempt("other sizes, the same scalar arguments", lambda a: other_shapes(a, rng))
+        for arg, change in changes.items():
+            def one(a, arg=arg, change=change):
+                if arg not in a:
+                    return None
+                v = change(a, rng)
+                return None if v is None else {**a, arg: v}
+            attempt(f"another {arg}, every other argument the same", one)
+        for orig, twin in made:
+            _insert_after(out, orig, twin, rng)
+        if made:
+            orig = made[0][0]
+            last = max(out.index(t) for o, t in made if o is orig)
+            again = _twin(orig, copy.deepcopy(orig.args), None)
+            out.insert(int(rng.integers(last + 1, len(out) + 1)), again)
+    return [c for c in cases if not c.hidden] + out + special
+
+
+def _apply_all(changes, rng):
+    def build(args):
+        new = dict(args)
+        changed = False
+        for arg, change in changes.items():
+            if arg in new and isinstance(new[arg], (np.ndarray, list)):
+                v = change(new, rng)
+                if v is not None:
+                    new[arg] = v
+                    changed = True
+        return new if changed else None
+    return build
+
+
+def _twin(orig, args, what):
+    name = f"{orig.name} (again: {what})" if what else f"{orig.name} (repeated after other calls)"
+    seed = f"; seed {orig.seed}" if orig.seed is not None else ""
+    return dataclasses.replace(orig, name=name, args=args, expected=None,
+                               describe=describe_args(args) + seed, data=copy.deepcopy(orig.data))
+
+
+def _insert_after(out, orig, twin, rng):
+    at = next(i for i, c in enumerate(out) if c is orig)
+    out.insert(int(rng.integers(at + 1, len(out) + 1)), twin)
+
+
+def another(values) -> Callable:
+    """A change picker: one of ``values`` other than the current one (None if none)."""
+    values = list(values)
+
+    def pick(current, rng):
+        rest = [v for v in values if v != current]
+        return rest[int(rng.integers(len(rest)))] if rest else None
+    return pick
+
+
+def another_int(lo: int, hi: int) -> Callable:
+    """A change picker: an int in [lo, hi] other than the current one (None if none)."""
+    def pick(current, rng):
+        if hi <= lo:
+            return None if current == lo else lo
+        v = int(rng.integers(lo, hi))  # lo .. hi-1, shifted past current
+        return v + 1 if v >= current else v
+    return pick
+
+
+def changes_of(**pickers) -> dict:
+    """{arg: change} for memo_twins from {arg: picker(current, rng)} (``another``,
+    ``another_int``, or a function of the current value)."""
+    def change(picker, arg):
+        return lambda args, rng: picker(args[arg], rng)
+    return {arg: change(picker, arg) for arg, picker in pickers.items()}
+
+
+UNEVEN_ROWS = "rows whose scores differ by hundreds (one row near +750, another near -750)"
+
+
+def uneven_rows_edge(row_max: Callable[[dict], Any], function: str | None = None) -> Edge:
+    """The edge every ``normalises_rows`` problem needs: in one case, some row's largest
+    score (or lse) is above +700 and another row's is below -700, so an attempt that
+    subtracts one maximum for the whole array instead of each row's gets exp(-1400) = 0
+    there (0/0, or a wrong lse). ``row_max(args)`` -> each row's largest finite score."""
+    def holds(args):
+        m = np.asarray(row_max(args), dtype=np.float64).ravel()
+        m = m[np.isfinite(m)]
+        return m.size >= 2 and m.max() > 700 and m.min() < -700
+    return Edge(UNEVEN_ROWS, holds, function)
+
+
+def row_offsets(rng, shape, big: float = 750.0) -> np.ndarray:
+    """Per-row offsets of shape ``shape``: each +big, -big or 0, with at least one +big
+    and one -big (needs two or more rows)."""
+    n = int(np.prod(shape))
+    if n < 2:
+        raise ValueError("row_offsets needs at least two rows")
+    flat = rng.choice([-big, 0.0, big], size=n)
+    two = rng.choice(n, size=2, replace=False)
+    flat[two[0]], flat[two[1]] = big, -big
+    return flat.reshape(shape)

@@ -253,7 +253,7 @@ P8_MUTATE = attempt(8, "mutates", P8_HEAD + "    c_kv *= 1.0\n    k_rope[:] = k_
 
 def test_p08_input_mutation_is_reported(graded):
     f = failure(graded[P8_MUTATE])
-    assert "modified its input k_rope in place" in f.message
+    assert "changed its input in place: k_rope[0, 0]" in f.message
 
 
 def test_the_spec_format_example_in_the_docstring_works(tmp_path):

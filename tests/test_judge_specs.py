@@ -5,9 +5,14 @@
   mistake -- not another one that happens to coincide on some case;
 - the hidden cases of one seed vary every parameter (so hard-coding a default fails on
   every seed), except what a spec declares fixed, with the reason;
-- the situations a statement promises (an empty split, large scores, ...) occur on every
-  seed;
-- problems with a softmax test it with scores in the hundreds and say so.
+- the situations a statement promises (an empty split, T = 1, one head, large scores, ...)
+  occur among the HIDDEN cases of every seed;
+- problems that normalise per row (softmax, log-sum-exp merge: ``normalises_rows``) test
+  rows near +750 and near -750 in one case and say "stable";
+- an attempt that memoises its answer by the arguments' shapes, or by all arguments but
+  one, fails on every seed (memo_twins);
+- every statement says once that inputs are read-only (unless the contract allows
+  changes in place, and then it says so).
 """
 from __future__ import annotations
 
@@ -21,10 +26,11 @@ import pytest
 from grader import child, runner
 from grader.records import CaseStatus
 
+from grader.spec import INPUTS_RULE, UNEVEN_ROWS
+
 PROBLEMS = runner.discover()
 SEEDS = [0, 1, 2]
-SOFTMAX_PROBLEMS = {"expand_prefill", "lse_merge", "chunked_extend", "absorb_decode",
-                    "split_kv_decode", "triton_inner_loop"}
+EDGE_SEEDS = list(range(50)) + [12345]
 
 
 def _plain(x):
@@ -171,22 +177,132 @@ def test_fixed_parameters_say_why(problem):
         assert isinstance(why, str) and len(why) > 15, f"{problem.slug}: say why {key} is fixed"
 
 
+def _hidden_only(cases):
+    """The hidden cases, without the ones built for a memory cap (large, and not twinned)."""
+    return [c for c in cases if c.hidden and c.memory_mb is None]
+
+
 @pytest.mark.parametrize("problem", _params([p for p in PROBLEMS if p.edges]))
 def test_promised_situations_occur_on_every_seed(problem):
-    for seed in SEEDS + [12345]:
-        cases = _cases(problem, seed)
+    """Every edge among the hidden cases of 51 seeds: an attempt that gets one wrong fails
+    on every seed, not on the seeds that happened to draw it."""
+    for seed in EDGE_SEEDS:
+        cases = [c for c in _cases(problem, seed) if c.hidden]
         for e in problem.edges:
             fns = [e.function] if e.function else problem.functions
             hits = [c for c in cases if c.function in fns and e.holds(c.args)]
-            assert hits, f"{problem.slug} seed {seed}: no case has {e.name}"
+            assert hits, f"{problem.slug} seed {seed}: no hidden case has {e.name}"
 
 
-@pytest.mark.parametrize("problem", _params([p for p in PROBLEMS if p.slug in SOFTMAX_PROBLEMS]))
-def test_softmax_problems_test_large_scores(problem):
-    names = [e.name for e in problem.edges]
-    assert any("hundreds" in n or "large scores" in n for n in names), (
-        f"{problem.slug}: no edge promising scores in the hundreds")
+@pytest.mark.parametrize("problem", _params([p for p in PROBLEMS if p.normalises_rows]))
+def test_row_normalising_problems_test_uneven_rows(problem):
+    """A softmax or an lse merge per row: rows near +750 and -750 in one hidden case (so
+    one maximum for the whole array fails), and the statement says to keep it stable."""
+    assert any(e.name == UNEVEN_ROWS for e in problem.edges), (
+        f"{problem.slug}: normalises_rows but no uneven_rows_edge among its edges")
     assert "stable" in problem.statement, f"{problem.slug}: the statement must say to keep the softmax stable"
+
+
+def test_row_normalising_problems_are_flagged():
+    """Problems whose reference returns an lse, or whose statement asks for a softmax over
+    the keys, set normalises_rows (so the uneven-rows rule cannot be forgotten)."""
+    for p in PROBLEMS:
+        text = p.statement.lower()
+        asks = ("keep the softmax stable" in text or "keep every softmax stable" in text
+                or "log-sum-exp" in text or "online softmax" in text)
+        assert p.normalises_rows == asks, f"{p.slug}: normalises_rows={p.normalises_rows}, statement {asks}"
+
+
+def test_every_statement_says_inputs_are_read_only():
+    for p in PROBLEMS:
+        if p.may_change_inputs:
+            assert INPUTS_RULE not in p.statement and "in place" in p.statement, (
+                f"{p.slug}: may change {sorted(p.may_change_inputs)} in place: its statement must say so")
+            assert all(len(why) > 15 for why in p.may_change_inputs.values()), p.slug
+        else:
+            assert p.statement.count(INPUTS_RULE) == 1, f"{p.slug}: the read-only rule must appear once"
+
+
+# ------------------------------------------------------------------ memoising attempts
+
+def _exact(v):
+    """A hashable stand-in for an argument's exact value."""
+    if isinstance(v, np.ndarray):
+        return ("nd", v.shape, v.dtype.str, v.tobytes())
+    return repr(v)
+
+
+def _size(v):
+    """What a memo "by shapes" keys on: arrays by shape and dtype, lists by length,
+    numbers and strings by value."""
+    if isinstance(v, np.ndarray):
+        return ("nd", v.shape, v.dtype.str)
+    if isinstance(v, (list, tuple)):
+        return ("len", len(v))
+    return repr(v)
+
+
+def _memo(reference, key):
+    cache = {}
+
+    def attempt(**args):
+        k = key(args)
+        if k not in cache:
+            cache[k] = reference(**copy.deepcopy(args))
+        return copy.deepcopy(cache[k])
+    return attempt
+
+
+def _fails_on_hidden(problem, seed, fn, attempt):
+    """Does the attempt (for function fn) fail some hidden case of this seed? The hidden
+    cases alone, in the judge's order: what memo_twins promises."""
+    for c in _hidden_only(_cases(problem, seed)):
+        if c.function != fn:
+            continue
+        got = _plain(attempt(**copy.deepcopy(c.args)))
+        if not problem.check(c, got).passed:
+            return True
+    return False
+
+
+def _arg_names(problem, fn, seed):
+    return sorted({k for c in _hidden_only(_cases(problem, seed)) if c.function == fn for k in c.args})
+
+
+@pytest.mark.parametrize("problem", _params())
+def test_memo_by_shapes_fails_on_every_seed(problem):
+    """An attempt that caches its answer by the arguments' shapes (and scalar values)
+    returns a stale answer on some hidden case of every seed. (Where every argument is a
+    number or a string, that cache is keyed on the whole call: a correct memo.)"""
+    for fn in problem.functions:
+        for seed in SEEDS:
+            if all(_size(v) == _exact(v) for c in _hidden_only(_cases(problem, seed))
+                   if c.function == fn for v in c.args.values()):
+                continue
+            attempt = _memo(problem.reference[fn], lambda a: tuple(sorted((k, _size(v)) for k, v in a.items())))
+            assert _fails_on_hidden(problem, seed, fn, attempt), (
+                f"{problem.slug} seed {seed}: {fn} memoised by shapes passes every hidden case")
+
+
+@pytest.mark.parametrize("problem", _params())
+def test_memo_keyed_on_all_but_one_argument_fails_on_every_seed(problem):
+    """For each argument a: an attempt whose cache key is every argument except a (exact
+    values) fails on every seed -- unless the spec says why no twin can change a alone."""
+    for fn in problem.functions:
+        for seed in SEEDS:
+            for a in _arg_names(problem, fn, seed):
+                if a in problem.no_twin or f"{fn}.{a}" in problem.no_twin:
+                    continue
+                key = (lambda drop: lambda args: tuple(sorted((k, _exact(v)) for k, v in args.items() if k != drop)))(a)
+                assert _fails_on_hidden(problem, seed, fn, _memo(problem.reference[fn], key)), (
+                    f"{problem.slug} seed {seed}: {fn} memoised on every argument but {a} passes")
+
+
+@pytest.mark.parametrize("problem", _params())
+def test_no_twin_entries_say_why(problem):
+    for key, why in problem.no_twin.items():
+        fn, _, arg = key.rpartition(".")
+        assert (not fn or fn in problem.functions) and isinstance(why, str) and len(why) > 15, (problem.slug, key)
 
 
 @pytest.mark.parametrize("problem", _params())

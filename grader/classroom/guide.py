@@ -66,6 +66,11 @@ def plan() -> str:
 def _case_topics(p) -> list[str]:
     names = []
     for c in p.make_cases(0):
+        if re.search(r"\((again: .*|repeated after other calls)\)$", c.name):  # spec.memo_twins
+            n = "earlier calls again with one argument changed, or repeated (a cached answer fails)"
+            if (n, True) not in names:
+                names.append((n, True))
+            continue
         n = re.sub(r"\s*\[[^\]]*\]$", "", c.name)          # "... [attention_flops]"
         n = re.sub(r"\s*#\d+$|\s+\d+$", "", n)               # "random 3", "... #2"
         n = re.sub(r"\(\d+(?:, \d+)+\)", "(varied)", n)      # shapes drawn from the seed

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import Case, Edge, Mistake, Problem, compare_scalar, default_used_mistakes
+from grader.spec import (Case, Edge, Mistake, Problem, another, another_int, changes_of, compare_scalar,
+                         default_used_mistakes, memo_twins)
 from mlacourse import cache
 
 FN = "kv_cache_bytes"
@@ -106,7 +107,31 @@ def make_cases(seed: int) -> list[Case]:
         for k in range(2):
             cases.append(_case(f"random {kind} #{k}", _away_from_defaults(rng, kind), True, seed))
     cases.append(_case("one token, one layer (mla)", dict(kind="mla", n_tokens=1, n_layers=1), True, seed))
-    return cases
+    cases.append(_case("a total that float32 cannot hold", _beyond_float32(rng), True, seed))
+    return memo_twins(cases, rng, CHANGES, reference={FN: reference}, check=check)
+
+
+def _beyond_float32(rng):
+    """Arguments whose total is above 2**31 (int32 overflows) and odd enough that the
+    nearest float32 is more than half a byte away (float32 keeps 24 bits)."""
+    while True:
+        args = _away_from_defaults(rng, str(rng.choice(list(USED_BY))))
+        args["n_tokens"] = 2 * int(rng.integers(50_000, 100_000)) + 1   # odd
+        args["n_layers"] = 2 * int(rng.integers(24, 48)) + 1            # odd
+        if _beyond(reference(**args)):
+            return args
+
+
+def _beyond(total):
+    return total > 2**31 and abs(float(np.float32(total)) - total) > 0.5
+
+
+# memo_twins: each argument changed alone (a cache keyed on the others fails)
+CHANGES = changes_of(
+    kind=another(USED_BY), n_tokens=another_int(1, 200_000), n_layers=another_int(2, 96),
+    bytes_per_element=another([1, 2, 4]), n_heads=another([16, 32, 40, 64, 96]),
+    head_dim=another([64, 80, 96, 192, 256]), n_kv_heads=another([1, 2, 4, 16]),
+    d_latent=another([256, 384, 768, 1024]), d_rope=another([0, 16, 32, 128]))
 
 
 def check(case: Case, result):
@@ -165,6 +190,7 @@ MISTAKES = [
 EDGES = [Edge(f"kind {k}", lambda a, k=k: a["kind"] == k) for k in USED_BY] + [
     Edge("fp8 (1 byte) and fp32 (4 bytes)", lambda a: a.get("bytes_per_element", 2) in (1, 4)),
     Edge("one token, one layer", lambda a: a["n_tokens"] == 1 and a["n_layers"] == 1),
+    Edge("a total above 2**31 that float32 cannot hold exactly", lambda a: _beyond(reference(**a))),
 ]
 
 PROBLEM = Problem(

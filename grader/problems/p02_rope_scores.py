@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import Case, Mistake, Problem, compare_arrays, shape_text
+from grader.spec import (Case, Edge, Mistake, Problem, another, compare_arrays, memo_twins, new_values,
+                         shape_text)
 from mlacourse.rope import apply_rope, rope_angles
 
 FN = "rope_scores"
@@ -35,8 +36,8 @@ angle `p * theta ** (-2i / d_rope)`:
 
 Checked against `mlacourse.rope.apply_rope` with |got - expected| <= 1e-9 + 1e-6 * |expected|
 on every element. Visible examples have 2-3 heads; hidden cases draw n_heads 1-8,
-d_nope and d_rope from {4, 8, 16}, T 1-39, positions up to 5000 and theta 10000, 50000 or 500000.
-Do not modify the input arrays.
+d_nope and d_rope from {4, 8, 16}, T 1-39 (T = 1 and a single head included: keep the
+`[n_heads, T]` shape), positions up to 5000 and theta 10000, 50000 or 500000.
 """
 
 HINTS = [
@@ -99,7 +100,44 @@ def make_cases(seed):
         q_pos = int(k_pos[-1]) + int(rng.integers(0, 3))
         cases.append(_case(f"random {i}", rng, n_heads, d_nope, d_rope, n_keys, q_pos, k_pos,
                            float(thetas[i]), True, seed))
-    return cases
+    q_pos = int(rng.integers(0, 5000))
+    cases.append(_case("one cached key (T = 1)", rng, int(rng.integers(2, 9)), 8, 4, 1, q_pos, [q_pos],
+                       float(thetas[0]), True, seed))
+    n_keys = int(rng.integers(2, 40))
+    k_pos = np.sort(rng.choice(5000, size=n_keys, replace=False))
+    cases.append(_case("a single head", rng, 1, 4, 8, n_keys, int(k_pos[-1]), k_pos, float(thetas[1]),
+                       True, seed))
+    return memo_twins(cases, rng, CHANGES, reference={FN: reference}, check=check,
+                      other_shapes=_other_keys)
+
+
+def _new_positions(args, rng):
+    """Other sorted key positions, none after the query (same T)."""
+    n, q_pos = len(args["k_pos"]), args["q_pos"]
+    if q_pos + 1 < n + 1:
+        return None
+    return np.sort(rng.choice(q_pos + 1, size=n, replace=False)).astype(np.int64)
+
+
+# memo_twins: each argument changed alone (a cache keyed on the others fails)
+CHANGES = {
+    **{k: (lambda a, rng, k=k: new_values(a[k], rng)) for k in ("q_nope", "q_rope", "k_nope", "k_rope")},
+    "q_pos": lambda a, rng: a["q_pos"] + int(rng.integers(1, 4)),
+    "k_pos": _new_positions,
+    "theta": lambda a, rng: another([10000.0, 50000.0, 500000.0])(a["theta"], rng),
+}
+
+
+def _other_keys(args, rng):
+    """The same query, positions bound and theta, another number of cached keys."""
+    n = len(args["k_pos"])
+    n_new = n + int(rng.integers(1, 4))
+    if n_new > args["q_pos"] + 1:
+        return None
+    heads, d_nope = args["k_nope"].shape[1:]
+    return {**args, "k_nope": rng.standard_normal((n_new, heads, d_nope)),
+            "k_rope": rng.standard_normal((n_new, args["k_rope"].shape[1])),
+            "k_pos": np.sort(rng.choice(args["q_pos"] + 1, size=n_new, replace=False)).astype(np.int64)}
 
 
 def check(case, result):
@@ -163,10 +201,15 @@ MISTAKES = [
             _inverse_rotation),
 ]
 
+EDGES = [
+    Edge("one cached key (T = 1)", lambda a: len(a["k_pos"]) == 1),
+    Edge("a single head", lambda a: a["q_nope"].shape[0] == 1),
+]
+
 PROBLEM = Problem(
     number=2, slug="rope_scores", title="Scores with decoupled RoPE",
     chapter="notebooks/02_mla_and_decoupled_rope.ipynb",
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
-    reference={FN: reference},
+    reference={FN: reference}, edges=EDGES,
 )

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import Case, Edge, Mistake, Problem, compare_arrays, shape_text
+from grader.spec import (Case, Edge, Mistake, Problem, compare_arrays, memo_twins, new_values, row_offsets,
+                         shape_text, uneven_rows_edge)
 from mlacourse.attention import causal_mask
 from mlacourse.layer import attend_expand
 
@@ -31,10 +32,11 @@ Return `out [T, n_heads, d_v]`:
 
 Token `s` sees itself and every earlier token (causal). Checked against
 `mlacourse.layer.attend_expand` with `causal_mask(T, T)`: |got - expected| <= 1e-9 +
-1e-6 * |expected| on every element. Keep the softmax stable: one hidden case has scores above 709 (exp overflows float64
-there), and use the `scale` given (one case passes another). Hidden
-cases: T 2-23, n_heads 1-6, d_latent 8-32;
-d_v may differ from d_nope.
+1e-6 * |expected| on every element. Keep the softmax stable, row by row: one hidden case
+has scores above 709 (exp overflows float64 there), and in another one query row's scores
+sit near +750 while another's sit near -750, so subtract each row's own maximum, not one
+maximum for the whole array. Use the `scale` given (one case passes another). Hidden
+cases: T 1-23, n_heads 1-6, d_latent 8-32; d_v may differ from d_nope.
 """
 
 HINTS = [
@@ -98,7 +100,39 @@ def make_cases(seed):
                        int(rng.integers(4, 16)), 2, 16, 8, 4, 8, True, seed, q_std=1500.0))
     cases.append(_case("a scale other than 1/sqrt(d_nope + d_rope)", rng, int(rng.integers(3, 12)), 3, 16,
                        8, 4, 6, True, seed, scale_factor=float(rng.choice([0.25, 0.5, 2.0, 3.0]))))
-    return cases
+    cases.append(_case("a single token", rng, 1, int(rng.integers(2, 5)), 8, 4, 4, 6, True, seed))
+    cases.append(_uneven(rng, int(rng.integers(3, 10)), seed))
+    return memo_twins(cases, rng, CHANGES, reference={FN: reference}, check=check,
+                      other_shapes=_other_length)
+
+
+def _uneven(rng, n_tok, seed):
+    """Query rows whose scores sit near +750, near -750 or near 0: the rope key's first
+    dim is 1 for every token, so q_rope[s, h, 0] adds the same offset to all of row
+    (h, s)'s scores (the softmax is unchanged by it; one maximum for all rows is not)."""
+    case = _case("query rows whose scores differ by hundreds (near +750 and near -750)", rng,
+                 n_tok, 3, 16, 8, 4, 8, True, seed)
+    a = case.args
+    a["k_rope"][:, 0] = 1.0
+    a["q_rope"][:, :, 0] = row_offsets(rng, (n_tok, 3)) / a["scale"]
+    return case
+
+
+# memo_twins: each argument changed alone (a cache keyed on the others fails)
+CHANGES = {
+    **{k: (lambda a, rng, k=k: new_values(a[k], rng)) for k in ("q_nope", "q_rope", "c_kv", "k_rope", "w_uk", "w_uv")},
+    "scale": lambda a, rng: a["scale"] * float(rng.choice([0.5, 2.0])),
+}
+
+
+def _other_length(args, rng):
+    """The same weights and scale, another number of tokens."""
+    n = args["c_kv"].shape[0] + int(rng.integers(1, 4))
+    heads, d_latent, d_nope = args["w_uk"].shape
+    d_rope = args["k_rope"].shape[1]
+    return {**args, "q_nope": rng.standard_normal((n, heads, d_nope)) * 1.5,
+            "q_rope": rng.standard_normal((n, heads, d_rope)) * 1.5,
+            "c_kv": rng.standard_normal((n, d_latent)), "k_rope": rng.standard_normal((n, d_rope))}
 
 
 def check(case, result):
@@ -189,8 +223,16 @@ def _scores(a):
                          + np.einsum("shr,tr->hst", a["q_rope"], a["k_rope"]))
 
 
+def _row_max(a):
+    """Each (head, query) row's largest visible score: [H, T]."""
+    n = a["c_kv"].shape[0]
+    return np.where(np.tril(np.ones((n, n), dtype=bool)), _scores(a), -np.inf).max(axis=-1)
+
+
 EDGES = [
     Edge("a single token", lambda a: a["c_kv"].shape[0] == 1),
+    Edge("one head", lambda a: a["w_uk"].shape[0] == 1),
+    uneven_rows_edge(_row_max),
     Edge("scores in the hundreds, above 709", lambda a: float(np.max(np.abs(_scores(a)))) > 750),
     Edge("a scale other than 1/sqrt(d_nope + d_rope)", lambda a: abs(a["scale"] * np.sqrt(
         a["q_nope"].shape[-1] + a["q_rope"].shape[-1]) - 1) > 0.1),
@@ -201,5 +243,5 @@ PROBLEM = Problem(
     chapter="notebooks/03_two_paths.ipynb",
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
-    reference={FN: reference}, edges=EDGES,
+    reference={FN: reference}, edges=EDGES, normalises_rows=True,
 )

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from mlacourse import flops
-from grader.spec import (Case, Mistake, Problem, compare_choice, compare_dict, compare_scalar,
-                         default_used_mistakes)
+from grader.spec import (Case, Edge, Mistake, Problem, another_int, compare_choice, compare_dict,
+                         compare_scalar, default_used_mistakes, memo_twins)
 
 
 V3 = dict(n_heads=128, d_nope=128, d_rope=64, d_v=128, d_latent=512)
@@ -133,7 +133,39 @@ def make_cases(seed: int) -> list[Case]:
         True, seed)
     add("exact tie, d_rope 0",
         dict(n_new=7, n_ctx=7, n_heads=2, d_nope=64, d_rope=0, d_v=64, d_latent=64), True, seed)
-    return cases
+    return memo_twins(cases, rng, CHANGES, reference=REFERENCE, check=check)
+
+
+def _other_context(args, rng):
+    """Another n_ctx >= n_new: the prefill, or a shorter or longer prefix."""
+    n_new, n_ctx = args["n_new"], args["n_ctx"]
+    options = [v for v in {n_new, 2 * n_new, n_ctx * 2, max(n_new, n_ctx // 2)} if v != n_ctx]
+    return int(rng.choice(options))
+
+
+def _changed(name, pick):
+    return lambda a, rng: pick(a[name], rng)
+
+
+def _halved_or_doubled(lo, hi):
+    """Half or twice the value (within [lo, hi]), else any other: big moves, so that the
+    cheaper path flips for some case (from an exact tie, halving d_v or d_nope does)."""
+    def pick(v, rng):
+        options = [x for x in {max(lo, v // 2), min(hi, 2 * v)} if x != v]
+        return int(rng.choice(options)) if options and rng.random() < 0.8 else another_int(lo, hi)(v, rng)
+    return pick
+
+
+# memo_twins: each argument changed alone (a cache keyed on the others fails)
+CHANGES = {
+    "n_new": lambda a, rng: another_int(1, a["n_ctx"])(a["n_new"], rng),
+    "n_ctx": _other_context,
+    "n_heads": _changed("n_heads", another_int(1, 128)),
+    "d_nope": _changed("d_nope", _halved_or_doubled(8, 256)),
+    "d_rope": lambda a, rng: 2 * another_int(0, 64)(a["d_rope"] // 2, rng),
+    "d_v": _changed("d_v", _halved_or_doubled(8, 256)),
+    "d_latent": _changed("d_latent", _halved_or_doubled(16, 1024)),
+}
 
 
 def check(case: Case, result):
@@ -169,6 +201,23 @@ MISTAKES = [
             _wrong_choice("expand", pick_larger=True), function="choose_path"),
 ] + default_used_mistakes(flops.attention_flops, V3, function="attention_flops")
 
+REFERENCE = {"attention_flops": flops.attention_flops, "choose_path": flops.choose_path}
+
+
+def _cheaper(args):
+    f = flops.attention_flops(**args)
+    return "tie" if f["expand"] == f["absorb"] else min(f, key=f.get)
+
+
+EDGES = [
+    Edge("decode (n_new = 1)", lambda a: a["n_new"] == 1),
+    Edge("prefill (n_new = n_ctx)", lambda a: a["n_new"] == a["n_ctx"] > 1),
+    Edge("an extend after a prefix (1 < n_new < n_ctx)", lambda a: 1 < a["n_new"] < a["n_ctx"]),
+    Edge("expand is cheaper", lambda a: _cheaper(a) == "expand"),
+    Edge("absorb is cheaper", lambda a: _cheaper(a) == "absorb"),
+    Edge("an exact tie", lambda a: _cheaper(a) == "tie"),
+]
+
 PROBLEM = Problem(
     number=4,
     slug="choose_path",
@@ -182,5 +231,9 @@ PROBLEM = Problem(
     mistakes=MISTAKES,
     timeout_s=5.0,
     memory_mb=512,
-    reference={"attention_flops": flops.attention_flops, "choose_path": flops.choose_path},
+    reference=REFERENCE, edges=EDGES,
+    no_twin={"choose_path.n_heads": "both counts are proportional to n_heads, so the cheaper path "
+                                    "never depends on it",
+             "choose_path.d_rope": "d_rope adds the same FLOPs per pair to both paths, so the cheaper "
+                                   "path never depends on it"},
 )

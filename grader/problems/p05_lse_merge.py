@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import Case, Edge, Mistake, Problem, shape_text, compare_out_lse
+from grader.spec import (Case, Edge, Mistake, Problem, compare_out_lse, memo_twins, new_values, row_offsets,
+                         shape_text, uneven_rows_edge)
 from mlacourse.attention import attention_from_scores, merge_attention
 
 FN = "lse_merge"
@@ -26,11 +27,14 @@ Rules the cases test:
 * A part that saw no key for a row has `lse = -inf` and `out = 0`; it must get weight 0.
 * A row that **no** part saw must come out as `out = 0`, `lse = -inf` (not NaN).
 * lse values may be near +-800: `exp(800)` overflows float64, so keep the computation
-  stable (subtract the largest lse first).
+  stable: subtract each row's largest lse first -- each row's own, since in one case one
+  row's lses sit near +750 and another row's near -750.
+* A single part (`n_parts = 1`) is merged like any other count: the result has no
+  n_parts axis.
 
 Checked against `mlacourse.attention.merge_attention`: out first, then lse, each with
 |got - expected| <= 1e-9 + 1e-6 * |expected| (-inf must match -inf). Hidden cases: 1-5
-parts, some empty, scores shifted by 0 or +-750.
+parts, some empty, one head or one query row, scores shifted by 0 or +-750.
 """
 
 HINTS = [
@@ -57,7 +61,8 @@ def _parts(rng, n_heads, s_q, n_keys, d, d_v, bounds, score_std=1.0, shift=0.0, 
 
     bounds: key-range edges (consecutive equal edges give an empty part). With causal,
     query i sees keys 0 .. n_keys - s_q + i, so late parts are empty for early queries.
-    shift adds a constant to every score, moving every lse by the same amount."""
+    shift adds a constant to every score (a number, or one per row: [n_heads, s_q, 1]),
+    moving each row's lse by it."""
     q = rng.standard_normal((n_heads, s_q, d)) * score_std
     k = rng.standard_normal((n_heads, n_keys, d))
     v = rng.standard_normal((n_heads, n_keys, d_v))
@@ -108,7 +113,31 @@ def make_cases(seed):
         cases.append(_case(f"random {i}", args, True, seed,
                            f"{n_parts} part{'s' if n_parts > 1 else ''}, scores shifted by {shift:g}"
                            + (", one row seen by no part" if i == 4 else "")))
-    return cases
+    n_keys = int(rng.integers(3, 20))
+    cases.append(_case("a single part, one query row", _parts(rng, int(rng.integers(2, 5)), 1, n_keys, 4,
+                                                              3, [0, n_keys], score_std=2.0), True, seed,
+                       "n_parts = 1, s_q = 1"))
+    s_q, n_keys = int(rng.integers(2, 5)), int(rng.integers(8, 30))
+    cases.append(_case("one head, 3 parts", _parts(rng, 1, s_q, n_keys, 8, 4,
+                                                  [0, n_keys // 3, 2 * n_keys // 3, n_keys], causal=True),
+                       True, seed, "n_heads = 1"))
+    n_heads, s_q, n_keys = 3, int(rng.integers(2, 4)), int(rng.integers(6, 20))
+    cases.append(_case("rows whose lses differ by hundreds (near +750 and near -750)",
+                       _parts(rng, n_heads, s_q, n_keys, 4, 3, [0, n_keys // 2, n_keys],
+                              shift=row_offsets(rng, (n_heads, s_q, 1))), True, seed,
+                       "one row's lse near +750, another's near -750"))
+    return memo_twins(cases, rng, CHANGES, reference={FN: reference}, check=check)
+
+
+def _new_outs(args, rng):
+    """Other part outputs; still 0 where the part saw no key (lse -inf)."""
+    outs = new_values(args["outs"], rng)
+    outs[np.isneginf(args["lses"])] = 0.0
+    return outs
+
+
+# memo_twins: each argument changed alone (a cache keyed on the other fails)
+CHANGES = {"outs": _new_outs, "lses": lambda a, rng: new_values(a["lses"], rng)}
 
 
 def check(case, result):
@@ -174,10 +203,19 @@ MISTAKES = [
             "use exp(lse_i - lse)).", _unnormalised_weights),
 ]
 
+def _row_max(a):
+    """Each (head, query) row's largest lse: [n_heads, s_q]."""
+    return np.max(a["lses"], axis=0)
+
+
 EDGES = [
+    Edge("a single part", lambda a: a["lses"].shape[0] == 1),
+    Edge("one head", lambda a: a["lses"].shape[1] == 1),
+    Edge("one query row (s_q = 1)", lambda a: a["lses"].shape[2] == 1),
+    uneven_rows_edge(_row_max),
     Edge("a part that saw no key", lambda a: bool(np.isneginf(a["lses"]).any())),
     Edge("a row no part saw", lambda a: bool(np.isneginf(a["lses"]).all(axis=0).any())),
-    Edge("scores (and lse) in the hundreds, above 709", lambda a: float(np.max(np.abs(a["lses"][np.isfinite(a["lses"])]))) > 709),
+    Edge("scores (and lse) in the hundreds, above 709", lambda a: float(np.max(np.abs(a["lses"][np.isfinite(a["lses"])]), initial=0.0)) > 709),
 ]
 
 PROBLEM = Problem(
@@ -185,5 +223,5 @@ PROBLEM = Problem(
     chapter="notebooks/04_flops_and_path_choice.ipynb",
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
-    reference={FN: reference}, edges=EDGES,
+    reference={FN: reference}, edges=EDGES, normalises_rows=True,
 )

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import Case, Edge, Mistake, Problem, shape_text, compare_out_lse
+from grader.spec import (Case, Edge, Mistake, Problem, compare_out_lse, memo_twins, new_values, row_offsets,
+                         shape_text, uneven_rows_edge)
 from mlacourse.attention import causal_mask, merge_attention
 from mlacourse.layer import attend_chunked_prefix, attend_expand
 
@@ -47,9 +48,11 @@ for the long case the core's `attend_chunked_prefix`): out first, then lse, each
 |got - expected| <= 1e-9 + 1e-6 * |expected|. One visible case has a 40,000-row prefix
 and runs under a 10 MB memory cap: expanding all of it at once needs about 338 MB, one
 head at a time still 164 MB, and even 2048-row chunks 17 MB -- so expand `chunk` rows at
-a time, as asked. Keep every softmax stable: one hidden case has scores above 709 (exp overflows
-float64 there); use the `scale` given (one case passes another).
-Hidden cases: prefix 0-30 rows, chunk 1-7, n_new 1-5, the shapes vary.
+a time, as asked. Keep every softmax stable, row by row: one hidden case has scores above
+709 (exp overflows float64 there), and in another one (head, new token) row's scores sit
+near +750 and another's near -750 -- subtract each row's own maximum. Use the `scale` given
+(one case passes another). Hidden cases: prefix 0-30 rows, chunk 1-7, n_new 1-5, one head
+or several, the shapes vary.
 """
 
 HINTS = [
@@ -139,7 +142,35 @@ def make_cases(seed):
     cases.append(_case("a scale other than 1/sqrt(d_nope + d_rope)",
                        _args(rng, n_new + int(rng.integers(4, 15)), n_new, 2, 8, 4, 2, 4, int(rng.integers(2, 5)),
                              scale_factor=float(rng.choice([0.25, 0.5, 2.0, 3.0]))), hidden=True, seed=seed))
-    return cases
+    n_new = int(rng.integers(2, 6))
+    cases.append(_case("no prefix (a plain prefill), one head",
+                       _args(rng, n_new, n_new, 1, 8, 4, 2, 6, int(rng.integers(1, 5))), hidden=True, seed=seed))
+    chunk = int(rng.integers(2, 6))
+    cases.append(_case("one new token (decode) after a prefix with a partial last chunk",
+                       _args(rng, 1 + chunk * int(rng.integers(1, 4)) + int(rng.integers(1, chunk)), 1,
+                             int(rng.integers(2, 5)), 12, 6, 4, 4, chunk), hidden=True, seed=seed))
+    n_new = int(rng.integers(2, 4))
+    uneven = _args(rng, n_new + int(rng.integers(3, 12)), n_new, 3, 8, 4, 4, 4, int(rng.integers(2, 5)))
+    uneven["k_rope"][:, 0] = 1.0  # q_rope[s, h, 0] then shifts all of row (h, s)'s scores
+    uneven["q_rope"][:, :, 0] = row_offsets(rng, (n_new, 3)) / uneven["scale"]
+    cases.append(_case("rows whose scores differ by hundreds (near +750 and near -750)", uneven,
+                       hidden=True, seed=seed))
+    return memo_twins(cases, rng, CHANGES, reference={FN: reference}, check=check,
+                      other_shapes=_other_lengths)
+
+
+# memo_twins: each argument changed alone (a cache keyed on the others fails)
+CHANGES = {
+    **{k: (lambda a, rng, k=k: new_values(a[k], rng)) for k in ("q_nope", "q_rope", "c_kv", "k_rope", "w_uk", "w_uv")},
+    "scale": lambda a, rng: a["scale"] * float(rng.choice([0.5, 2.0])),
+}
+
+
+def _other_lengths(args, rng):
+    """The same weights, scale and chunk, another prefix length (chunk bounds change)."""
+    n_tok = args["c_kv"].shape[0] + int(rng.integers(1, 2 * args["chunk"] + 2))
+    return {**args, "c_kv": rng.standard_normal((n_tok, args["c_kv"].shape[1])),
+            "k_rope": rng.standard_normal((n_tok, args["k_rope"].shape[1]))}
 
 
 def check(case, result):
@@ -222,9 +253,19 @@ def _scores(a):
                          + np.einsum("shr,tr->hst", a["q_rope"], a["k_rope"]))
 
 
+def _row_max(a):
+    """Each (head, new token) row's largest visible score: [H, S] (small cases only)."""
+    s, t = a["q_nope"].shape[0], a["c_kv"].shape[0]
+    if t > 1000:
+        return np.zeros(1)
+    return np.where(causal_mask(s, t), _scores(a), -np.inf).max(axis=-1)
+
+
 EDGES = [
     Edge("no prefix (a plain prefill)", lambda a: a["c_kv"].shape[0] == a["q_nope"].shape[0]),
     Edge("one new token", lambda a: a["q_nope"].shape[0] == 1),
+    Edge("one head", lambda a: a["w_uk"].shape[0] == 1),
+    uneven_rows_edge(_row_max),
     Edge("a partial last chunk", lambda a: (a["c_kv"].shape[0] - a["q_nope"].shape[0]) % a["chunk"] != 0),
     Edge("scores in the hundreds, above 709", lambda a: a["c_kv"].shape[0] < 1000 and float(np.max(np.abs(_scores(a)))) > 750),
     Edge("a scale other than 1/sqrt(d_nope + d_rope)", lambda a: abs(a["scale"] * np.sqrt(
@@ -236,5 +277,7 @@ PROBLEM = Problem(
     chapter="notebooks/04_flops_and_path_choice.ipynb",
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
-    reference={FN: reference}, edges=EDGES,
+    reference={FN: reference}, edges=EDGES, normalises_rows=True,
+    no_twin={"chunk": "the answer does not depend on chunk (only the method does); other_shapes "
+                      "twins keep chunk and change the prefix length instead"},
 )

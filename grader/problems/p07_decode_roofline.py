@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import Case, Mistake, Problem, compare_choice, compare_dict, compare_scalar
+from grader.spec import (Case, Edge, Mistake, Problem, another, another_int, changes_of, compare_choice,
+                         compare_dict, compare_scalar, memo_twins)
 from mlacourse.cache import fp8_mla_row_bytes
 from mlacourse.flops import decode_bytes, decode_flops
 from mlacourse.hardware import GPUS
@@ -95,16 +96,33 @@ def make_cases(seed):
         _case("2 query tokens (MTP), long context, H100", 128, 2, 32768, "bf16", "H100"),
     ]
     rng = np.random.default_rng(seed)
-    # within one seed every argument takes several values, and each GPU is drawn once
-    gpus = [str(g) for g in rng.permutation(sorted(GPUS))]
-    heads = rng.permutation([16, 32, 64, 128, 16, 128])
-    for i, gpu in enumerate(gpus):
-        cases.append(_case(f"random {i}", heads[i], [1, 2, 4][i % 3], rng.integers(256, 131073),
-                           ["bf16", "fp8"][i % 2], gpu, hidden=True, seed=seed))
+    # every GPU twice, in a random order: once memory bound (its bandwidth sets the answer)
+    # and once compute bound (its peak does), so a wrong number for any GPU fails every seed
+    jobs = [(str(g), bound) for g in sorted(GPUS) for bound in ("memory", "compute")]
+    for i in rng.permutation(len(jobs)):
+        gpu, bound = jobs[i]
+        cases.append(_case(f"{gpu}, {bound} bound", *_draw(rng, gpu, bound), gpu, hidden=True, seed=seed))
     fp8_gpus = sorted(n for n, g in GPUS.items() if g.fp8_tflops)
     cases.append(_case("FP8 cache, compute bound", 128, 4, rng.integers(4096, 65537), "fp8",
                        str(rng.choice(fp8_gpus)), hidden=True, seed=seed))
-    return cases
+    return memo_twins(cases, rng, CHANGES, reference={FN: reference}, check=check)
+
+
+ROWS = [(16, 1), (32, 1), (64, 1), (128, 1), (16, 2), (32, 2), (128, 2), (16, 4), (64, 4), (128, 4)]
+
+
+def _draw(rng, gpu, bound):
+    """(h_q, s_q, s_k, kv_dtype) of a random call that is `bound` bound on `gpu`."""
+    while True:
+        h_q, s_q = ROWS[int(rng.integers(len(ROWS)))]
+        args = (h_q, s_q, int(rng.integers(256, 131073)), str(rng.choice(["bf16", "fp8"])))
+        if reference(*args, gpu)["bound"] == bound:
+            return args
+
+
+# memo_twins: each argument changed alone (a cache keyed on the others fails)
+CHANGES = changes_of(h_q=another([16, 32, 64, 128]), s_q=another([1, 2, 4]), s_k=another_int(256, 131072),
+                     kv_dtype=another(["bf16", "fp8"]), gpu=another(sorted(GPUS)))
 
 
 def check(case, result):
@@ -207,11 +225,14 @@ MISTAKES = [
             "2*h_q*s_q*s_k*(576 + 512).", _v_as_wide_as_k),
 ]
 
+EDGES = [Edge(f"{g}, {bound} bound", lambda a, g=g, bound=bound: a["gpu"] == g and reference(**a)["bound"] == bound)
+         for g in sorted(GPUS) for bound in ("memory", "compute")]
+
 PROBLEM = Problem(
     number=7, slug="decode_roofline", title="Roofline of MLA decode",
     chapter="notebooks/05_roofline.ipynb",
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
-    reference={FN: reference},
+    reference={FN: reference}, edges=EDGES,
     may_import={"mlacourse.hardware": ["GPUS"]},
 )

@@ -16,7 +16,8 @@ import math
 import numpy as np
 
 from mlacourse.layer import attend_absorb
-from grader.spec import Case, Edge, Mistake, Problem, compare_arrays, shape_text
+from grader.spec import (Case, Edge, Mistake, Problem, compare_arrays, memo_twins, new_values, row_offsets,
+                         shape_text, uneven_rows_edge)
 
 
 TRAP = dict(n_heads=2, d_latent=8, d_rope=4, d_nope=65536, d_v=65536, T=65536)
@@ -68,9 +69,11 @@ a single head 32 GiB and hundreds of GFLOP to compute, while the absorbed path n
 MB and milliseconds; it runs under a memory cap and a 3-second deadline, so expanding —
 all heads at once, one head at a time, or a few tokens at a time — fails there.
 
-Also: do not modify the input arrays; keep the softmax stable (some scores are ~1e3);
-return a numpy array (a torch tensor is fine too) of shape `[n_heads, d_v]`. Inputs are
-float64; float32 work passes (error at most 1e-5 of the largest output magnitude).
+Also: keep the softmax stable, head by head (some scores are ~1e3, and in one case one
+head's scores sit near +750 while another's sit near -750: subtract each head's own
+maximum); return a numpy array (a torch tensor is fine too) of shape `[n_heads, d_v]`,
+also for one head or one cached token. Inputs are float64; float32 work passes (error at
+most 1e-5 of the largest output magnitude).
 """
 
 HINTS = [
@@ -154,11 +157,11 @@ def _inputs(rng, n_heads, d_latent, d_nope, d_rope, d_v, T, scale=None):
     return args
 
 
-def _case(name, args, hidden=False, seed=None, **kw):
+def _case(name, args, hidden=False, seed=None, no_twin=False, **kw):
     desc = shape_text(**{k: v for k, v in args.items() if k != "scale"})
     desc += f", scale={args['scale']:.4g}" + (f"; seed {seed}" if seed is not None else "")
     return Case(name, "absorb_decode", args, hidden=hidden, seed=seed, describe=desc,
-                data={"dims": "[n_heads, d_v]"}, **kw)
+                data={"dims": "[n_heads, d_v]", "no_twin": no_twin}, **kw)
 
 
 def make_cases(seed: int) -> list[Case]:
@@ -185,17 +188,51 @@ def make_cases(seed: int) -> list[Case]:
     big = 1500.0 / args["scale"]
     args["k_rope"][:, 0] = rng.permutation(np.linspace(-1.0, 1.0, 32))
     args["q_rope"][:, 0] = big * rng.choice([-1.0, 1.0], size=6)
-    cases.append(_case("large scores (~1e3): is the softmax stable?", args, True, seed))
+    cases.append(_case("large scores (~1e3): is the softmax stable?", args, True, seed, no_twin=True))
     cases.append(_case("long context, T in the thousands",
                        _inputs(rng, n_heads=16, d_latent=64, d_nope=32, d_rope=16, d_v=24, T=ri(2000, 5000)),
                        True, seed, timeout_s=10.0))
+    cases.append(_case("one cached token (T = 1)",
+                       _inputs(rng, n_heads=ri(2, 6), d_latent=ri(4, 24), d_nope=8, d_rope=4, d_v=ri(2, 12), T=1),
+                       True, seed))
+    cases.append(_case("one head", _inputs(rng, n_heads=1, d_latent=ri(4, 24), d_nope=6, d_rope=4, d_v=ri(2, 12),
+                                           T=ri(2, 40)), True, seed))
+    cases.append(_case("heads whose scores differ by hundreds (near +750 and near -750)", _uneven(rng, ri(4, 8)),
+                       True, seed, no_twin=True))  # new values would lose the float32-safe one-hot
     t = TRAP
     trap = _inputs(rng, n_heads=t["n_heads"], d_latent=t["d_latent"], d_nope=t["d_nope"],
                    d_rope=t["d_rope"], d_v=t["d_v"], T=t["T"])
     cases.append(_case("expansion trap: huge heads, tiny latents, T = 65536", trap, True, seed,
                        memory_mb=TRAP_MB, memory_error_message=MATERIALIZE_MSG, timeout_s=TRAP_S,
                        timeout_message=TOO_SLOW_MSG))
-    return cases
+    return memo_twins(cases, rng, CHANGES, reference={"absorb_decode": reference}, check=check,
+                      other_shapes=_other_length)  # the trap stays the last case
+
+
+def _uneven(rng, T, n_heads=4, gap=30.0):
+    """Heads whose scores sit near +850 or -850 (one of each at least), each head's softmax
+    nearly one-hot so float32 answers still pass: k_rope[:, 0] = 1 carries the head's
+    offset (q_rope[h, 0]), k_rope[:, 1] spreads the tokens `gap` apart (q_rope[h, 1])."""
+    args = _inputs(rng, n_heads=n_heads, d_latent=12, d_nope=8, d_rope=4, d_v=6, T=T)
+    args["k_rope"][:, 0] = 1.0
+    args["k_rope"][:, 1] = rng.permutation(np.arange(T)) - (T - 1) / 2
+    args["q_rope"][:, 0] = row_offsets(rng, n_heads, big=850.0) / args["scale"]
+    args["q_rope"][:, 1] = gap * rng.choice([-1.0, 1.0], size=n_heads) / args["scale"]
+    return args
+
+
+# memo_twins: each argument changed alone (a cache keyed on the others fails)
+CHANGES = {
+    **{k: (lambda a, rng, k=k: new_values(a[k], rng)) for k in ("q_nope", "q_rope", "c_kv", "k_rope", "w_uk", "w_uv")},
+    "scale": lambda a, rng: a["scale"] * float(rng.choice([0.5, 2.0])),
+}
+
+
+def _other_length(args, rng):
+    """The same query, weights and scale, another number of cached tokens."""
+    T = args["c_kv"].shape[0] + int(rng.integers(1, 8))
+    return {**args, "c_kv": rng.standard_normal((T, args["c_kv"].shape[1])),
+            "k_rope": rng.standard_normal((T, args["k_rope"].shape[1]))}
 
 
 def check(case: Case, result):
@@ -225,8 +262,17 @@ MISTAKES = [
             "the T cached tokens (the last axis of the [n_heads, T] scores).", _over_heads),
 ]
 
+def _row_max(a):
+    """Each head's largest score: [n_heads] (not for the trap: too large to score here)."""
+    if a["c_kv"].shape[0] >= 10_000:
+        return np.zeros(1)
+    return _scores(a["q_nope"], a["q_rope"], a["c_kv"], a["k_rope"], a["w_uk"], a["scale"]).max(axis=-1)
+
+
 EDGES = [
     Edge("one cached token (T = 1)", lambda a: a["c_kv"].shape[0] == 1),
+    Edge("one head", lambda a: a["q_nope"].shape[0] == 1),
+    uneven_rows_edge(_row_max),
     Edge("scores in the hundreds, above 709", lambda a: a["c_kv"].shape[0] < 10_000 and float(np.max(np.abs(
         _scores(a["q_nope"], a["q_rope"], a["c_kv"], a["k_rope"], a["w_uk"], a["scale"])))) > 750),
     Edge("the memory trap", lambda a: a["c_kv"].shape[0] == TRAP["T"]),
@@ -247,4 +293,5 @@ PROBLEM = Problem(
     memory_mb=1536,
     reference={"absorb_decode": reference},
     edges=EDGES,
+    normalises_rows=True,
 )

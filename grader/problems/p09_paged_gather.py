@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import Case, Mistake, Problem, Verdict, as_array, compare_arrays, fail
+from grader.spec import (Case, Edge, Mistake, Problem, Verdict, as_array, compare_arrays, fail, memo_twins,
+                         new_values)
 from mlacourse.paged import gather_paged, make_paged_cache
 
 FN = "paged_gather"
@@ -27,8 +28,9 @@ Token `t` of sequence `s` lives at `kv_cache[block_table[s, t // P], t % P]` wit
 The cases are built like FlashMLA's tests: pages are shuffled, every slot nobody owns is
 **NaN**, and block-table entries past a sequence's last page are unused -- they hold
 2147483647 (indexing with it raises IndexError) or the id of an all-NaN page. Read only
-the `ceil(n / P)` entries and the `n` slots you need. Checked against
-`mlacourse.paged.gather_paged`, exactly (it is a copy).
+the `ceil(n / P)` entries and the `n` slots you need. Hidden cases include an empty
+sequence, one ending exactly at a page boundary, and `h_kv = 1` (keep that axis). Checked
+against `mlacourse.paged.gather_paged`, exactly (it is a copy).
 """
 
 HINTS = [
@@ -88,11 +90,56 @@ def make_cases(seed):
         lengths = [int(rng.integers(0, 6 * page)) for _ in range(b)]
         seq = int(rng.integers(0, b))
         if i == 0:
-            lengths[seq] = page * int(rng.integers(1, 4))  # ends exactly at a page boundary
-        cases.append(_case(f"random {i}", rng, lengths, seq, page, h_kv=int(rng.integers(1, 3)),
-                           d=int(rng.integers(1, 7)), extra_cols=int(rng.integers(0, 3)),
+            lengths[seq] = page * int(rng.integers(2, 4))  # ends exactly at a page boundary
+        if i == 1:
+            lengths[seq] = 0                               # an empty sequence
+        h_kv = {2: 1, 3: 2}.get(i, int(rng.integers(1, 3)))
+        cases.append(_case(f"random {i}", rng, lengths, seq, page, h_kv=h_kv,
+                           d=int(rng.integers(1, 7)), extra_cols=int(rng.integers(i % 2, 3)),
                            nan_page=bool(i % 2), hidden=True, seed=seed))
-    return cases
+    return memo_twins(cases, rng, CHANGES, reference={FN: reference}, check=check,
+                      other_shapes=_other_cache)
+
+
+def _swap_full_pages(args, rng):
+    """The sequence's block-table row with two of its full pages swapped (still valid:
+    a full page holds only this sequence's tokens, wherever it is listed)."""
+    seq, page = args["seq"], args["kv_cache"].shape[1]
+    full = int(args["cache_seqlens"][seq]) // page
+    if full < 2:
+        return None
+    i, j = rng.choice(full, size=2, replace=False)
+    table = args["block_table"].copy()
+    table[seq, [i, j]] = table[seq, [j, i]]
+    return table
+
+
+def _shorter(args, rng):
+    """cache_seqlens with the sequence one or more tokens shorter."""
+    n = int(args["cache_seqlens"][args["seq"]])
+    if n < 2:
+        return None
+    lens = args["cache_seqlens"].copy()
+    lens[args["seq"]] = int(rng.integers(1, n))
+    return lens
+
+
+def _other_seq(args, rng):
+    b = args["block_table"].shape[0]
+    return None if b < 2 else int((args["seq"] + rng.integers(1, b)) % b)
+
+
+# memo_twins: each argument changed alone (a cache keyed on the others fails)
+CHANGES = {"kv_cache": lambda a, rng: new_values(a["kv_cache"], rng), "block_table": _swap_full_pages,
+           "cache_seqlens": _shorter, "seq": _other_seq}
+
+
+def _other_cache(args, rng):
+    """Another cache (other lengths) with the same seq, page size, h_kv and d."""
+    num_blocks, page, h_kv, d = args["kv_cache"].shape
+    lengths = [int(rng.integers(1, 6 * page)) for _ in range(args["block_table"].shape[0])]
+    kv_cache, table, seqlens = _build(rng, lengths, page, h_kv, d, 1)
+    return {**args, "kv_cache": kv_cache, "block_table": table, "cache_seqlens": seqlens}
 
 
 def check(case, result):
@@ -194,10 +241,23 @@ MISTAKES = [
             "swapped the roles of page and slot.", _page_major_slots),
 ]
 
+def _n(a):
+    return int(a["cache_seqlens"][a["seq"]])
+
+
+EDGES = [
+    Edge("an empty sequence", lambda a: _n(a) == 0),
+    Edge("a sequence ending exactly at a page boundary", lambda a: _n(a) > 0 and _n(a) % a["kv_cache"].shape[1] == 0),
+    Edge("one KV head (h_kv = 1)", lambda a: a["kv_cache"].shape[2] == 1),
+    Edge("unused entries out of range", lambda a: bool((a["block_table"] == BAD).any())),
+    Edge("unused entries pointing at an all-NaN page", lambda a: not (a["block_table"] == BAD).any()
+         and any(a["block_table"].shape[1] > -(-int(n) // a["kv_cache"].shape[1]) for n in a["cache_seqlens"])),
+]
+
 PROBLEM = Problem(
     number=9, slug="paged_gather", title="Gather from a paged cache",
     chapter="notebooks/06_decode_kernel.ipynb",
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
-    reference={FN: reference},
+    reference={FN: reference}, edges=EDGES,
 )

@@ -8,7 +8,8 @@ from __future__ import annotations
 import math
 import numpy as np
 
-from grader.spec import Case, Edge, Mistake, Problem, compare_arrays, fail, shape_text, PASS
+from grader.spec import (PASS, Case, Edge, Mistake, Problem, another_int, compare_arrays, fail, memo_twins,
+                         new_values, row_offsets, shape_text, uneven_rows_edge)
 from mlacourse.attention import attention, merge_attention
 
 FN = "split_kv_decode"
@@ -44,13 +45,14 @@ Return four arrays, `(out, lse, o_parts, lse_parts)`:
 
 An **empty split** has `o_parts[j] = 0` and `lse_parts[j] = -inf` (exactly: no finite
 stand-in), and it must contribute nothing to the combination. Keep every softmax
-stable: one case has scores above 709, where `exp` overflows float64; and use the
-`scale` given (one case passes another than 1/sqrt(d_k)).
+stable, head by head: one case has scores above 709, where `exp` overflows float64, and
+in another one head's scores sit near +750 while another's sit near -750 (subtract each
+head's own maximum); and use the `scale` given (one case passes another than 1/sqrt(d_k)).
 
 Checked against `mlacourse.attention.attention` on each split's rows and on all rows:
 out, lse, o_parts, lse_parts in that order, each with |got - expected| <= 1e-9 + 1e-6 *
-|expected|. Hidden cases: h_q 1-16, T 1-59, n_splits 2-32 (some splits empty), d_v below d_k,
-scores in the hundreds.
+|expected|. Hidden cases: h_q 1-16 (one head included: keep the h_q axis), T 1-59,
+n_splits 1-32 (some splits empty), d_v below d_k, scores in the hundreds.
 """
 
 HINTS = [
@@ -115,7 +117,33 @@ def make_cases(seed):
     cases.append(_case("a scale other than 1/sqrt(d_k)", rng, 3, int(rng.integers(5, 30)), 12, 6,
                        int(rng.integers(2, 5)), hidden=True, seed=seed,
                        scale_factor=float(rng.choice([0.25, 0.5, 2.0, 3.0]))))
-    return cases
+    cases.append(_case("one split, one head", rng, 1, int(rng.integers(1, 30)), 8, 5, 1, q_std=2.0,
+                       hidden=True, seed=seed))
+    uneven = _case("heads whose scores differ by hundreds (near +750 and near -750)", rng, 4,
+                   int(rng.integers(6, 30)), 10, 6, int(rng.integers(2, 5)), hidden=True, seed=seed)
+    a = uneven.args
+    a["kv"][:, -1] = 1.0  # not part of V (d_v < d_k): q[h, -1] shifts all of head h's scores
+    a["q"][:, -1] = row_offsets(rng, 4) / a["scale"]
+    cases.append(uneven)
+    return memo_twins(cases, rng, CHANGES, reference={FN: reference}, check=check,
+                      other_shapes=_other_length)
+
+
+# memo_twins: each argument changed alone (a cache keyed on the others fails)
+CHANGES = {
+    "q": lambda a, rng: new_values(a["q"], rng),
+    "kv": lambda a, rng: new_values(a["kv"], rng),
+    "d_v": lambda a, rng: another_int(1, a["kv"].shape[1] - 1)(a["d_v"], rng),
+    "scale": lambda a, rng: a["scale"] * float(rng.choice([0.5, 2.0])),
+    "n_splits": lambda a, rng: another_int(1, 12)(a["n_splits"], rng),
+}
+
+
+def _other_length(args, rng):
+    """The same query, d_v, scale and n_splits, another number of cached rows (so other
+    split boundaries)."""
+    T = args["kv"].shape[0] + int(rng.integers(1, 2 * args["n_splits"] + 2))
+    return {**args, "kv": rng.standard_normal((T, args["kv"].shape[1]))}
 
 
 def check(case, result):
@@ -248,6 +276,8 @@ MISTAKES = [
 ]
 
 EDGES = [
+    Edge("one head", lambda a: a["q"].shape[0] == 1),
+    uneven_rows_edge(lambda a: (a["scale"] * a["q"] @ a["kv"].T).max(axis=-1)),
     Edge("an empty split", lambda a: any(r.stop == r.start for r in split_rows(a["kv"].shape[0], a["n_splits"]))),
     Edge("one split", lambda a: a["n_splits"] == 1),
     Edge("scores in the hundreds, above 709", lambda a: float(np.max(np.abs(a["scale"] * a["q"] @ a["kv"].T))) > 750),
@@ -259,5 +289,5 @@ PROBLEM = Problem(
     chapter="notebooks/06_decode_kernel.ipynb",
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
-    reference={FN: reference}, edges=EDGES,
+    reference={FN: reference}, edges=EDGES, normalises_rows=True,
 )

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import Case, Edge, Mistake, Problem, compare_out_lse
+from grader.spec import (Case, Edge, Mistake, Problem, compare_out_lse, memo_twins, new_values, row_offsets,
+                         uneven_rows_edge)
 from mlacourse.attention import attention
 
 FN = "triton_inner_loop"
@@ -42,9 +43,12 @@ over its valid rows; an empty sequence gives out 0 and lse -inf. One program han
 one sequence and all its heads; tiles are `BLOCK_T = {BLOCK_T}` rows, so the last tile
 is usually partial (mask it). The public case uses h_q = {H}, d_k = {D_K}, d_v = {D_V};
 hidden cases use other powers of two (h_q 16-64, d_k 32-128, d_v 16-64), so take the
-sizes from the arguments, as the launcher does. Keep the softmax stable: one hidden
-case has scores in the hundreds; use the `scale` given (one case passes another than
-1/sqrt(d_k)). Everything is float32.
+sizes from the arguments, as the launcher does. Keep the softmax stable, head by head:
+in one hidden case one head's scores sit near +750 and another's near -750, so the
+running max must be each head's own (a max over the whole tile fails); use the `scale`
+given (one case passes another than 1/sqrt(d_k)). Everything is float32. The judge fills
+new tensors (`torch.empty`) with NaN and checks that the kernel wrote every value of
+`out` and `lse` it returns.
 
 Checked against `mlacourse.attention.attention` per sequence with |got - expected| <=
 {ATOL:g} + {RTOL:g} * |expected| (tf32 on a GPU fits; the CPU interpreter is ~1e-6).
@@ -103,13 +107,45 @@ def make_cases(seed):
         cases.append(_case(f"random lengths, shape {HIDDEN_SHAPES[i]}", rng, lens,
                            q_std=float(rng.choice([2.0, 4.0])), shape=HIDDEN_SHAPES[i],
                            hidden=True, seed=seed))
-    cases.append(_case("large scores (hundreds): is the online softmax stable?", rng,
-                       [int(rng.integers(17, 64)), int(rng.integers(1, 16))], q_std=60.0,
-                       shape=(16, 32, 16), hidden=True, seed=seed))
+    big = _case("large scores: heads near +750 and near -750 (is the online softmax stable per head?)",
+                rng, [int(rng.integers(17, 64)), int(rng.integers(1, 16))], q_std=4.0,
+                shape=(16, 32, 16), hidden=True, seed=seed)
+    a = big.args
+    for b, n in enumerate(a["cache_seqlens"]):
+        a["kv"][b, :n, -1] = 1.0  # not part of V (d_v < d_k): q[b, h, -1] shifts head h's scores
+    a["q"][:, :, -1] = row_offsets(rng, a["q"].shape[:2]) / a["scale"]
+    big.data["no_twin"] = True  # redrawn, |q| ~ 1e3 everywhere: beyond what tf32 matmuls keep
+    cases.append(big)
     cases.append(_case("a scale other than 1/sqrt(d_k)", rng, [int(rng.integers(1, 40)), 0], q_std=2.0,
                        shape=(16, 64, 32), hidden=True, seed=seed,
                        scale_factor=float(rng.choice([0.25, 0.5, 2.0]))))
-    return cases
+    return memo_twins(cases, rng, CHANGES, reference={FN: reference}, check=check,
+                      other_shapes=_other_lengths)
+
+
+# memo_twins: each argument changed alone (a cache keyed on the others fails)
+CHANGES = {
+    "q": lambda a, rng: new_values(a["q"], rng),
+    "kv": lambda a, rng: new_values(a["kv"], rng),  # NaN rows stay NaN
+    "d_v": lambda a, rng: _other_d_v(a, rng),
+    "scale": lambda a, rng: a["scale"] * float(rng.choice([0.5, 2.0])),
+}
+
+
+def _other_d_v(args, rng):
+    options = [v for v in (16, 32, 64) if v < args["q"].shape[-1] and v != args["d_v"]]
+    return int(rng.choice(options)) if options else None
+
+
+def _other_lengths(args, rng):
+    """The same queries, d_v and scale, other sequence lengths (a new cache)."""
+    n_seq, d_k = args["q"].shape[0], args["q"].shape[-1]
+    lens = [int(x) for x in rng.integers(1, 64, size=n_seq)]
+    t_max = BLOCK_T * -(-max(lens) // BLOCK_T)
+    kv = rng.standard_normal((n_seq, t_max, d_k))
+    for b, n in enumerate(lens):
+        kv[b, n:] = np.nan
+    return {**args, "kv": kv, "cache_seqlens": np.asarray(lens, dtype=np.int32)}
 
 
 def check(case, result):
@@ -217,7 +253,15 @@ MISTAKES = [
             _v_last_dims, match=_close),
 ]
 
+def _row_max(a):
+    """Each (sequence, head) row's largest score over its valid rows: [b, h_q]."""
+    return np.array([[float(np.max(a["scale"] * a["q"][b] @ a["kv"][b, :n].T, axis=-1)[h]) if n else -np.inf
+                      for h in range(a["q"].shape[1])]
+                     for b, n in enumerate(int(x) for x in a["cache_seqlens"])])
+
+
 EDGES = [
+    uneven_rows_edge(_row_max),
     Edge("an empty sequence", lambda a: 0 in list(a["cache_seqlens"])),
     Edge("a partial last tile", lambda a: any(int(n) % BLOCK_T for n in a["cache_seqlens"])),
     Edge("scores in the hundreds", lambda a: max(
@@ -232,5 +276,7 @@ PROBLEM = Problem(
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
     requires=("torch", "triton"), timeout_s=60.0,
-    reference={FN: reference}, edges=EDGES, needs_kernel_launch=True,
+    reference={FN: reference}, edges=EDGES, needs_kernel_launch=True, normalises_rows=True,
+    no_twin={"cache_seqlens": "rows at and past cache_seqlens are NaN in kv, so the lengths cannot "
+                              "change without kv (other_shapes twins change both)"},
 )

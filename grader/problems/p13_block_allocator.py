@@ -10,7 +10,7 @@ import copy
 
 import numpy as np
 
-from grader.spec import Case, Edge, Mistake, Problem, PASS, fail
+from grader.spec import PASS, Case, Edge, Mistake, Problem, fail, memo_twins
 from mlacourse.engine import pages
 
 APPEND, RELEASE = "append_slots", "release"
@@ -242,7 +242,66 @@ def _random_walk(rng, seed, n_ops):
 
 def make_cases(seed):
     rng = np.random.default_rng(seed)
-    return _public() + _scenarios(rng, seed) + _random_walk(rng, seed, 14) + _random_walk(rng, seed, 14)
+    cases = _public() + _scenarios(rng, seed) + _random_walk(rng, seed, 14) + _random_walk(rng, seed, 14)
+    return memo_twins(cases, rng, CHANGES, reference=REFERENCE, check=check, same_shapes=_relabelled)
+
+
+# ---- memo twins: valid states that change one argument (or every page id) ----------------
+
+def _relabelled(args, rng):
+    """The same state with the page ids renamed by a random permutation: the same lengths
+    and sizes, other values (a cache keyed on sizes returns the old ids)."""
+    n = len(args["refcount"])
+    if n < 2:
+        return None
+    new_id = [int(x) for x in rng.permutation(n)]
+    refcount = [0] * n
+    for p, r in enumerate(args["refcount"]):
+        refcount[new_id[p]] = r
+    return {**args, "table": [new_id[p] for p in args["table"]], "refcount": refcount,
+            "free": [new_id[p] for p in args["free"]]}
+
+
+def _swap_two(xs, rng):
+    if len(xs) < 2:
+        return None
+    i, j = (int(v) for v in rng.choice(len(xs), size=2, replace=False))
+    out = list(xs)
+    out[i], out[j] = out[j], out[i]
+    return out if out != list(xs) else None
+
+
+def _other_seqlen(a, rng):
+    """Another seqlen with the same number of pages (the table stays valid)."""
+    n, P = len(a["table"]), a["page_size"]
+    options = [s for s in range((n - 1) * P + 1, n * P + 1) if s != a["seqlen"]] if n else []
+    return int(rng.choice(options)) if options else None
+
+
+def _other_page_size(a, rng):
+    n, s = len(a["table"]), a["seqlen"]
+    options = [P for P in (1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64, 100, 256)
+               if P != a["page_size"] and -(-s // P) == n]
+    return int(rng.choice(options)) if options else None
+
+
+def _one_more_reference(a, rng):
+    """refcount with one more holder of one of the table's pages (another request shares it)."""
+    if not a["table"]:
+        return None
+    refcount = list(a["refcount"])
+    refcount[int(rng.choice(a["table"]))] += 1
+    return refcount
+
+
+CHANGES = {
+    "table": lambda a, rng: _swap_two(a["table"], rng),
+    "seqlen": _other_seqlen,
+    "n_new": lambda a, rng: int((a["n_new"] + rng.integers(1, 3 * a["page_size"] + 2)) % (3 * a["page_size"] + 2)),
+    "page_size": _other_page_size,
+    "refcount": _one_more_reference,
+    "free": lambda a, rng: _swap_two(a["free"], rng),
+}
 
 
 def _int_list(x, what):
@@ -497,11 +556,16 @@ EDGES = [
          function=RELEASE),
 ]
 
+REFERENCE = {APPEND: reference_append, RELEASE: reference_release}
+
 PROBLEM = Problem(
     number=13, slug="block_allocator", title="The block-table allocator: sharing and copy-on-write",
     chapter="notebooks/07_inference_engine.ipynb",
     functions=[APPEND, RELEASE], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
     timeout_s=5.0, memory_mb=512,
-    reference={APPEND: reference_append, RELEASE: reference_release}, edges=EDGES,
+    reference=REFERENCE, edges=EDGES,
+    may_change_inputs={name: "the engine's allocator works on its lists in place; the contract returns "
+                             "the whole state, so an attempt may change the lists it is given"
+                       for name in ("table", "refcount", "free")},
 )

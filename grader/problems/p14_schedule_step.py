@@ -9,7 +9,7 @@ import copy
 
 import numpy as np
 
-from grader.spec import Case, Edge, Mistake, Problem, PASS, fail
+from grader.spec import PASS, Case, Edge, Mistake, Problem, another_int, fail, memo_twins
 from mlacourse.engine import scheduler
 
 FN = "schedule_step"
@@ -39,9 +39,10 @@ Return the plan, a list of `(rid, n_tokens)`, built in three passes, each in arr
    stops at the first request that cannot be admitted (first come, first served).
 
 The plan lists the decodes first, then the prefills, then the admissions. No entry has
-0 tokens, and the tokens add up to at most `token_budget`. Do not change `running` or
-`waiting` (the engine still needs them). Input is always valid (unique ids, decodes with
-exactly 1 pending token), so you need not check it.
+0 tokens, and the tokens add up to at most `token_budget`. Input is always valid (unique
+ids, decodes with exactly 1 pending token, `max_running` >= 1 and >= the number of
+running requests), so you need not check it. A prefill can have a single token left: it
+is still a prefill (read `is_decode`).
 
 The judge compares the plan exactly -- order included -- with
 the engine's scheduler (`mlacourse.engine.scheduler`) on budgets from 1 to 300, with more decodes
@@ -154,6 +155,11 @@ def _scenarios(rng, seed):
     run = _running(rng, ids, int(rng.integers(1, 3)), [int(rng.integers(4, 12)), int(rng.integers(20, 40))])
     out.append(_case("the second prefill under way is cut", run, _waiting(rng, ids, rng.integers(1, 9, 2)),
                      len(run) + int(rng.integers(13, 18)), len(run) + 2, **h))
+    # 9. a prefill with one token left, between another prefill and a decode
+    d1, p1, p2, d2 = ids.take(4)
+    run = [(d1, 1, True), (p1, int(rng.integers(2, 20)), False), (p2, 1, False), (d2, 1, True)]
+    out.append(_case("a prefill with a single token left is still a prefill", run,
+                     _waiting(rng, ids, rng.integers(1, 9, 2)), int(rng.integers(40, 200)), None, **h))
     return out
 
 
@@ -163,13 +169,86 @@ def _random(rng, seed, i):
     wait = _waiting(rng, ids, rng.integers(1, 80, int(rng.integers(0, 5))))
     if not run and not wait:
         wait = _waiting(rng, ids, [int(rng.integers(1, 40))])
-    mr = None if rng.random() < 0.4 else len(run) + int(rng.integers(0, 4))
+    mr = None if rng.random() < 0.4 else max(1, len(run) + int(rng.integers(0, 4)))  # valid: >= 1
     return _case(f"random mix {i}", run, wait, int(rng.integers(1, 160)), mr, hidden=True, seed=seed)
 
 
 def make_cases(seed):
     rng = np.random.default_rng(seed)
-    return _public() + _scenarios(rng, seed) + [_random(rng, seed, i) for i in range(8)]
+    cases = _public() + _scenarios(rng, seed) + [_random(rng, seed, i) for i in range(8)]
+    return memo_twins(cases, rng, CHANGES, reference={FN: reference}, check=check,
+                      same_shapes=_renamed, other_shapes=_other_queues)
+
+
+# ---- memo twins: valid inputs that change one argument, or keep only the sizes ---------
+
+def _fresh_id(args, rng):
+    used = {r[0] for r in args["running"]} | {w[0] for w in args["waiting"]}
+    while True:
+        rid = f"r{int(rng.integers(200, 100_000))}"
+        if rid not in used:
+            return rid
+
+
+def _other_running(args, rng):
+    """One running request renamed, or a prefill's pending count changed."""
+    run = list(args["running"])
+    if not run:
+        return None
+    i = int(rng.integers(len(run)))
+    rid, n, is_decode = run[i]
+    if is_decode or rng.random() < 0.5:
+        run[i] = (_fresh_id(args, rng), n, is_decode)
+    else:
+        run[i] = (rid, another_int(1, 80)(n, rng), False)
+    return run
+
+
+def _other_waiting(args, rng):
+    wait = list(args["waiting"])
+    if not wait:
+        return None
+    i = int(rng.integers(len(wait)))
+    rid, n = wait[i]
+    wait[i] = (_fresh_id(args, rng), n) if rng.random() < 0.5 else (rid, another_int(1, 80)(n, rng))
+    return wait
+
+
+def _other_max_running(args, rng):
+    low = max(1, len(args["running"]))
+    options = [m for m in [None, *range(low, low + 4)] if m != args["max_running"]]
+    return options[int(rng.integers(len(options)))]
+
+
+CHANGES = {
+    "running": _other_running,
+    "waiting": _other_waiting,
+    "token_budget": lambda a, rng: another_int(1, 300)(a["token_budget"], rng),
+    "max_running": _other_max_running,
+}
+
+
+def _renamed(args, rng):
+    """Every request renamed and every pending count redrawn: the same list lengths and
+    the same budget (a cache keyed on sizes returns the old plan)."""
+    ids = _Ids(rng)
+    names = ids.take(len(args["running"]) + len(args["waiting"]))
+    run = [(names[i], 1 if d else int(rng.integers(1, 80)), d) for i, (_, _, d) in enumerate(args["running"])]
+    wait = [(names[len(run) + i], int(rng.integers(1, 80))) for i in range(len(args["waiting"]))]
+    return {**args, "running": run, "waiting": wait}
+
+
+def _other_queues(args, rng):
+    """The same budget and max_running, queues of other lengths (still valid for them)."""
+    cap = args["max_running"]
+    ids = _Ids(rng)
+    n_run = int(rng.integers(0, 6 if cap is None else cap + 1))
+    n_decode = int(rng.integers(0, n_run + 1))
+    run = _running(rng, ids, n_decode, rng.integers(1, 40, n_run - n_decode))
+    wait = _waiting(rng, ids, rng.integers(1, 40, int(rng.integers(1, 5))))
+    if (len(run), len(wait)) == (len(args["running"]), len(args["waiting"])):
+        wait = wait + _waiting(rng, ids, [int(rng.integers(1, 40))])
+    return {**args, "running": run, "waiting": wait}
 
 
 def check(case, result):
@@ -199,7 +278,7 @@ def check(case, result):
 
 def _plan(running, waiting, token_budget, max_running=None, *, one_pass=False, chunk=True,
           zeros=False, cap_budget=False, holding0=None, limit=True, off_by_one=False, order=None,
-          remove_while_iterating=False, all_decodes=False, charge_decodes=True,
+          remove_while_iterating=False, all_decodes=False, charge_decodes=True, by_pending=False,
           admit_first=False, whole_left=False):
     """schedule_step with the knobs the slips turn, written the way a learner would."""
     left, plan = token_budget, []
@@ -216,6 +295,9 @@ def _plan(running, waiting, token_budget, max_running=None, *, one_pass=False, c
         plan.append((rid, k))
         left -= k
         return True
+
+    if by_pending:  # "one pending token means a decode"
+        running = [(rid, n, n == 1) for rid, n, _ in running]
 
     def decodes():
         nonlocal left
@@ -312,6 +394,9 @@ MISTAKES = [
     Mistake("admissions before the running prefills",
             "Prefills already under way come before new requests: serve them second, admit "
             "waiting requests last.", _m(admit_first=True)),
+    Mistake("a prefill with one token left taken for a decode",
+            "A request is decoding when is_decode is True, not when n_pending == 1: a prefill with "
+            "one token left is served with the prefills, in its arrival order.", _m(by_pending=True)),
     Mistake("an admission takes the whole budget left",
             "An admitted request gets min(n_pending, budget left), not all of what is left.",
             _m(whole_left=True)),
@@ -334,6 +419,9 @@ EDGES = [
     Edge("nothing running", lambda a: not a["running"]),
     Edge("nobody waiting", lambda a: not a["waiting"]),
     Edge("token_budget 1", lambda a: a["token_budget"] == 1),
+    Edge("a prefill with one pending token before a decode, after another prefill",
+         lambda a: any(not r[2] and r[1] == 1 and any(not s[2] for s in a["running"][:i])
+                       and any(s[2] for s in a["running"][i + 1:]) for i, r in enumerate(a["running"]))),
 ]
 
 PROBLEM = Problem(

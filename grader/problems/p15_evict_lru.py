@@ -9,7 +9,7 @@ import copy
 
 import numpy as np
 
-from grader.spec import Case, Edge, Mistake, Problem, PASS, fail
+from grader.spec import PASS, Case, Edge, Mistake, Problem, another_int, fail, memo_twins
 from mlacourse.engine import radix
 
 FN = "evict_lru"
@@ -42,8 +42,8 @@ Return the list of evicted node ids, **in the order they are evicted**:
 
 So stop as soon as the tokens freed reach `n_needed` (`0` evicts nothing); if every
 candidate is gone first, return all of them -- the caller then knows it freed too little.
-A node under an in-use node may itself be unlocked and evicted. Do not change the inputs
-(the cache still needs them). The input is always valid, so you need not check it.
+A node under an in-use node may itself be unlocked and evicted. The input is always valid,
+so you need not check it.
 
 The judge compares the list exactly -- order included -- with
 the radix-tree model's eviction (`mlacourse.engine.radix`) on trees of 1 to 40 nodes: ties in `last_access`,
@@ -196,7 +196,70 @@ def make_cases(seed):
     first = hidden[0]
     hidden.append(Case(first.name + " (again)", FN, copy.deepcopy(first.args), hidden=True, seed=seed,
                        describe=first.describe))
-    return _public() + hidden
+    return memo_twins(_public() + hidden, rng, CHANGES, reference={FN: reference}, check=check)
+
+
+# ---- memo twins: valid trees that change one argument ------------------------------------
+
+def _under(parent, k):
+    """k and every node whose path to the root passes through k."""
+    out = {k}
+    changed = True
+    while changed:
+        changed = False
+        for i, p in enumerate(parent):
+            if p in out and i not in out:
+                out.add(i)
+                changed = True
+    return out
+
+
+def _reparented(a, rng):
+    """One node moved under another valid parent (or the root): not its own descendant, at
+    least as recent, and in use if the node is (the tree stays what a cache holds)."""
+    parent, last, in_use = (np.asarray(a[k]) for k in ("parent", "last_access", "in_use"))
+    for k in rng.permutation(len(parent)):
+        sub = _under(parent.tolist(), int(k))
+        options = [-1] + [j for j in range(len(parent)) if j not in sub and last[j] >= last[k]
+                          and (in_use[j] or not in_use[k])]
+        options = [j for j in options if j != parent[k]]
+        if options:
+            new = parent.copy()
+            new[k] = int(rng.choice(options))
+            return new
+    return None
+
+
+def _new_times(a, rng):
+    """Other access times, still never smaller on a parent than on its children."""
+    parent = np.asarray(a["parent"])
+    last = rng.integers(0, 60, len(parent)).astype(np.int64)
+    for _ in range(len(parent)):  # ids are in no order: push times up until nothing moves
+        for k, p in enumerate(parent):
+            if p >= 0 and last[p] < last[k]:
+                last[p] = last[k]
+    return last
+
+
+def _new_locks(a, rng):
+    """Other running requests: one or two random paths locked (closed upwards)."""
+    parent = np.asarray(a["parent"])
+    in_use = np.zeros(len(parent), dtype=bool)
+    for _ in range(int(rng.integers(1, 3))):
+        k = int(rng.integers(len(parent)))
+        while k >= 0:
+            in_use[k] = True
+            k = int(parent[k])
+    return in_use
+
+
+CHANGES = {
+    "parent": _reparented,
+    "tokens": lambda a, rng: rng.integers(1, 65, len(a["tokens"])).astype(np.int64),
+    "last_access": _new_times,
+    "in_use": _new_locks,
+    "n_needed": lambda a, rng: another_int(0, int(np.asarray(a["tokens"]).sum()) + 20)(a["n_needed"], rng),
+}
 
 
 def check(case, result):

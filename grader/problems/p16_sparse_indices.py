@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import PASS, Case, Edge, Mistake, Problem, Verdict, as_array, compare_arrays, fail
+from grader.spec import PASS, Case, Edge, Mistake, Problem, Verdict, as_array, compare_arrays, fail, memo_twins
 from mlacourse.sparse import physical_indices
 
 FN = "sparse_indices"
@@ -31,8 +31,8 @@ and checks nothing else, so every other entry must be a real row.
 The cases are built as a server builds them: each sequence owns shuffled pages (some with
 ids in the millions), block-table entries past a sequence's last page are unused and hold
 2147483647, positions come in the indexer's order (not sorted), `-1` pads short lists and
-also sits between valid entries, and one query token may have only `-1`. Do not change the
-inputs (the judge checks). Checked exactly against `mlacourse.sparse.physical_indices`.
+also sits between valid entries, and one query token may have only `-1`. Checked exactly
+against `mlacourse.sparse.physical_indices`.
 """
 
 HINTS = [
@@ -151,7 +151,20 @@ def make_cases(seed):
     cases.append(_case("the first served batch once more, after the others",  # a stale state shows here
                        {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in hidden[0][1].items()},
                        hidden=True, seed=seed))
-    return cases
+    return memo_twins(cases, rng, CHANGES, reference={FN: reference}, check=check)
+
+
+def _larger_page(a, rng):
+    """A larger page size: every position still lies in a listed page (t // P' <= t // P)."""
+    return int(a["page_block_size"]) + int(rng.integers(1, 9))
+
+
+# memo_twins: each argument changed alone (a cache keyed on the others fails)
+CHANGES = {
+    "topk_pos": lambda a, rng: _redraw(rng, a, pages=False)["topk_pos"].astype(a["topk_pos"].dtype),
+    "block_table": lambda a, rng: _redraw(rng, a, positions=False)["block_table"].astype(a["block_table"].dtype),
+    "page_block_size": _larger_page,
+}
 
 
 def check(case, result):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import Case, Edge, Mistake, Problem, compare_out_lse
+from grader.spec import Case, Edge, Mistake, Problem, compare_out_lse, memo_twins, new_values, uneven_rows_edge
 from mlacourse.fp8 import pack_fp8_row
 from mlacourse.sparse import POISON_BYTE, random_fp8_cache
 from mlacourse.sparse import sparse_decode as sparse_reference
@@ -44,7 +44,6 @@ Return `(out, lse)`: `out [b, s_q, h_q, 512]`, `lse [b, h_q, s_q]` (FlashMLA's l
   rows you need. Note that `rows[-1]` in numpy is the last row, not "no row".
 * Keep the softmax stable for each row (one head of one query token) on its own: one case
   has heads whose scores are near +750 next to heads near -750 (exp overflows above 709).
-* Do not change the inputs (the judge checks).
 
 Checked against `mlacourse.sparse.sparse_decode`: out, then lse, each with |got - expected|
 <= 1e-9 + 1e-6 * |expected| (decode in float64). Hidden cases vary b, s_q, h_q, topk, the
@@ -177,7 +176,25 @@ def make_cases(seed):
     again = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in base.items()}
     cases.append(Case("the first served batch once more, after the others", FN, again, hidden=True, seed=seed,
                       describe=_describe(again, seed=seed)))
-    return cases
+    return memo_twins(cases, rng, CHANGES, reference={FN: reference}, check=check)
+
+
+def _shuffled_rows(a, rng):
+    """The same rows named in another order among the entries (the -1 pattern stays): every
+    named row still holds data, and each query token gets other keys."""
+    idx = a["indices"].copy()
+    valid = idx >= 0
+    idx[valid] = rng.permutation(idx[valid])
+    return idx
+
+
+# memo_twins: each argument changed alone (a cache keyed on the others fails)
+CHANGES = {
+    "q": lambda a, rng: new_values(a["q"], rng),
+    "kv_cache": lambda a, rng: _redraw(rng, a, q=False, indices=False)["kv_cache"],
+    "indices": _shuffled_rows,
+    "softmax_scale": lambda a, rng: a["softmax_scale"] * float(rng.choice([0.5, 2.0])),
+}
 
 
 def check(case, result):
@@ -346,8 +363,7 @@ def _ends_hold_data(a):
 
 EDGES = [
     Edge("scores in the hundreds, above 709", lambda a: float(np.max(_row_max_scores(a), initial=-np.inf)) > 709),
-    Edge("rows whose maxima differ by hundreds (one near +750, another near -750)",
-         lambda a: np.ptp(_row_max_scores(a)) > 1400 if _row_max_scores(a).size else False),
+    uneven_rows_edge(_row_max_scores),
     Edge("a query token whose entries are all -1", lambda a: bool((a["indices"] == -1).all(axis=-1).any())),
     Edge("-1 between valid entries", lambda a: bool(((a["indices"][..., :-1] == -1)
                                                        & (a["indices"][..., 1:] >= 0)).any())),
@@ -366,7 +382,7 @@ PROBLEM = Problem(
     chapter="notebooks/08_flashmla_next.ipynb",
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
-    reference={FN: reference}, edges=EDGES,
+    reference={FN: reference}, edges=EDGES, normalises_rows=True,
     fixed={"q.axis3": "the absorbed query is 576 wide by definition: 512 latent + 64 rope dims, the row's K",
            "kv_cache.axis2": "absorbed MLA has exactly one latent KV head (h_kv = 1), as FlashMLA requires",
            "kv_cache.axis3": "a FlashMLA FP8 row is 656 bytes by definition: 512 e4m3 latents, 4 float32 "

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import PASS, Case, Edge, Mistake, Problem, Verdict, as_array, compare_arrays, fail
+from grader.spec import (PASS, Case, Edge, Mistake, Problem, Verdict, another_int, as_array, compare_arrays, fail,
+                         memo_twins)
 from mlacourse.attention import causal_mask
 from mlacourse.sparse import index_scores, index_topk
 
@@ -32,9 +33,9 @@ first**. When fewer than `topk` positions are visible, fill the rest of the row 
 
 The hidden cases use small whole numbers (weights in quarters), so every score is exact and
 ties are real: several tokens often score exactly 0 (every head's dot product negative), and
-some keys repeat. They vary s_q, H, D, s_k and topk, and repeat shapes with other values. Do
-not change the inputs. Checked exactly against the course's `index_scores` and `index_topk`
-(`mlacourse.sparse`) with that causal rule.
+some keys repeat. They vary s_q, H, D, s_k and topk, and repeat shapes with other values.
+Checked exactly against the course's `index_scores` and `index_topk` (`mlacourse.sparse`)
+with that causal rule.
 """
 
 HINTS = [
@@ -123,7 +124,17 @@ def make_cases(seed):
     again = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in base.items()}
     cases.append(Case("the first decode step once more, after the others", FN, again, hidden=True, seed=seed,
                       describe=_describe(again, seed)))
-    return cases
+    return memo_twins(cases, rng, CHANGES, reference={FN: reference}, check=check)
+
+
+# memo_twins: each argument changed alone, in small whole numbers like the rest (exact
+# scores: a tie stays a tie however a right answer sums)
+CHANGES = {
+    "q_idx": lambda a, rng: rng.integers(-3, 4, size=a["q_idx"].shape).astype(np.float64),
+    "weights": lambda a, rng: rng.integers(-4, 9, size=a["weights"].shape).astype(np.float64) / 4.0,
+    "k_idx": lambda a, rng: rng.integers(-3, 4, size=a["k_idx"].shape).astype(np.float64),
+    "topk": lambda a, rng: another_int(1, a["k_idx"].shape[0] + 4)(a["topk"], rng),
+}
 
 
 def check(case, result):

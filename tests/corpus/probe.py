@@ -3,6 +3,8 @@
     .venv/bin/python tests/corpus/probe.py                 # every problem, seeds 1 2 3
     .venv/bin/python tests/corpus/probe.py -p 4,5 -s 1     # some problems, one seed
     .venv/bin/python tests/corpus/probe.py --lint          # only check the file headers
+    .venv/bin/python tests/corpus/probe.py --since main --judge ../main -s 0-9
+        # the attempts added since git ref `main`, graded by another checkout's judge.py
 
 Each attempt is graded exactly as a teacher would: ``judge.py N --file PATH --seed S``
 (exit code 0 means it passed). A HOLE is a file marked ``expect: fail`` that passes on
@@ -39,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 KEYS = ("expect", "slip", "mistake", "reason")
 REASONS = {"uses_reference", "timeout", "memory", "exit", "crash", "wrong_type", "wrong_shape",
-           "not_finite", "mutated_input", "tamper"}
+           "not_finite", "mutated_input", "no_kernel", "tamper"}
 GUARDED = ["grader", "mlacourse", "solutions", "practice", "kernels", "judge.py"]
 
 
@@ -127,15 +129,22 @@ def split_kv_decode(q, kv, d_v, scale, n_splits):
 '''
 
 
-def run_one(a: Attempt, seed: int, shim_dir: str | None, specs) -> None:
+def added_since(ref: str) -> set:
+    """Paths of the attempts that git ref `ref` does not have (committed or not)."""
+    out = subprocess.run(["git", "ls-tree", "-r", "--name-only", ref, "--", "tests/corpus"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout.split()
+    return {p.resolve() for p in HERE.glob("p[0-9][0-9]_*/*.py")} - {(ROOT / x).resolve() for x in out}
+
+
+def run_one(a: Attempt, seed: int, shim_dir: str | None, specs, judge: Path = ROOT) -> None:
     path = str(a.path)
     if shim_dir is not None:
         shim = Path(shim_dir) / f"shim_{a.path.stem}.py"
         shim.write_text(SHIM.format(path=path))
         path = str(shim)
-    cmd = [sys.executable, str(ROOT / "judge.py"), str(a.number), "--file", path, "--seed", str(seed)]
+    cmd = [sys.executable, str(judge / "judge.py"), str(a.number), "--file", path, "--seed", str(seed)]
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=judge)
         text, passed = p.stdout + p.stderr, p.returncode == 0
     except subprocess.TimeoutExpired:
         text, passed = "probe: the judge itself did not finish in 900 s", False
@@ -153,6 +162,8 @@ WHY = [  # (text in the judge's report, short tag), first match wins
     ("still running after", "timeout"), ("out of memory", "memory"),
     ("tried to stop the program", "exit"), ("ended (exit code", "exit"),
     ("crashed", "crash"), ("modified its input", "mutated_input"),
+    ("changed its input in place", "mutated_input"), ("your kernel did not write", "no_kernel"),
+    ("without launching a Triton kernel", "no_kernel"), ("not what your kernel wrote", "no_kernel"),
     ("raised an exception", "exception"), ("returned shape", "wrong_shape"),
     ("NaN and", "not_finite"), ("is nan", "not_finite"), ("is inf", "not_finite"),
     ("is -inf", "not_finite"), ("of your result is NaN", "not_finite"),
@@ -188,13 +199,21 @@ def main(argv=None) -> int:
     ap.add_argument("-j", "--jobs", type=int, default=2, help="judges run at once (default 2)")
     ap.add_argument("-k", "--match", help="only files whose name contains this text")
     ap.add_argument("--lint", action="store_true", help="only check the headers")
+    ap.add_argument("--since", help="only the attempts added since this git ref (e.g. main)")
+    ap.add_argument("--judge", default=str(ROOT),
+                    help="the checkout whose judge.py grades (default: this one), to count the "
+                         "holes of another version of the judge")
     args = ap.parse_args(argv)
+    judge = Path(args.judge).resolve()
 
     sys.path.insert(0, str(ROOT))
     from grader.runner import discover  # noqa: E402 -- the probe runs from anywhere
     specs = {p.number: p for p in discover()}
     problems = {int(x) for x in args.problems.split(",")} if args.problems else None
     items = [a for a in attempts(problems) if not args.match or args.match in a.name]
+    if args.since:
+        new = added_since(args.since)
+        items = [a for a in items if a.path.resolve() in new]
     bad = lint(items, specs)
     for line in bad:
         print("LINT", line)
@@ -212,7 +231,7 @@ def main(argv=None) -> int:
         def job(pair):
             a, seed = pair
             shim = shim_dir if a.number == 10 and not p10_new_contract(specs[10]) else None
-            run_one(a, seed, shim, specs)
+            run_one(a, seed, shim, specs, judge)
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
             list(pool.map(job, [(a, s) for a in items for s in seeds]))
     after = git_status()
@@ -262,7 +281,8 @@ def main(argv=None) -> int:
     if before != after:
         print("TAMPER: the judge's files changed while the corpus ran:")
         print(textwrap.indent(after, "  "))
-    print(f"\n{len(items)} attempts x {len(seeds)} seeds in {time.monotonic() - t0:.0f} s")
+    print(f"\n{len(items)} attempts x {len(seeds)} seeds in {time.monotonic() - t0:.0f} s"
+          + (f", graded by {judge / 'judge.py'}" if judge != ROOT else ""))
     return 1 if holes or false_fails or before != after or bad else 0
 
 

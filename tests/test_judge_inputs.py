@@ -1,0 +1,210 @@
+"""Inputs are read-only, and a kernel problem's answer is what the kernel wrote.
+
+- child.snapshot / first_change: a deep, type-strict comparison of every argument before
+  and after the call, and the words that say where it changed (``waiting[2]``,
+  ``running``'s order, ``x[1, 2]``); runner.mutations: only what the contract forbids.
+- Watch.kernel_wrote, through the real child with a toy Triton problem: outputs start as
+  NaN (torch.empty is poisoned), a value the kernel did not write fails -- also over a
+  zero-filled output, where a re-run with the element poisoned decides -- and a kernel
+  that writes every element passes however its outputs were allocated.
+"""
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+
+import numpy as np
+import pytest
+
+from grader import child, runner
+from grader.records import ProblemStatus
+from grader.spec import INPUTS_RULE, Case, Problem, compare_arrays
+
+
+def _changes(before: dict, mutate) -> list[str]:
+    kept = {k: child.snapshot(v) for k, v in before.items()}
+    mutate(before)
+    return child.changed_inputs(kept, before)
+
+
+def _args():
+    return {"running": [("a", 3, False), ("b", 1, True), ("c", 7, False)],
+            "waiting": [("d", 4), ("e", 2), ("f", 9)],
+            "x": np.arange(6.0).reshape(2, 3), "pairs": [[1, 2], [3]], "n": 3, "cap": None,
+            "table": {"k": [1, 2]}}
+
+
+def test_nothing_changed_says_nothing():
+    assert _changes(_args(), lambda a: None) == []
+    a = {"v": np.array([np.nan, -np.inf, 1.0])}
+    assert _changes(a, lambda a: None) == []
+
+
+def test_each_kind_of_change_is_named_where_it_happened():
+    def pop(a):
+        a["waiting"].pop(0)
+    assert _changes(_args(), pop) == [
+        "waiting has 2 items, it had 3: items were removed (the first difference is at waiting[0])"]
+
+    def sort(a):
+        a["running"].sort(key=lambda r: not r[2])
+    (msg,) = _changes(_args(), sort)
+    assert msg.startswith("running: the same items in another order")
+
+    def rewrite(a):
+        a["running"][2] = ("c", 5, False)
+    assert _changes(_args(), rewrite) == ["running[2][1] was 7, now 5"]
+
+    def nested(a):
+        a["pairs"][1].append(4)
+    assert _changes(_args(), nested) == [
+        "pairs[1] has 2 items, it had 1: items were added (the first difference is at pairs[1][1])"]
+
+    def array(a):
+        a["x"][1, 2] *= 2
+    assert _changes(_args(), array) == ["x[1, 2] was 5.0, now 10.0 (1 of 6 values changed)"]
+
+    def in_dict(a):
+        a["table"]["k"][0] = 9
+    assert _changes(_args(), in_dict) == ["table['k'][0] was 1, now 9"]
+
+
+def test_lookalikes_do_not_hide_a_change():
+    """Replacements that compare equal by their own __eq__, subclasses, another dtype."""
+    class Liar:
+        def __eq__(self, other):
+            return True
+
+        __hash__ = object.__hash__
+
+    def liar(a):
+        a["running"][0] = Liar()
+    assert _changes(_args(), liar) == ["running[0] is now another kind of object (it was a tuple)"]
+
+    class Sub(np.ndarray):
+        pass
+
+    def subclass(a):
+        a["x"] = a["x"].view(Sub)
+    assert _changes(_args(), subclass)[0].startswith("x is now")
+
+    def dtype(a):
+        a["x"] = a["x"].astype(np.float32)
+    assert "dtype float32" in _changes(_args(), dtype)[0]
+
+    def list_to_tuple(a):
+        a["waiting"] = tuple(a["waiting"])
+    assert "(it was a list)" in _changes(_args(), list_to_tuple)[0]
+
+
+def test_the_contract_decides_which_changes_fail():
+    """The child's texts start with the argument's name; problem 13 may change its lists."""
+    rec = ["free has 2 items, it had 3: items were removed (the first difference is at free[2])",
+           "seqlen was 3, now 4", "table[0] was 5, now 6"]
+    p13 = runner.find(13)
+    assert p13.may_change_inputs and runner.mutations(p13, rec) == ["seqlen was 3, now 4"]
+    p14 = runner.find(14)
+    assert runner.mutations(p14, rec) == rec
+    assert runner.mutations(p14, ["waiting"]) == ["waiting changed"]  # an older child's record
+    assert runner.mutations(p14, 7) == ["7 changed"] and runner.mutations(p14, None) == []  # forged
+
+
+def test_the_read_only_rule_is_added_once():
+    p = runner.find(14)
+    again = dataclasses.replace(p, slug="again")  # __post_init__ runs again: no second copy
+    assert again.statement.count(INPUTS_RULE) == 1
+
+
+def test_a_list_popped_fails_through_the_child(tmp_path):
+    src = tmp_path / "pops.py"
+    src.write_text(textwrap.dedent('''
+        def schedule_step(running, waiting, token_budget, max_running=None):
+            plan, left = [], token_budget
+            for rid, n, dec in running:
+                if dec and left:
+                    plan.append((rid, 1)); left -= 1
+            for rid, n, dec in running:
+                if not dec and left:
+                    plan.append((rid, min(n, left))); left -= min(n, left)
+            while waiting and left and (max_running is None or len(running) + len(plan) < 10**9):
+                rid, n = waiting.pop(0)
+                plan.append((rid, min(n, left))); left -= min(n, left)
+                break
+            return plan
+    '''))
+    res = runner.grade(runner.find(14), src, seed=1)
+    f = res.first_failure()
+    assert res.status is ProblemStatus.FAILED and f.reason == "mutated_input"
+    assert "changed its input in place: waiting has" in f.message and "items were removed" in f.message
+
+
+# ------------------------------------------------------------------ kernels must write
+
+def _double_cases(seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(64).astype(np.float32)
+    x[:5] = 0.0  # zeros in the answer: a zero-filled output holds them before the launch
+    return [Case("x [64]", "double", {"x": x}, describe="x [64]")]
+
+
+KERNEL_TOY = Problem(
+    number=91, slug="double_kernel", title="Double in Triton", chapter="(toy)",
+    functions=["double"], statement="double(x) -> 2 * x, computed by a Triton kernel",
+    hints=["-"], make_cases=_double_cases,
+    check=lambda c, r: compare_arrays("double", 2.0 * c.args["x"], r, rtol=1e-6, atol=0.0),
+    requires=("torch", "triton"), timeout_s=60.0, needs_kernel_launch=True)
+
+KERNEL_HEAD = '''
+import os
+import torch
+os.environ.setdefault("TRITON_INTERPRET", "1")
+import triton
+import triton.language as tl
+
+@triton.jit
+def twice(x_ptr, out_ptr, n, STORE_FROM: tl.constexpr, BLOCK: tl.constexpr, FACTOR: tl.constexpr = 2.0):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(out_ptr + offs, FACTOR * x, mask=(offs < n) & (offs >= STORE_FROM))
+'''
+
+KERNEL_ATTEMPTS = {  # name: (the launcher's body, does it pass?)
+    "empty, every element written": ('''
+        out = torch.empty(x_t.shape, dtype=torch.float32)
+        twice[(1,)](x_t, out, x_t.numel(), STORE_FROM=0, BLOCK=64)
+        return out''', True),
+    "zeros, every element written (some are 0)": ('''
+        out = torch.zeros(x_t.shape, dtype=torch.float32)
+        twice[(1,)](x_t, out, x_t.numel(), STORE_FROM=0, BLOCK=64)
+        return out''', True),
+    "torch answer, kernel stores nothing": ('''
+        out = 2.0 * x_t
+        twice[(1,)](x_t, out, x_t.numel(), STORE_FROM=64, BLOCK=64)
+        return out''', False),
+    "zeros, kernel skips the first five (the zeros)": ('''
+        out = torch.zeros(x_t.shape, dtype=torch.float32)
+        twice[(1,)](x_t, out, x_t.numel(), STORE_FROM=5, BLOCK=64)
+        return out''', False),
+    "the kernel's output overwritten by torch": ('''
+        out = torch.empty(x_t.shape, dtype=torch.float32)
+        twice[(1,)](x_t, out, x_t.numel(), STORE_FROM=0, BLOCK=64, FACTOR=3.0)
+        out.copy_(2.0 * x_t)
+        return out''', False),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(KERNEL_ATTEMPTS))
+def test_only_what_the_kernel_wrote_counts(tmp_path, name):
+    if runner.missing_requirements(KERNEL_TOY):
+        pytest.skip("needs torch and triton")
+    body, passes = KERNEL_ATTEMPTS[name]
+    src = tmp_path / "attempt.py"
+    src.write_text(KERNEL_HEAD + "\n\ndef double(x):\n    x_t = torch.as_tensor(x)\n"
+                   + textwrap.indent(textwrap.dedent(body).strip("\n"), "    ") + "\n")
+    res = runner.grade(KERNEL_TOY, src, seed=0)
+    f = res.first_failure()
+    if passes:
+        assert res.status is ProblemStatus.PASSED, f.message if f else res.message
+    else:
+        assert res.status is ProblemStatus.FAILED and f.reason == "no_kernel", f.message if f else res.message
