@@ -54,17 +54,49 @@ PAGE = 64
 ROW_BYTES = {"bf16": BF16_ROW_BYTES, "fp8": FP8_ROW_BYTES}
 
 
+def table() -> dict:
+    """The dense call's rows of the version table, kernels.mla_decode.VERSION_TABLE (imports torch
+    and triton: call it lazily, so that the floors and the markdown writer work without them).
+    Everything this benchmark does differently per version comes from these rows."""
+    from kernels.mla_decode import VERSION_TABLE
+    return {n: v for n, v in VERSION_TABLE.items() if v.call == "dense"}  # sparse decode: its own benchmark
+
+
 def versions():
-    """The version names of the launcher table (imports torch and triton: call it lazily, so
-    that the floors and the markdown writer work without them)."""
-    from kernels.mla_decode import VERSIONS
-    return VERSIONS  # the versions of the dense call (a sparse decode has its own benchmark)
+    """The version names of the dense call, in the table's order."""
+    return tuple(table())
 
 
-PLANNED = ("planned", "gluon", "seesaw")  # versions that take a plan
-GLUON = ("gluon", "seesaw")  # Hopper only, bf16 caches
 OTHERS = ("torch", "flashmla")  # the torch reference; FlashMLA itself when it imports
-SLOW_FROM_SK = 16384  # naive and torch are skipped from this mean s_k on unless --all
+# --versions also takes these words: the versions whose row says hopper_only, and the others
+GROUPS = {"hopper": lambda v: v.hopper_only, "portable": lambda v: not v.hopper_only}
+SLOW_FROM_SK = 16384  # from this mean s_k on, versions with one program per query row and torch wait for --all
+
+
+def expand_versions(spec: str) -> list:
+    """'tiled,hopper,torch' -> ['tiled', 'gluon', 'seesaw', 'torch']: names and group words
+    (GROUPS), in the order given, each once. Unknown words stay, for the caller to refuse."""
+    out = []
+    for word in (w.strip() for w in spec.split(",")):
+        names = [n for n, v in table().items() if GROUPS[word](v)] if word in GROUPS else [word] if word else []
+        out += [n for n in names if n not in out]
+    return out
+
+
+def _slow(version: str) -> bool:
+    """Reads the cache once per query row (one program per row: its row's block_m is 1), or is
+    the torch reference: skipped at long sequences unless --all."""
+    return version == "torch" or (version in table() and table()[version].block_m == (1,))
+
+
+def _cannot_run(version, dev, cache: str) -> str | None:
+    """Why a version of the table is not timed on this device and cache (None: it is)."""
+    v = table()[version]
+    if not v.runs_on(dev):
+        return "needs a Hopper GPU" if v.hopper_only else "cannot run on this device"
+    if cache not in v.caches:
+        return f"reads {' and '.join(v.caches)} caches only"
+    return None
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCHMARKS_MD = os.path.join(HERE, "BENCHMARKS.md")
 
@@ -77,10 +109,12 @@ def parse_args(argv=None):
                       help="tiny cases on a CPU in Triton's interpreter: the pipeline, not a benchmark")
     names = versions()
     p.add_argument("--versions", default=",".join(names + OTHERS),
-                   help=f"comma list from {','.join(names + OTHERS)} (default: all; gluon and seesaw run on Hopper "
-                        f"only, flashmla where the flash_mla package imports)")
+                   help=f"comma list from {','.join(names + OTHERS)}, or the words {' and '.join(GROUPS)} "
+                        f"(default: all; hopper-only versions run on Hopper only, flashmla where the flash_mla "
+                        f"package imports)")
     p.add_argument("--all", action="store_true",
-                   help="also time naive and torch at s_k >= 16K (slow: naive reads the cache h_q*s_q times)")
+                   help="also time the one-row-per-program versions and torch at s_k >= 16K (slow: they read the "
+                        "cache h_q*s_q times)")
     p.add_argument("--lengths", choices=("flashmla", "clipped"), default="flashmla",
                    help="flashmla: max(normal(mean, mean/2), s_q), unclipped (default); clipped: also <= 2*mean")
     p.add_argument("--b", type=int, default=None, help="sequences per batch (default 128; 3 with --smoke)")
@@ -93,7 +127,7 @@ def parse_args(argv=None):
     p.add_argument("--png", default=None, help="roofline plot path (default: next to --out)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    args.versions = [v.strip() for v in args.versions.split(",") if v.strip()]
+    args.versions = expand_versions(args.versions)
     bad = [v for v in args.versions if v not in names + OTHERS]
     if bad:
         p.error(f"unknown version(s) {bad}; choose from {names + OTHERS}")
@@ -174,10 +208,10 @@ def render_markdown(meta: dict, rows: list, compile_table: str | None = None) ->
             tb = f"{r['tbs']:.2f}" if r.get("kernel_ms") else "-"
             lines.append(head + f"| {r['ms']:.3f} | {kms} | {r['tflops_call']:.1f} | {tk} | {tb} "
                          f"| {r.get('check', '')} |")
-    for name, number in (("gluon", 5), ("seesaw", 6)):
+    for name, v in (meta.get("never_run") or {}).items():  # versions not yet run anywhere (table: status)
         ran = any(r["version"] == name and r.get("ms") for r in rows)
-        lines += ["", f"Version {number} ({name}): " + ("timed in this run." if ran else
-                                                        "compiled, not yet run on a GPU (not timed in this run).")]
+        lines += ["", f"Version {v} ({name}): " + ("timed in this run." if ran else
+                                                   "compiled, not yet run on a GPU (not timed in this run).")]
     if failed:
         lines += ["", "## Failed the correctness gate (not timed)", ""]
         lines += [f"- {r['cache']} s_k~{r['s_k_mean']:.0f} s_q={r['s_q']} h_q={r['h_q']} {r['version']}: "
@@ -390,7 +424,6 @@ def run(args, device=None, timer=None, cases=None, kernel_timer=None):
     import triton
 
     from kernels.mla_decode import mla_decode_with_kvcache
-    from kernels.plan import mla_decode_plan
     from kernels.reference import reference_decode_padded
 
     smoke = getattr(args, "smoke", False)
@@ -448,11 +481,12 @@ def run(args, device=None, timer=None, cases=None, kernel_timer=None):
         for v in args.versions:
             row = dict(cache=cache_kind, s_k_mean=float(np.mean(lens)), s_k_max=int(np.max(lens)), s_q=s_q,
                        h_q=h_q, version=v, flop=flop, bytes=nbytes)
-            if v in ("naive", "torch") and mean_sk >= SLOW_FROM_SK and not args.all:
+            if _slow(v) and mean_sk >= SLOW_FROM_SK and not args.all:
                 rows.append(dict(row, ms=None, note="skipped (use --all)"))
                 continue
-            if v in GLUON and (fp8 or not hopper):
-                rows.append(dict(row, ms=None, note="needs a Hopper GPU and a bf16 cache"))
+            why = _cannot_run(v, dev, cache_kind) if v not in OTHERS else None
+            if why:
+                rows.append(dict(row, ms=None, note=why))
                 continue
             if v == "flashmla" and (flash_mla is None or fp8 or not hopper):
                 why = "flash_mla does not import" if flash_mla is None else "FlashMLA's dense decode: Hopper, bf16"
@@ -474,11 +508,11 @@ def run(args, device=None, timer=None, cases=None, kernel_timer=None):
                 fn = flashmla_fn(flash_mla, q, kvc, bt, sl, scale)
             else:
                 opts = {}
-                if v in PLANNED:
-                    block_m = 64 if v in GLUON else None
-                    if block_m not in plans:
-                        plans[block_m] = mla_decode_plan(sl, h_q, s_q, block_m=block_m)
-                    opts["plan"] = plans[block_m]
+                if table()[v].takes_plan:  # one plan per rows-per-program, shared by the versions that take it
+                    key = table()[v].plan_block_m
+                    if key not in plans:
+                        plans[key] = table()[v].make_plan(sl, h_q, s_q)
+                    opts["plan"] = plans[key]
 
                 def fn(v=v, opts=opts):
                     return mla_decode_with_kvcache(q, kvc, bt, sl, D_V, softmax_scale=scale, causal=True,
@@ -506,6 +540,7 @@ def run(args, device=None, timer=None, cases=None, kernel_timer=None):
         f" --out {args.out}"
     meta = dict(date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), gpu=name,
                 driver=_driver() if dev.type == "cuda" else "-", torch=torch.__version__,
+                never_run={n: v.number for n, v in table().items() if not v.interpreter and not v.gpu_verified},
                 triton=triton.__version__, python=platform.python_version(), command=command, b=args.b,
                 smoke=dev.type == "cpu",
                 flash_mla=getattr(flash_mla, "__version__", "installed") if flash_mla is not None else None,

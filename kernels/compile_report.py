@@ -3,12 +3,13 @@ what the compiler made: resources from ptxas, and the KV loop from the SASS.
 
   python -m kernels.compile_report                  (from the repository root; a few minutes on 2 cores)
   python -m kernels.compile_report --only planned   (one version and the combine kernel)
-  python -m kernels.compile_report --only sparse    (the sparse decode kernel, kernels.sparse_decode)
+  python -m kernels.compile_report --only sparse    (the sparse decode kernel: top-k 2048, FP8 rows)
   python -m kernels.compile_report --json           (machine-readable rows)
   python -m kernels.compile_report --excerpt gluon  (one configuration's MMA layouts and SASS loop, JSON)
 
-The configurations come from the launcher table (kernels.mla_decode.VERSION_TABLE): each
-version's launcher is asked for its launches on a representative call with gpu=True, and
+The configurations come from the version table (kernels.mla_decode.VERSION_TABLE): for each
+version, each cache format it reads and each BLOCK_M it ships (its row), its launcher is asked
+for its launches on a representative call with gpu=True (`--only NAME`: one version), and
 each launch is compiled with the specialization triton's launcher would give it (16-byte
 aligned pointers, integers divisible by 16, integers equal to 1 as constants).
 
@@ -33,76 +34,62 @@ import os
 import re
 import sys
 import time
+from typing import NamedTuple
 
 SMEM_LIMIT_SM90 = 232_448  # bytes of shared memory one block may use on H100/H200 (227 KiB)
-SHAPES = ((1, 16), (1, 32), (1, 128))  # (s_q, h_q): BLOCK_M 16, 32 and 64 (h_q=64/128 share the 64-row tile)
+# (s_q, h_q) of an example call whose default tile has this BLOCK_M (kernels.launch.default_block_m);
+# h_q=64 and 128 share the 64-row tile; BLOCK_M 1 = one row per program, any shape builds the same kernel
+SHAPE_OF_BLOCK_M = {1: (1, 16), 16: (1, 16), 32: (1, 32), 64: (1, 128)}
+TOPK = 2048  # a sparse call's example: DeepSeek-V3.2's top-k
 
 
-def _example_call(h_q, s_q, is_fp8):
-    """Small CPU tensors shaped like a real call (the compile needs types and alignment only)."""
+class Config(NamedTuple):
+    label: str  # "tiled bf16 BLOCK_M=16", "combine", ...
+    launch: object  # a kernels.launch.Launch, or None where it could not be built
+    version: str | None  # its row of VERSION_TABLE (None: the combine kernel, shared)
+
+
+def _example_launches(version, cache: str, s_q: int, h_q: int) -> list:
+    """The launches a GPU call of this version ships, built on small CPU tensors shaped like a
+    real call (the compile needs types and alignment only; nothing runs)."""
     import torch
 
+    from . import mla_decode as md
+    from . import sparse_decode
     from .dims import D_K, FP8_ROW_BYTES
+    fp8 = cache == "fp8"
     q = torch.zeros(2, s_q, h_q, D_K, dtype=torch.bfloat16)
-    kv = torch.zeros(4, 64, 1, FP8_ROW_BYTES if is_fp8 else D_K, dtype=torch.uint8 if is_fp8 else torch.bfloat16)
+    kv = torch.zeros(4, 64, 1, FP8_ROW_BYTES if fp8 else D_K, dtype=torch.uint8 if fp8 else torch.bfloat16)
+    if version.call == "sparse":
+        idx = torch.zeros(2, s_q, TOPK, dtype=torch.int32)
+        return sparse_decode.prepare(q, kv, idx, gpu=True, check_indices=False)[0]
     bt = torch.zeros(2, 4, dtype=torch.int32)
     sl = torch.tensor([200, 130], dtype=torch.int32)
-    return q, kv, bt, sl
+    return md.prepare(q, kv, bt, sl, 512, causal=True, is_fp8_kvcache=fp8, gpu=True, version=version.name)[1]
 
 
-def shipped_configs(only=None):
-    """[(label, Launch)] for every version, cache and BLOCK_M a GPU launch ships; the
-    combine kernel once. Gluon (bf16 only) where this triton has Gluon."""
+def shipped_configs(only=None) -> list[Config]:
+    """Every configuration a GPU launch ships, from the version table: each version, each cache
+    it reads, each BLOCK_M it ships (its row of VERSION_TABLE); the combine kernel once."""
     from . import mla_decode as md
 
     out, seen = [], set()
     for name, version in md.VERSION_TABLE.items():
-        if (only and name != only) or version.kind != "dense":
-            continue  # (a sparse version's compile belongs to its own report)
-        gluon = not version.interpreter  # the Gluon versions: bf16, 64-row tiles only
-        for is_fp8 in (False, True):
-            if gluon and is_fp8:
-                continue
-            for s_q, h_q in SHAPES:
-                if name == "naive" and h_q != 16:
-                    continue  # one row per program: the shape does not change the kernel
-                if gluon and h_q != 128:
-                    continue
-                q, kv, bt, sl = _example_call(h_q, s_q, is_fp8)
+        if only and name != only:
+            continue
+        for cache in version.caches:
+            for block_m in version.block_m:
                 try:
-                    _, launches, _, _ = md.prepare(q, kv, bt, sl, 512, causal=True, is_fp8_kvcache=is_fp8,
-                                                   gpu=True, version=name)
+                    launches = _example_launches(version, cache, *SHAPE_OF_BLOCK_M[block_m])
                 except ImportError as e:  # no Gluon in this triton
-                    out.append((f"{name}: not compiled ({e})", None))
+                    out.append(Config(f"{name}: not compiled ({e})", None, name))
                     break
                 for launch in launches:
-                    tag = "fp8" if is_fp8 else "bf16"
-                    label = "combine" if launch.label == "combine" else f"{launch.label.split()[0]} {tag}" + \
-                        ("" if name == "naive" else f" {' '.join(launch.label.split()[1:])}")
-                    if label in seen:
-                        continue
-                    seen.add(label)
-                    out.append((label, launch))
-    return out + sparse_configs(only)
-
-
-def sparse_configs(only=None):
-    """[(label, Launch)] of the sparse kernel (kernels.sparse_decode) for each BLOCK_M a GPU
-    launch ships: it takes indices instead of a block table, so the dense loop above does not
-    build it. A V3.2-like call: top-k 2048, FP8 rows."""
-    if only and only != "sparse":
-        return []
-    import torch
-
-    from . import sparse_decode
-    from .dims import D_K, FP8_ROW_BYTES
-    out = []
-    for _, h_q in SHAPES:
-        q = torch.zeros(2, 1, h_q, D_K, dtype=torch.bfloat16)
-        kv = torch.zeros(4, 64, 1, FP8_ROW_BYTES, dtype=torch.uint8)
-        idx = torch.zeros(2, 1, 2048, dtype=torch.int32)
-        launches, _, _ = sparse_decode.prepare(q, kv, idx, gpu=True, check_indices=False)
-        out += [(launch.label.replace("sparse", "sparse fp8"), launch) for launch in launches]
+                    kernel, *tile = launch.label.split()
+                    label = "combine" if kernel == "combine" else " ".join([kernel, cache] + tile)
+                    if label not in seen:
+                        seen.add(label)
+                        out.append(Config(label, launch, None if kernel == "combine" else name))
     return out
 
 
@@ -350,9 +337,7 @@ def report_one(label, launch):
     k, log = compile_launch(launch)
     regs = re.findall(r"Used (\d+) registers", log)
     spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
-    bm, bn = launch.constexprs.get("BLOCK_M"), launch.constexprs.get("BLOCK_N")
-    if label.startswith(("gluon", "seesaw")):
-        bm, bn = launch.constexprs.get("BLOCK_M", 64), launch.constexprs.get("BLOCK_N", 64)
+    bm, bn = launch.block_shape
     row = dict(label=label, block_m=bm, block_n=bn, num_warps=launch.num_warps, num_stages=launch.num_stages,
                shared=int(k.metadata.shared), regs=int(regs[-1]) if regs else None,
                spill_stores=int(spills[-1][0]) if spills else None,
@@ -395,14 +380,12 @@ def excerpt(version="planned", h_q=128):
     its TTGIR, its KV loop in SASS (folded), and the loop analysis."""
     from . import mla_decode as md
 
-    q, kv, bt, sl = _example_call(h_q, 1, False)
-    _, launches, _, _ = md.prepare(q, kv, bt, sl, 512, causal=True, gpu=True, version=version)
-    launch = launches[0]
+    launch = _example_launches(md.VERSION_TABLE[version], "bf16", 1, h_q)[0]
     k, _ = compile_launch(launch, fresh=False)
     ttgir = [ln.strip() for ln in k.asm["ttgir"].splitlines() if re.match(r"\s*#mma\d* = ", ln)]
     sass = sass_of(k)
     found = kv_loop(sass, SASS) if sass else None
-    bm, bn = launch.constexprs.get("BLOCK_M", 64), launch.constexprs.get("BLOCK_N", 64)
+    bm, bn = launch.block_shape
     return dict(label=launch.label, num_warps=launch.num_warps, ttgir_mma_layouts=ttgir,
                 sass_loop=loop_excerpt(found[1]) if found else [],
                 analysis=analyse_loop(sass, "sass", launch.num_warps, bm, bn) if sass else None)
@@ -410,13 +393,17 @@ def excerpt(version="planned", h_q=128):
 
 def _report_index(args):
     i, only = args
-    label, launch = shipped_configs(only)[i]
-    if launch is None:
-        return dict(label=label, error="not compiled")
-    try:
-        return report_one(label, launch)
-    except Exception as e:  # noqa: BLE001 -- one failed compile is a row, not a crash
-        return dict(label=label, error=f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}")
+    label, launch, version = shipped_configs(only)[i]
+    row = dict(label=label, error="not compiled") if launch is None else None
+    if row is None:
+        try:
+            row = report_one(label, launch)
+        except Exception as e:  # noqa: BLE001 -- one failed compile is a row, not a crash
+            row = dict(label=label, error=f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}")
+    if version is not None:
+        from . import mla_decode as md
+        row.update(version=version, tiles=list(md.VERSION_TABLE[version].block_m))
+    return row
 
 
 def main(argv=None):
@@ -464,12 +451,9 @@ def format_table(rows):
         lines.append(f"| {r['label']} | {r['block_m'] or '-'} x {r['block_n'] or '-'} | {warps} "
                      f"| {r['num_stages']} | {r['shared']} | {r['regs']} | {r['spill_stores']}/{r['spill_loads']} "
                      f"| {shapes} | {ratio} | {r.get('instructions', '-')} | {inflight} | {ov} |")
-        if r["label"].startswith(GLUON_LABELS) and r.get("ratio"):
+        if r.get("tiles") == [64] and r.get("ratio"):  # a version that ships 64-row tiles only (wgmma)
             lines.append(sixteen_row_line(r))
     return "\n".join(lines)
-
-
-GLUON_LABELS = ("gluon", "seesaw")  # wgmma-only versions: 64-row tiles whatever h_q is
 
 
 def sixteen_row_line(r):

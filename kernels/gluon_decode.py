@@ -36,8 +36,9 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from .dims import D_K, D_LATENT, D_ROPE
+from .launch import Launch
+from .plan import SEG_END, SEG_FIRST, SEG_SEQUENCE, SEG_SLOT, SEGMENT_WIDTH
 
-STATUS = "compiled, not yet run on a GPU"
 # The one API difference between the two tritons this must build with: triton 3.6 names the
 # TMA load async_copy_global_to_shared; 3.9 renamed it async_load (the old name now raises).
 _tma_load = tma.async_load if hasattr(tma, "async_load") else tma.async_copy_global_to_shared
@@ -50,6 +51,13 @@ _D_LAT = gl.constexpr(D_LATENT)
 _D_ROPE = gl.constexpr(D_ROPE)
 _D_K = gl.constexpr(D_K)
 _LN2 = gl.constexpr(0.6931471805599453)
+
+
+@gluon.jit
+def _segment(seg_ptr, j):
+    """Segment j of a plan (kernels.plan): (sequence, first token, end token, slot or -1)."""
+    rec = seg_ptr + j * SEGMENT_WIDTH
+    return gl.load(rec + SEG_SEQUENCE), gl.load(rec + SEG_FIRST), gl.load(rec + SEG_END), gl.load(rec + SEG_SLOT)
 
 
 @gluon.jit
@@ -100,10 +108,7 @@ def _gluon_decode_kernel(q_ptr, lat_desc, rope_desc, bt_ptr, seqlens_ptr, seg_pt
     seg_hi = gl.load(part_ptr + part + 1)
     it = 0  # tiles issued by this program so far: ring slot it % STAGES, phase (it // STAGES) & 1
     for j in range(seg_lo, seg_hi):
-        i_b = gl.load(seg_ptr + j * 4)
-        lo = gl.load(seg_ptr + j * 4 + 1)
-        hi = gl.load(seg_ptr + j * 4 + 2)
-        slot = gl.load(seg_ptr + j * 4 + 3)
+        i_b, lo, hi, slot = _segment(seg_ptr, j)
         seqlen = gl.load(seqlens_ptr + i_b)
         bt_row_ptr = bt_ptr + i_b.to(gl.int64) * stride_bt
         n_tiles = gl.cdiv(hi - lo, BN)
@@ -188,30 +193,25 @@ def descriptors(kv_cache):
     return lat, rope
 
 
-def launches(call, plan, o_part, lse_part):
-    """The Gluon launch for one checked call (kernels.mla_decode.Call) and its plan."""
-    import torch
-
-    from .mla_decode import Launch
-
-    if call.is_fp8:
-        raise ValueError("version 'gluon' reads bf16 caches only; use version='planned' for FP8")
-    if call.q.dtype != torch.bfloat16:
-        raise TypeError(f"version 'gluon' needs bfloat16 q and cache, got {call.q.dtype}")
-    if call.page < BLOCK_N:
-        raise ValueError(f"version 'gluon' needs page_block_size >= {BLOCK_N} (a TMA tile lies in one page), "
-                         f"got {call.page}")
-    if plan.block_m != BLOCK_M or plan.block_n % BLOCK_N:
-        raise ValueError(f"version 'gluon' needs a plan with block_m={BLOCK_M} and block_n a multiple of {BLOCK_N}")
+def plan_args(call, plan, o_part, lse_part, version: str, block_m: int, block_n: int) -> dict:
+    """The kernel arguments of versions 5 and 6, after the checks TMA adds to VERSION_TABLE's
+    (prepare has checked the cache format, the dtype and the page size against the table)."""
+    if plan.block_m != block_m or plan.block_n % block_n:
+        raise ValueError(f"version {version!r} needs a plan with block_m={block_m} and block_n a multiple of {block_n}")
     if call.kv_cache.data_ptr() % 16:
-        raise ValueError("version 'gluon' needs a 16-byte aligned kv_cache (TMA)")
+        raise ValueError(f"version {version!r} needs a 16-byte aligned kv_cache (TMA)")
     lat, rope = descriptors(call.kv_cache)
-    args = dict(q_ptr=call.q, lat_desc=lat, rope_desc=rope, bt_ptr=call.block_table, seqlens_ptr=call.cache_seqlens,
+    return dict(q_ptr=call.q, lat_desc=lat, rope_desc=rope, bt_ptr=call.block_table, seqlens_ptr=call.cache_seqlens,
                 seg_ptr=plan.segments, part_ptr=plan.part_start, out_ptr=call.out, lse_ptr=call.lse,
                 o_part_ptr=o_part, lse_part_ptr=lse_part, h_q=call.h_q, s_q=call.s_q,
                 stride_bt=call.block_table.stride(0), qk_scale_log2=call.qk_scale_log2)
+
+
+def launches(call, plan, o_part, lse_part):
+    """The Gluon launch for one checked call (kernels.launch.Call) and its plan."""
+    args = plan_args(call, plan, o_part, lse_part, "gluon", BLOCK_M, BLOCK_N)
     return [Launch(f"gluon BLOCK_M={BLOCK_M}", _gluon_decode_kernel, (plan.row_blocks, plan.num_parts), args,
-                   dict(PAGE=call.page, CAUSAL=bool(call.causal), STAGES=STAGES), NUM_WARPS, 1)]
+                   dict(PAGE=call.page, CAUSAL=bool(call.causal), STAGES=STAGES), NUM_WARPS, 1, (BLOCK_M, BLOCK_N))]
 
 
-__all__ = ["STATUS", "launches", "descriptors", "triton"]
+__all__ = ["launches", "plan_args", "descriptors", "triton"]

@@ -14,10 +14,12 @@
 #               (versions 5 and 6 on Hopper only), batch invariance, the bench's plumbing
 #   seesaw      tests/test_kernel_seesaw.py: version 6 against float64 (its first GPU run)
 #   sparse      tests/test_kernel_sparse.py, if this checkout has the sparse kernel
-#   bench       python kernels/bench.py --quick: every sequence checked (out and lse) before any
-#               timing; whole-call and kernel-only times; FlashMLA beside ours if it imports
-#   bench-gluon the same for versions 5 and 6 alone (their first run: a hang or a fault there
-#               costs this step, not the others' numbers)
+#   bench       python kernels/bench.py --quick --versions portable: every version whose row of
+#               the version table is not hopper_only, every sequence checked (out and lse) before
+#               any timing; whole-call and kernel-only times; FlashMLA beside ours if it imports
+#   bench-gluon the same for the hopper_only versions (5 and 6: their first run, so a hang or a
+#               fault there costs this step, not the others' numbers)
+#   A new version is in one of the two bench steps through its row, never through this script.
 #   sparse-bench  python kernels/bench_sparse.py --quick, if that file exists
 # Writes OUT_DIR/GPU_CHECK.md (a summary whose bench table can go into kernels/BENCHMARKS.md),
 # OUT_DIR/<step>.log and OUT_DIR/bench_quick.md; exits 1 if any step failed.
@@ -128,11 +130,11 @@ fi
 if [ "$DRY" = 1 ]; then
   run bench 240 "$PY" kernels/bench.py --smoke --b 2 --versions tiled,planned --out "$OUT/bench_quick.md" \
     ${GPU_CHECK_BENCH_ARGS:-}
-  run bench-gluon 120 "$PY" kernels/bench.py --smoke --b 2 --versions gluon,seesaw --out "$OUT/bench_gluon.md"
+  run bench-gluon 120 "$PY" kernels/bench.py --smoke --b 2 --versions hopper --out "$OUT/bench_gluon.md"
 else
   run bench 150 "$PY" kernels/bench.py --quick --out "$OUT/bench_quick.md" \
-    --versions naive,tiled,splitkv,planned,torch,flashmla ${GPU_CHECK_BENCH_ARGS:-}
-  run bench-gluon 45 "$PY" kernels/bench.py --quick --out "$OUT/bench_gluon.md" --versions gluon,seesaw
+    --versions portable,torch,flashmla ${GPU_CHECK_BENCH_ARGS:-}
+  run bench-gluon 45 "$PY" kernels/bench.py --quick --out "$OUT/bench_gluon.md" --versions hopper
 fi
 if [ -f kernels/bench_sparse.py ]; then
   if [ "$DRY" = 1 ]; then
@@ -170,11 +172,11 @@ TOTAL=$(( $(date +%s) - START ))
     echo "(the bench step wrote no table)"
   fi
   if [ -f "$OUT/bench_gluon.md" ]; then
-    echo; echo "### Versions 5 and 6 (Hopper)"; echo
+    echo; echo "### The Hopper-only versions"; echo
     sed -n '/^| cache |/,/^$/p' "$OUT/bench_gluon.md"
-    grep -E '^Version [56] ' "$OUT/bench_gluon.md"
+    grep -E '^Version [0-9]+ \(' "$OUT/bench_gluon.md"
   else
-    echo; echo "(the bench-gluon step wrote no table: versions 5 and 6 not yet run on a GPU)"
+    echo; echo "(the bench-gluon step wrote no table: the Hopper-only versions not yet run on a GPU)"
   fi
   if [ -f "$OUT/bench_sparse.md" ]; then
     echo; echo "### Sparse decode"; echo; cat "$OUT/bench_sparse.md"

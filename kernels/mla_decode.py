@@ -47,145 +47,20 @@ Softmax runs in base 2: scores are multiplied by softmax_scale*log2(e) once, exp
 replaces exp, and lse is converted back to natural log when it is stored."""
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
 import triton
 import triton.language as tl
 
-from .dims import D_K, D_LATENT, FP8_ROW_BYTES, LOG2E
-from .plan import DecodePlan, mla_decode_plan, sm_count
-
-# the same constants, as compile-time values the kernels can read
-_D_LAT = tl.constexpr(D_LATENT)
-_D_ROPE = tl.constexpr(D_K - D_LATENT)
-_D_K = tl.constexpr(D_K)
-_LN2 = tl.constexpr(1.0 / LOG2E)  # base-2 lse * ln 2 = natural lse
-
-
-def _interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") == "1"
-
-
-# ---------------------------------------------------------------------------------------
-# Shared device helpers
-# ---------------------------------------------------------------------------------------
-
-@triton.jit
-def _tile_rows(bt_row_ptr, start, tok, tok_ok, stride_row, PAGE: tl.constexpr, BLOCK_N: tl.constexpr):
-    """Offsets of the cache rows of tokens `tok` = start + [0, BLOCK_N) of one sequence.
-
-    Token t lives at page bt_row[t // PAGE], slot t % PAGE. When a tile fits in one page
-    (BLOCK_N <= PAGE, tiles aligned to BLOCK_N) its page id is one scalar read, which the
-    compiler keeps out of the pipelined tile copies; otherwise one id per token. The entry
-    of a token without tok_ok is never read (offset 0, row load masked)."""
-    if BLOCK_N <= PAGE:
-        blk = tl.load(bt_row_ptr + start // PAGE).to(tl.int64)  # the tile's page (a used entry)
-    else:
-        blk = tl.load(bt_row_ptr + tok // PAGE, mask=tok_ok, other=0).to(tl.int64)  # [N] page ids
-    return (blk * PAGE + tok % PAGE) * stride_row  # [N] int64: elements (bf16/fp16) or bytes (FP8)
-
-
-@triton.jit
-def _load_kv_tile(kv_ptr, row, tok_ok, IS_FP8: tl.constexpr, DTYPE: tl.constexpr):
-    """Load the cache rows at offsets `row` [BLOCK_N]; rows without tok_ok are not read (0).
-    Returns k_lat [BLOCK_N, 512] and k_rope [BLOCK_N, 64] in DTYPE."""
-    d_lat = tl.arange(0, _D_LAT)
-    d_rope = tl.arange(0, _D_ROPE)
-    if IS_FP8:
-        # FlashMLA row: 512 e4m3 codes | 4 float32 scales | 64 bf16 rope values
-        codes = tl.load(kv_ptr + row[:, None] + d_lat[None, :], mask=tok_ok[:, None], other=0)  # [N, 512] u8
-        vals = codes.to(tl.float8e4nv, bitcast=True).to(tl.float32)
-        scale_ptr = (kv_ptr + row + _D_LAT).to(tl.pointer_type(tl.float32))  # [N] -> 4 scales each
-        scales = tl.load(scale_ptr[:, None] + tl.arange(0, 4)[None, :], mask=tok_ok[:, None], other=0.0)
-        vals = tl.reshape(vals, [vals.shape[0], 4, _D_LAT // 4]) * scales[:, :, None]  # tile k of 128 values * scale k
-        k_lat = tl.reshape(vals, [vals.shape[0], _D_LAT]).to(DTYPE)
-        rope_ptr = (kv_ptr + row + _D_LAT + 16).to(tl.pointer_type(tl.bfloat16))
-        k_rope = tl.load(rope_ptr[:, None] + d_rope[None, :], mask=tok_ok[:, None], other=0.0).to(DTYPE)
-    else:
-        k_lat = tl.load(kv_ptr + row[:, None] + d_lat[None, :], mask=tok_ok[:, None], other=0.0).to(DTYPE)
-        k_rope = tl.load(kv_ptr + row[:, None] + _D_LAT + d_rope[None, :], mask=tok_ok[:, None], other=0.0).to(DTYPE)
-    return k_lat, k_rope
-
-
-@triton.jit
-def _attend_range(q_lat, q_rope, kv_ptr, bt_row_ptr, stride_row, lo, hi, n_visible, qk_scale_log2,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PAGE: tl.constexpr,
-                  IS_FP8: tl.constexpr, DTYPE: tl.constexpr, KV_STAGES: tl.constexpr):
-    """Online softmax of BLOCK_M query rows over keys [lo, hi) of one sequence.
-
-    q_lat [BLOCK_M, 512], q_rope [BLOCK_M, 64] in DTYPE; n_visible [BLOCK_M]: row r
-    sees keys < n_visible[r] (causal) -- keys outside are masked to -inf.
-    Returns acc [BLOCK_M, 512] (unnormalized), m [BLOCK_M] (running max, base-2 scaled
-    scores) and l [BLOCK_M] (running sum of exp2(score - m))."""
-    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
-    l_i = tl.zeros([BLOCK_M], tl.float32)
-    acc = tl.zeros([BLOCK_M, _D_LAT], tl.float32)
-    for start in tl.range(lo, hi, BLOCK_N, num_stages=KV_STAGES):  # the compiler pipelines the loads
-        tok = start + tl.arange(0, BLOCK_N)
-        tok_ok = tok < hi
-        kv_rows = _tile_rows(bt_row_ptr, start, tok, tok_ok, stride_row, PAGE, BLOCK_N)  # [N] this tile's rows
-        k_lat, k_rope = _load_kv_tile(kv_ptr, kv_rows, tok_ok, IS_FP8, DTYPE)
-        s = tl.dot(q_lat, tl.trans(k_lat)) + tl.dot(q_rope, tl.trans(k_rope))  # [M, N] fp32
-        s = s * qk_scale_log2
-        visible = tok_ok[None, :] & (tok[None, :] < n_visible[:, None])  # [M, N]
-        s = tl.where(visible, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))  # [M]
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # rows with nothing seen yet: avoid inf-inf
-        alpha = tl.exp2(m_i - m_safe)  # [M] rescale of what was summed so far
-        p = tl.exp2(s - m_safe[:, None])  # [M, N]; masked entries give 0
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(DTYPE), k_lat)  # V = the first 512 dims of K
-        m_i = m_new
-    return acc, m_i, l_i
-
-
-@triton.jit
-def _row_limits(rows, row_ok, seqlen, h_q, s_q, CAUSAL: tl.constexpr):
-    """Number of keys each flattened query row (row = i_s * h_q + i_h) may see."""
-    if CAUSAL:
-        i_s = rows // h_q
-        return tl.where(row_ok, seqlen - s_q + 1 + i_s, 0)  # bottom-right aligned
-    else:
-        return tl.where(row_ok, seqlen, 0)
-
-
-@triton.jit
-def _load_q_block(q_ptr, i_b, rows, row_ok, n_rows, DTYPE: tl.constexpr):
-    """q_lat [M, 512], q_rope [M, 64] of query rows `rows` of sequence i_b (masked rows 0)."""
-    q_rows = q_ptr + (i_b * n_rows + rows).to(tl.int64) * _D_K  # [M]
-    q_lat = tl.load(q_rows[:, None] + tl.arange(0, _D_LAT)[None, :], mask=row_ok[:, None], other=0.0).to(DTYPE)
-    q_rope = tl.load(q_rows[:, None] + _D_LAT + tl.arange(0, _D_ROPE)[None, :], mask=row_ok[:, None],
-                     other=0.0).to(DTYPE)
-    return q_lat, q_rope
-
-
-@triton.jit
-def _store_final(out_ptr, lse_ptr, i_b, rows, row_ok, h_q, s_q, acc, m_i, l_i):
-    """out = acc / l in out's dtype and lse = (m + log2 l) * ln 2; rows that saw no key: 0 and -inf."""
-    seen = l_i > 0
-    l_safe = tl.where(seen, l_i, 1.0)
-    out = tl.where(seen[:, None], acc / l_safe[:, None], 0.0)
-    lse = tl.where(seen, (m_i + tl.log2(l_safe)) * _LN2, float("-inf"))
-    o_rows = out_ptr + (i_b * s_q * h_q + rows).to(tl.int64) * _D_LAT
-    tl.store(o_rows[:, None] + tl.arange(0, _D_LAT)[None, :], out.to(out_ptr.dtype.element_ty), mask=row_ok[:, None])
-    i_s, i_h = rows // h_q, rows % h_q
-    tl.store(lse_ptr + (i_b * h_q + i_h) * s_q + i_s, lse, mask=row_ok)
-
-
-@triton.jit
-def _store_partial(o_part_ptr, lse_part_ptr, slot, rows, row_ok, n_rows, acc, m_i, l_i):
-    """One piece of a split sequence: o_part[slot, rows] = acc / l (fp32), lse_part in base 2
-    (-inf: the piece saw no key for that row)."""
-    seen = l_i > 0
-    l_safe = tl.where(seen, l_i, 1.0)
-    part = slot.to(tl.int64) * n_rows + rows  # [M]
-    tl.store(o_part_ptr + part[:, None] * _D_LAT + tl.arange(0, _D_LAT)[None, :],
-             tl.where(seen[:, None], acc / l_safe[:, None], 0.0), mask=row_ok[:, None])
-    tl.store(lse_part_ptr + part, tl.where(seen, m_i + tl.log2(l_safe), float("-inf")), mask=row_ok)
-
+from . import sparse_decode
+from .dims import D_K, D_LATENT, FP8_ROW_BYTES, LOG2E, check_page_block_size
+from .launch import Call, Launch, check_tile, default_block_m, default_launch, interpreting
+from .plan import COMBINE_FIRST_SLOT, COMBINE_SEQUENCE, COMBINE_SLOTS, COMBINE_WIDTH, DecodePlan, mla_decode_plan, \
+    sm_count
+from .tiles import (_D_K, _D_LAT, _D_ROPE, _LN2, _attend_range, _combine_entry, _load_kv_tile, _load_q_block,  # noqa: F401
+                    _row_limits, _segment, _store_final, _store_partial, _tile_rows)
 
 # ---------------------------------------------------------------------------------------
 # Version 1: naive -- one query row per program, vector FMAs, no tensor cores
@@ -289,9 +164,7 @@ def _combine_kernel(o_part_ptr, lse_part_ptr, combine_ptr, out_ptr, lse_ptr, h_q
     row = tl.program_id(0)
     k = tl.program_id(1)
     n_rows = s_q * h_q
-    i_b = tl.load(combine_ptr + k * 3)
-    base = tl.load(combine_ptr + k * 3 + 1)
-    count = tl.load(combine_ptr + k * 3 + 2)
+    i_b, base, count = _combine_entry(combine_ptr, k)
     splits = tl.arange(0, SPLITS_P2)
     part = (base + splits).to(tl.int64) * n_rows + row  # [SPLITS_P2]
     lse_parts = tl.load(lse_part_ptr + part, mask=splits < count, other=float("-inf"))
@@ -331,10 +204,7 @@ def _planned_kernel(q_ptr, kv_ptr, bt_ptr, seqlens_ptr, seg_ptr, part_ptr, out_p
     seg_lo = tl.load(part_ptr + part)
     seg_hi = tl.load(part_ptr + part + 1)
     for j in range(seg_lo, seg_hi):
-        i_b = tl.load(seg_ptr + j * 4)
-        lo = tl.load(seg_ptr + j * 4 + 1)
-        hi = tl.load(seg_ptr + j * 4 + 2)
-        slot = tl.load(seg_ptr + j * 4 + 3)
+        i_b, lo, hi, slot = _segment(seg_ptr, j)
         seqlen = tl.load(seqlens_ptr + i_b)
         n_visible = _row_limits(rows, row_ok, seqlen, h_q, s_q, CAUSAL)
         q_lat, q_rope = _load_q_block(q_ptr, i_b, rows, row_ok, n_rows, DTYPE)
@@ -348,92 +218,8 @@ def _planned_kernel(q_ptr, kv_ptr, bt_ptr, seqlens_ptr, seg_ptr, part_ptr, out_p
 
 
 # ---------------------------------------------------------------------------------------
-# Host side: checks, configuration, one table of per-version launchers
+# Host side: the launchers, the one table of versions, the checks
 # ---------------------------------------------------------------------------------------
-
-@dataclass
-class Launch:
-    """One kernel launch: kernel[grid](**args, **constexprs, num_warps=..., num_stages=...).
-    The compile report compiles exactly these (kernels/compile_report.py)."""
-    label: str
-    kernel: object
-    grid: tuple
-    args: dict
-    constexprs: dict
-    num_warps: int
-    num_stages: int = 1
-
-    def __call__(self):
-        self.kernel[self.grid](**self.args, **self.constexprs, num_warps=self.num_warps, num_stages=self.num_stages)
-
-
-@dataclass
-class Call:
-    """One mla_decode_with_kvcache call, checked. gpu=True builds the configuration a GPU
-    launch ships (the compile report uses it on CPU tensors)."""
-    q: torch.Tensor  # [b, s_q, h_q, 576]
-    kv_cache: torch.Tensor  # [num_blocks, page, 1, 576] or uint8 [..., 656]
-    block_table: torch.Tensor  # [b, max_blocks] int32
-    cache_seqlens: torch.Tensor  # [b] int32
-    out: torch.Tensor  # [b, s_q, h_q, 512]
-    lse: torch.Tensor  # [b, h_q, s_q] fp32
-    causal: bool
-    is_fp8: bool
-    qk_scale_log2: float
-    options: dict
-    gpu: bool
-    batch_invariant: bool = False  # no split of a sequence's keys: its result independent of the batch
-    b: int = field(init=False)
-    s_q: int = field(init=False)
-    h_q: int = field(init=False)
-    page: int = field(init=False)
-
-    def __post_init__(self):
-        self.b, self.s_q, self.h_q = self.q.shape[:3]
-        self.page = self.kv_cache.shape[1]
-
-    @property
-    def n_rows(self):
-        return self.s_q * self.h_q
-
-    @property
-    def dtype(self):
-        # The interpreter runs bf16 dots on raw bit patterns: compute in fp32 there only.
-        if not self.gpu:
-            return tl.float32
-        return tl.bfloat16 if self.q.dtype == torch.bfloat16 else tl.float16
-
-    def common_args(self):
-        return dict(q_ptr=self.q, kv_ptr=self.kv_cache, bt_ptr=self.block_table, seqlens_ptr=self.cache_seqlens,
-                    h_q=self.h_q, s_q=self.s_q, stride_bt=self.block_table.stride(0),
-                    stride_row=self.kv_cache.stride(1), qk_scale_log2=self.qk_scale_log2)
-
-    def common_constexprs(self):
-        return dict(PAGE=self.page, CAUSAL=bool(self.causal), IS_FP8=bool(self.is_fp8))
-
-    def take(self, name, default):
-        return self.options.pop(name, default)
-
-
-def default_block_m(s_q: int, h_q: int) -> int:
-    """Query rows per program: all s_q*h_q rows up to 64 (tl.dot needs at least 16)."""
-    return max(16, min(64, triton.next_power_of_2(s_q * h_q)))
-
-
-def default_launch(block_m: int, is_fp8: bool = False):
-    """(BLOCK_N, num_warps, num_stages) shipped for a BLOCK_M on a GPU (versions 2-4).
-
-    Chosen from sm_90 compiles (python -m kernels.compile_report), not from timings --
-    no GPU run has tuned them yet. Registers are the limit: the fp32 accumulator
-    [BLOCK_M, 512] alone is 128 registers per thread at BLOCK_M=64 over 8 warps. FP8
-    tiles, dequantized in registers, stay at 16 rows below BLOCK_M=64. BLOCK_M=64 is the
-    first size whose dots compile to Hopper's wgmma (smaller ones use mma.sync). Whether
-    the next tile's copies overlap this tile's MMAs is read off the SASS by the compile
-    report, not assumed here."""
-    if block_m <= 32:
-        return (16 if is_fp8 else 32), (4 if block_m <= 16 else 8), 2
-    return 32, 8, 2
-
 
 def default_num_splits(b: int, s_q: int, h_q: int, max_seqlen_bound: int, num_sms: int,
                        block_m: int | None = None, block_n: int = 64, min_tiles_per_split: int = 4) -> int:
@@ -451,14 +237,14 @@ def _tile_options(call: Call, block_m=None, max_block_n=None):
     d_bn, d_warps, d_stages = default_launch(block_m, call.is_fp8)
     d_bn = d_bn if call.gpu else 64  # interpreter: wide tiles, fewer steps
     block_n = call.take("block_n", min(d_bn, max_block_n or d_bn))
-    _check_tile("block_m", block_m)
-    _check_tile("block_n", block_n)
+    check_tile("block_m", block_m)
+    check_tile("block_n", block_n)
     return block_m, block_n, call.take("num_warps", d_warps), call.take("num_stages", d_stages)
 
 
 def _launch_naive(call: Call):
     block_n = call.take("block_n", 16)
-    _check_tile("block_n", block_n)
+    check_tile("block_n", block_n)
     num_warps = call.take("num_warps", 4)
     return [Launch("naive", _naive_kernel, (call.n_rows, call.b),
                    dict(call.common_args(), out_ptr=call.out, lse_ptr=call.lse),
@@ -496,10 +282,13 @@ def _launch_splitkv(call: Call):
     dev = call.q.device
     o_part = torch.empty(call.b * num_splits, call.n_rows, D_LATENT, dtype=torch.float32, device=dev)
     lse_part = torch.empty(call.b * num_splits, call.n_rows, dtype=torch.float32, device=dev)
-    # the combine table (sequence, first slot, slots) of every sequence, made on the device: a host
+    # the combine table of every sequence (kernels.plan's record), made on the device: a host
     # tensor copied over would be a host-to-device copy (and a sync) inside every timed call
     seqs = torch.arange(call.b, dtype=torch.int32, device=dev)
-    combine = torch.stack([seqs, seqs * num_splits, torch.full_like(seqs, num_splits)], 1)
+    combine = torch.empty(call.b, int(COMBINE_WIDTH), dtype=torch.int32, device=dev)
+    combine[:, int(COMBINE_SEQUENCE)] = seqs
+    combine[:, int(COMBINE_FIRST_SLOT)] = seqs * num_splits
+    combine[:, int(COMBINE_SLOTS)] = num_splits
     return [Launch(f"splitkv BLOCK_M={block_m}", _splitkv_kernel,
                    (triton.cdiv(call.n_rows, block_m), call.b, num_splits),
                    dict(call.common_args(), o_part_ptr=o_part, lse_part_ptr=lse_part, num_splits=num_splits),
@@ -531,6 +320,13 @@ def _partials(call: Call, plan: DecodePlan):
     return o_part, lse_part
 
 
+def _plan_combine(call: Call, plan: DecodePlan, o_part, lse_part) -> list:
+    """The combine launch of a plan's split sequences (none when the plan cut no sequence)."""
+    if not plan.combine.shape[0]:
+        return []
+    return [_combine_launch(call, o_part, lse_part, plan.combine, int(plan.host.combine[:, int(COMBINE_SLOTS)].max()))]
+
+
 def _launch_planned(call: Call):
     plan = call.take("plan", None)
     block_m, block_n, warps, stages = _tile_options(call, plan.block_m if plan is not None else None,
@@ -539,80 +335,97 @@ def _launch_planned(call: Call):
     if plan.block_n % block_n:
         raise ValueError(f"block_n={block_n} must divide the plan's block_n={plan.block_n} (pieces start on tiles)")
     o_part, lse_part = _partials(call, plan)
-    launches = [Launch(f"planned BLOCK_M={block_m}", _planned_kernel, (plan.row_blocks, plan.num_parts),
-                       dict(call.common_args(), seg_ptr=plan.segments, part_ptr=plan.part_start, out_ptr=call.out,
-                            lse_ptr=call.lse, o_part_ptr=o_part, lse_part_ptr=lse_part),
-                       dict(call.common_constexprs(), BLOCK_M=block_m, BLOCK_N=block_n, DTYPE=call.dtype,
-                            KV_STAGES=stages), warps, stages)]
-    if plan.combine.shape[0]:  # only sequences that a share boundary cut
-        launches.append(_combine_launch(call, o_part, lse_part, plan.combine,
-                                        int(plan.host.combine[:, 2].max())))
-    return launches
+    return [Launch(f"planned BLOCK_M={block_m}", _planned_kernel, (plan.row_blocks, plan.num_parts),
+                   dict(call.common_args(), seg_ptr=plan.segments, part_ptr=plan.part_start, out_ptr=call.out,
+                        lse_ptr=call.lse, o_part_ptr=o_part, lse_part_ptr=lse_part),
+                   dict(call.common_constexprs(), BLOCK_M=block_m, BLOCK_N=block_n, DTYPE=call.dtype,
+                        KV_STAGES=stages), warps, stages)] + _plan_combine(call, plan, o_part, lse_part)
 
 
-def _launch_gluon_module(call: Call, module_name: str):
-    """Versions 5 and 6: a Gluon kernel over a 64-row plan, then the combine of split sequences."""
-    import importlib
-    module = importlib.import_module(f".{module_name}", __package__)
-    block_m = call.take("block_m", 64)
-    plan = _get_plan(call, call.take("plan", None), block_m, call.take("plan_block_n", 64))
+def _launch_over_plan(call: Call, module):
+    """Versions 5 and 6: a Gluon kernel over a plan of module.BLOCK_M rows, then the combine."""
+    plan = _get_plan(call, call.take("plan", None), call.take("block_m", module.BLOCK_M), call.take("plan_block_n", 64))
     o_part, lse_part = _partials(call, plan)
-    launches = module.launches(call, plan, o_part, lse_part)
-    if plan.combine.shape[0]:
-        launches.append(_combine_launch(call, o_part, lse_part, plan.combine, int(plan.host.combine[:, 2].max())))
-    return launches
+    return module.launches(call, plan, o_part, lse_part) + _plan_combine(call, plan, o_part, lse_part)
 
 
 def _launch_gluon(call: Call):
-    return _launch_gluon_module(call, "gluon_decode")
+    from . import gluon_decode  # on use: a triton without Gluon still runs versions 1-4
+    return _launch_over_plan(call, gluon_decode)
 
 
 def _launch_seesaw(call: Call):
-    return _launch_gluon_module(call, "seesaw_decode")
+    from . import seesaw_decode
+    return _launch_over_plan(call, seesaw_decode)
 
 
 @dataclass(frozen=True)
 class Version:
+    """One row of the version table: the launcher and what the version can do. Everything
+    outside the launcher -- prepare's checks, the tests, the compile report, the benchmark,
+    gpu_check.sh, tests/kernel_checklist.py -- reads these fields, never the version's name."""
     number: int
     name: str
-    launch: Callable[[Call], list]  # the launches for one call
+    launch: Callable[[object], list]  # a checked call -> its launches (a Call; a SparseCall for "sparse")
     summary: str
-    status: str  # what has been checked, in words
-    interpreter: bool = True  # runs in Triton's CPU interpreter
-    kind: str = "dense"  # "dense": block_table + cache_seqlens (FlashMLA's dense call); other kinds
-    #                      (a sparse decode taking indices) share the table but not the dense tests,
-    #                      the benchmark's dense matrix or chapter 6's list
+    call: str = "dense"  # "dense": block_table + cache_seqlens (mla_decode_with_kvcache); "sparse": top-k
+    #                      indices (sparse_decode.sparse_mla_decode_with_kvcache)
+    caches: tuple = ("bf16", "fp8")  # rows it reads: "bf16" = 576 values in q's dtype, "fp8" = 656-byte rows
+    dtypes: tuple = ("bfloat16", "float16")  # q's dtypes (and a bf16-row cache's)
+    min_page: int = 16  # smallest page_block_size (dense calls: a power of two in 16..256 in any case)
+    block_m: tuple = (16, 32, 64)  # query rows per program a GPU launch ships (1: one row per program)
+    takes_plan: bool = False  # accepts plan= (kernels.plan.mla_decode_plan; make it with make_plan)
+    batch_invariant: bool = True  # accepts batch_invariant=True (no sequence's keys split across programs)
+    interpreter: bool = True  # runs in Triton's CPU interpreter (else: a GPU only)
+    hopper_only: bool = False  # sm_90 only (wgmma, TMA, warp specialization)
+    gpu_verified: bool = False  # its out and lse checked against float64 on a GPU (a GPU run sets it)
+
+    @property
+    def status(self) -> str:
+        """What has been checked, in words (README, BENCHMARKS and the chapters say the same)."""
+        if self.gpu_verified:
+            return "checked against float64 on a GPU"
+        if self.interpreter:
+            return "tested in Triton's CPU interpreter; compiled for sm_90; not yet timed on a GPU"
+        return "compiled, not yet run on a GPU"
+
+    @property
+    def plan_block_m(self) -> int | None:
+        """The rows per program its plan must have: fixed when it ships one tile height, else None
+        (mla_decode_plan picks from the shape)."""
+        return self.block_m[0] if len(self.block_m) == 1 else None
+
+    def make_plan(self, cache_seqlens, h_q: int, s_q: int = 1, **kw) -> DecodePlan:
+        """A plan for this version (takes_plan), made once per batch and reused by every layer."""
+        if not self.takes_plan:
+            raise ValueError(f"version {self.name!r} takes no plan")
+        return mla_decode_plan(cache_seqlens, h_q, s_q, block_m=self.plan_block_m, **kw)
+
+    def runs_on(self, device) -> bool:
+        """Whether it can run on a torch device here (a CPU device: Triton's interpreter)."""
+        device = torch.device(device)
+        if device.type != "cuda":
+            return self.interpreter and interpreting()
+        return not self.hopper_only or torch.cuda.get_device_capability(device)[0] == 9
 
 
-_TESTED = "tested in Triton's CPU interpreter; compiled for sm_90; not yet timed on a GPU"
-# One table: a new version is one launcher function and one row here (kernels/README.md).
+_HOPPER = dict(caches=("bf16",), dtypes=("bfloat16",), min_page=64, block_m=(64,), takes_plan=True,
+               interpreter=False, hopper_only=True)  # Gluon: TMA pages of 64 keys, 64-row wgmma tiles
+# One table: a new version is one launcher function and one row here (CONTRIBUTING.md).
 VERSION_TABLE = {v.name: v for v in [
-    Version(1, "naive", _launch_naive, "one program per query row, vector FMAs", _TESTED),
-    Version(2, "tiled", _launch_tiled, "BLOCK_M query rows share each KV tile (tensor cores)", _TESTED),
-    Version(3, "splitkv", _launch_splitkv, "tiled + one split count for all sequences, LSE combine", _TESTED),
+    Version(1, "naive", _launch_naive, "one program per query row, vector FMAs", block_m=(1,)),
+    Version(2, "tiled", _launch_tiled, "BLOCK_M query rows share each KV tile (tensor cores)"),
+    Version(3, "splitkv", _launch_splitkv, "tiled + one split count for all sequences, LSE combine"),
     Version(4, "planned", _launch_planned, "persistent programs over a balanced plan; combine only split sequences",
-            _TESTED),
-    Version(5, "gluon", _launch_gluon, "Hopper Gluon: TMA page tiles, mbarrier pipeline, two warpgroups",
-            "compiled, not yet run on a GPU", interpreter=False),
+            takes_plan=True),
+    Version(5, "gluon", _launch_gluon, "Hopper Gluon: TMA page tiles, mbarrier pipeline, two warpgroups", **_HOPPER),
     Version(6, "seesaw", _launch_seesaw, "Hopper Gluon: the seesaw -- O split in halves, two warp-specialized "
-            "warpgroups, two KV tiles per step", "compiled, not yet run on a GPU", interpreter=False),
+            "warpgroups, two KV tiles per step", **_HOPPER),
+    Version(7, "sparse", sparse_decode.launches, "top-k FP8 rows named by physical indices, dequantized in registers, "
+            "-1 entries skipped", call="sparse", caches=("fp8",), min_page=1),
 ]}
-VERSIONS = tuple(n for n, v in VERSION_TABLE.items() if v.kind == "dense")  # the dense call's versions
+VERSIONS = tuple(n for n, v in VERSION_TABLE.items() if v.call == "dense")  # mla_decode_with_kvcache's versions
 DEFAULT_VERSION = "planned"
-
-
-def _launch_sparse(call):
-    from . import sparse_decode
-    return sparse_decode.launches(call)  # call: a sparse_decode.SparseCall
-
-
-# Sparse decode (DeepSeek Sparse Attention, chapter 8) takes `indices` instead of a block table:
-# another calling convention (kernels.sparse_decode.sparse_mla_decode_with_kvcache), so its row
-# has a table of its own, which the dense tests and the benchmark do not iterate.
-SPARSE_VERSION_TABLE = {v.name: v for v in [
-    Version(1, "sparse", _launch_sparse, "top-k FP8 rows named by physical indices, dequantized in registers, "
-            "-1 entries skipped", _TESTED),
-]}
 
 
 def _check(q, kv_cache, block_table, cache_seqlens, head_dim_v, is_fp8_kvcache):
@@ -643,8 +456,7 @@ def _check(q, kv_cache, block_table, cache_seqlens, head_dim_v, is_fp8_kvcache):
         raise ValueError(f"an FP8 kv_cache must start at a 16-byte aligned address (its float32 scales and bf16 "
                          f"rope are read through wider pointers; a GPU faults on misaligned ones), got data_ptr() % 16 "
                          f"= {kv_cache.data_ptr() % 16}: pass a fresh tensor or .clone() it")
-    if page < 16 or page > 256 or page & (page - 1):
-        raise ValueError(f"page_block_size must be a power of two in 16..256, got {page}")
+    check_page_block_size(page)
     if block_table.dtype != torch.int32 or block_table.dim() != 2 or block_table.shape[0] != b:
         raise TypeError(f"block_table must be int32 [b={b}, max_blocks], got {block_table.dtype} {tuple(block_table.shape)}")
     if cache_seqlens.dtype != torch.int32 or tuple(cache_seqlens.shape) != (b,):
@@ -659,25 +471,49 @@ def _check(q, kv_cache, block_table, cache_seqlens, head_dim_v, is_fp8_kvcache):
         raise ValueError(f"all inputs must be on one device, got {sorted(str(x) for x in devs)}")
 
 
+def _check_capabilities(v: Version, call: Call) -> None:
+    """The call against the version's row of the table: what it reads and which options it takes."""
+    cache = "fp8" if call.is_fp8 else "bf16"
+    if cache not in v.caches:
+        raise ValueError(f"version {v.name!r} reads {' and '.join(v.caches)} caches only; use version="
+                         f"{DEFAULT_VERSION!r} for {cache.upper()} rows")
+    dtype = str(call.q.dtype).removeprefix("torch.")
+    if dtype not in v.dtypes:
+        raise TypeError(f"version {v.name!r} needs {' or '.join(v.dtypes)} q and cache, got {dtype}")
+    if call.page < v.min_page:
+        raise ValueError(f"version {v.name!r} needs page_block_size >= {v.min_page} (one tile of {v.min_page} keys "
+                         f"lies in one page), got {call.page}")
+    if call.batch_invariant and not v.batch_invariant:
+        raise ValueError(f"version {v.name!r} does not take batch_invariant=True")
+    if "plan" in call.options and not v.takes_plan:
+        raise TypeError(f"version {v.name!r} takes no plan (only {[n for n, w in VERSION_TABLE.items() if w.takes_plan]} "
+                        f"do); leave plan= out")
+
+
 def prepare(q, kv_cache, block_table, cache_seqlens, head_dim_v=D_LATENT, softmax_scale=None, causal=False,
             is_fp8_kvcache=False, gpu=None, **options):
     """Check the inputs and build the launches of one call, without running them.
     Returns (version, launches, out, lse)."""
-    version = options.pop("version", DEFAULT_VERSION)
+    name = options.pop("version", DEFAULT_VERSION)
     batch_invariant = bool(options.pop("batch_invariant", False))
-    if version not in VERSION_TABLE:
-        raise ValueError(f"version must be one of {VERSIONS}, got {version!r}")
+    if name not in VERSION_TABLE:
+        raise ValueError(f"version must be one of {VERSIONS}, got {name!r}")
+    version = VERSION_TABLE[name]
+    if version.call != "dense":
+        raise ValueError(f"version {name!r} takes top-k indices, not a block table: call "
+                         f"kernels.sparse_decode.sparse_mla_decode_with_kvcache")
     _check(q, kv_cache, block_table, cache_seqlens, head_dim_v, is_fp8_kvcache)
     scale = softmax_scale if softmax_scale is not None else D_K ** -0.5
     b, s_q, h_q = q.shape[:3]
     out = torch.empty(b, s_q, h_q, D_LATENT, dtype=q.dtype, device=q.device)
     lse = torch.empty(b, h_q, s_q, dtype=torch.float32, device=q.device)
     call = Call(q, kv_cache, block_table, cache_seqlens, out, lse, bool(causal), bool(is_fp8_kvcache),
-                float(scale) * LOG2E, options, (not _interpreting()) if gpu is None else gpu, batch_invariant)
-    launches = VERSION_TABLE[version].launch(call) if b else []
+                float(scale) * LOG2E, options, (not interpreting()) if gpu is None else gpu, batch_invariant)
+    _check_capabilities(version, call)
+    launches = version.launch(call) if b else []
     if options:
-        raise TypeError(f"unknown option(s) for version {version!r}: {sorted(options)}")
-    return VERSION_TABLE[version], launches, out, lse
+        raise TypeError(f"unknown option(s) for version {name!r}: {sorted(options)}")
+    return version, launches, out, lse
 
 
 def mla_decode_with_kvcache(q, kv_cache, block_table, cache_seqlens, head_dim_v=D_LATENT, softmax_scale=None,
@@ -686,24 +522,23 @@ def mla_decode_with_kvcache(q, kv_cache, block_table, cache_seqlens, head_dim_v=
 
     out [b, s_q, h_q, 512] in q's dtype; lse [b, h_q, s_q] float32, natural log, -inf for
     rows that see no key (FlashMLA: +inf). options:
-      version      "naive" | "tiled" | "splitkv" | "planned" (default) | "gluon" | "seesaw" (Gluon: Hopper only)
+      version      "naive" | "tiled" | "splitkv" | "planned" (default) | "gluon" | "seesaw" (Gluon: Hopper only);
+                   what each reads and takes is its row of VERSION_TABLE
       batch_invariant  True: no sequence's keys are split across programs (splitkv: one split; planned,
                    gluon, seesaw: a plan made with batch_invariant=True), so a sequence's out and lse are
                    bitwise the same whatever else is in the batch; naive and tiled never split
-      plan         a kernels.plan.mla_decode_plan(...) for this batch (planned, gluon; made here if absent)
+      plan         a plan for this batch (versions with takes_plan: VERSION_TABLE[v].make_plan(...); made
+                   here if absent)
       num_sms      SMs to plan for when no plan is given (default: the device's)
       num_splits   split-KV pieces per sequence (splitkv; default: default_num_splits)
       block_m, block_n, num_warps, num_stages   tile shape and launch overrides
     Not checked (it would need a device sync): cache_seqlens[i] <= max_blocks * page_block_size."""
     version, launches, out, lse = prepare(q, kv_cache, block_table, cache_seqlens, head_dim_v, softmax_scale,
                                           causal, is_fp8_kvcache, **options)
-    if launches and not version.interpreter and _interpreting():
-        raise RuntimeError(f"version {version.name!r} has no CPU interpreter (Gluon); it needs a Hopper GPU")
+    if launches and not version.runs_on(q.device):
+        needs = "a Hopper GPU (sm_90)" if version.hopper_only else "a CUDA GPU or Triton's interpreter"
+        raise RuntimeError(f"version {version.name!r} cannot run on {q.device} here: it needs {needs}"
+                           + ("" if version.interpreter else " (it has no CPU interpreter)"))
     for launch in launches:
         launch()
     return out, lse
-
-
-def _check_tile(name, value):
-    if value < 16 or value & (value - 1):
-        raise ValueError(f"{name} must be a power of two >= 16 (tl.dot's smallest tile), got {value}")

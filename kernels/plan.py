@@ -4,9 +4,12 @@ layer (FlashMLA's get_mla_metadata plays this role).
 The arithmetic is mlacourse.schedule.plan_decode (numpy); this module puts its tables on
 the device in the layout the planned kernels read:
 
-  segments    [n_seg, 4] int32   (sequence, first token, end token, partial slot or -1)
+  segments    [n_seg, SEGMENT_WIDTH] int32   (sequence, first token, end token, partial slot or -1)
   part_start  [num_parts + 1] int32   part p runs segments part_start[p] .. part_start[p+1]-1
-  combine     [n_split, 3] int32  (sequence, first slot, slots) for sequences cut into pieces
+  combine     [n_split, COMBINE_WIDTH] int32  (sequence, first slot, slots) for sequences cut into pieces
+
+The field offsets of both records are named below, once: the kernels (Triton and Gluon) read
+field F of record j at ptr + j * WIDTH + F through these names.
 
 A segment with slot -1 is a whole sequence: its program writes out and lse directly. The
 pieces of a split sequence write normalized partial rows to slots base..base+n-1, which
@@ -18,11 +21,24 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+import triton.language as tl
 
 from mlacourse.schedule import FIXED_OVERHEAD_BLOCKS, Plan, plan_decode
 
 PLAN_BLOCK_M = 64  # query rows per program of the planned kernels
 PLAN_BLOCK_N = 64  # the planner's unit of work, in keys (FlashMLA's page and KV tile)
+
+# One segment record, a row of DecodePlan.segments (tl.constexpr: jitted kernels read them as globals)
+SEG_SEQUENCE = tl.constexpr(0)  # the sequence i_b
+SEG_FIRST = tl.constexpr(1)  # the piece's first token
+SEG_END = tl.constexpr(2)  # one past its last token
+SEG_SLOT = tl.constexpr(3)  # its partial slot, or -1: the piece is the whole sequence and writes out, lse
+SEGMENT_WIDTH = tl.constexpr(4)
+# One combine record, a row of DecodePlan.combine (and of split-KV's table, kernels.mla_decode)
+COMBINE_SEQUENCE = tl.constexpr(0)  # the split sequence i_b
+COMBINE_FIRST_SLOT = tl.constexpr(1)  # the slot of its first piece; its pieces' slots are consecutive
+COMBINE_SLOTS = tl.constexpr(2)  # how many pieces
+COMBINE_WIDTH = tl.constexpr(3)
 
 
 @dataclass
@@ -35,9 +51,9 @@ class DecodePlan:
     num_parts: int
     row_blocks: int
     num_slots: int
-    segments: torch.Tensor  # [n_seg, 4] int32
+    segments: torch.Tensor  # [n_seg, SEGMENT_WIDTH] int32
     part_start: torch.Tensor  # [num_parts + 1] int32
-    combine: torch.Tensor  # [n_split, 3] int32
+    combine: torch.Tensor  # [n_split, COMBINE_WIDTH] int32
     host: Plan  # the numpy plan (work per part, for reports)
 
     @property
@@ -74,18 +90,18 @@ def mla_decode_plan(cache_seqlens, h_q: int, s_q: int = 1, num_sms: int | None =
     lens = cache_seqlens.detach().to("cpu", torch.int64).numpy()
     p = plan_decode(lens, h_q, s_q, num_sms, block_n=block_n, block_m=block_m, overhead=overhead,
                     batch_invariant=batch_invariant)
-    seg = p.segments.copy()
-    tokens = np.empty_like(seg)
-    tokens[:, 0] = seg[:, 0]
-    tokens[:, 1] = seg[:, 1] * block_n
-    tokens[:, 2] = np.minimum(seg[:, 2] * block_n, lens[seg[:, 0]]) if len(seg) else seg[:, 2]
-    tokens[:, 3] = seg[:, 3]
+    seg = p.segments  # [n_seg, 4] in KV blocks, the same fields (mlacourse.schedule.Plan)
+    tokens = np.empty((len(seg), int(SEGMENT_WIDTH)), dtype=np.int64)
+    tokens[:, SEG_SEQUENCE] = seg[:, SEG_SEQUENCE]
+    tokens[:, SEG_FIRST] = seg[:, SEG_FIRST] * block_n
+    tokens[:, SEG_END] = np.minimum(seg[:, SEG_END] * block_n, lens[seg[:, SEG_SEQUENCE]])
+    tokens[:, SEG_SLOT] = seg[:, SEG_SLOT]
 
     def dev(a):
         return torch.from_numpy(np.ascontiguousarray(a, dtype=np.int32)).to(device)
 
     return DecodePlan(len(lens), s_q, h_q, block_m, block_n, p.num_parts, p.row_blocks, p.num_slots,
-                      dev(tokens.reshape(-1, 4)), dev(p.part_start), dev(p.combine.reshape(-1, 3)), p)
+                      dev(tokens), dev(p.part_start), dev(p.combine.reshape(-1, int(COMBINE_WIDTH))), p)
 
 
 _SM_COUNT = {}

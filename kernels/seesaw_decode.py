@@ -52,9 +52,9 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                                warpgroup_mma_wait)
 
 from .dims import D_K, D_LATENT, D_ROPE
-from .gluon_decode import _tma_load, descriptors
+from .gluon_decode import _segment, _tma_load, plan_args
+from .launch import Launch
 
-STATUS = "compiled, not yet run on a GPU"
 BLOCK_M = 64  # query rows per program
 BLOCK_N = 64  # keys per tile = one TMA box
 NUM_WARPS = 4  # the default partition (warpgroup 0); the worker partition adds 4 more
@@ -133,10 +133,7 @@ def _zero_past_end(k_lat_buf, COL0: gl.constexpr, tok0, hi, ld_layout: gl.conste
 @gluon.jit
 def _piece(seg_ptr, seqlens_ptr, j, h_q, s_q, rows, CAUSAL: gl.constexpr):
     """Segment j of the plan: (sequence, first token, end token, slot, tiles, keys each row may see)."""
-    i_b = gl.load(seg_ptr + j * 4)
-    lo = gl.load(seg_ptr + j * 4 + 1)
-    hi = gl.load(seg_ptr + j * 4 + 2)
-    slot = gl.load(seg_ptr + j * 4 + 3)
+    i_b, lo, hi, slot = _segment(seg_ptr, j)
     seqlen = gl.load(seqlens_ptr + i_b)
     n_rows = s_q * h_q
     if CAUSAL:
@@ -379,29 +376,10 @@ def _seesaw_decode_kernel(q_ptr, lat_desc, rope_desc, bt_ptr, seqlens_ptr, seg_p
 
 
 def launches(call, plan, o_part, lse_part):
-    """The seesaw launch for one checked call (kernels.mla_decode.Call) and its plan."""
-    import torch
-
-    from .mla_decode import Launch
-
-    if call.is_fp8:
-        raise ValueError("version 'seesaw' reads bf16 caches only; use version='planned' for FP8")
-    if call.q.dtype != torch.bfloat16:
-        raise TypeError(f"version 'seesaw' needs bfloat16 q and cache, got {call.q.dtype}")
-    if call.page < BLOCK_N:
-        raise ValueError(f"version 'seesaw' needs page_block_size >= {BLOCK_N} (a TMA tile lies in one page), "
-                         f"got {call.page}")
-    if plan.block_m != BLOCK_M or plan.block_n % BLOCK_N:
-        raise ValueError(f"version 'seesaw' needs a plan with block_m={BLOCK_M} and block_n a multiple of {BLOCK_N}")
-    if call.kv_cache.data_ptr() % 16:
-        raise ValueError("version 'seesaw' needs a 16-byte aligned kv_cache (TMA)")
-    lat, rope = descriptors(call.kv_cache)
-    args = dict(q_ptr=call.q, lat_desc=lat, rope_desc=rope, bt_ptr=call.block_table, seqlens_ptr=call.cache_seqlens,
-                seg_ptr=plan.segments, part_ptr=plan.part_start, out_ptr=call.out, lse_ptr=call.lse,
-                o_part_ptr=o_part, lse_part_ptr=lse_part, h_q=call.h_q, s_q=call.s_q,
-                stride_bt=call.block_table.stride(0), qk_scale_log2=call.qk_scale_log2)
+    """The seesaw launch for one checked call (kernels.launch.Call) and its plan."""
+    args = plan_args(call, plan, o_part, lse_part, "seesaw", BLOCK_M, BLOCK_N)
     return [Launch(f"seesaw BLOCK_M={BLOCK_M}", _seesaw_decode_kernel, (plan.row_blocks, plan.num_parts), args,
-                   dict(PAGE=call.page, CAUSAL=bool(call.causal)), NUM_WARPS, 1)]
+                   dict(PAGE=call.page, CAUSAL=bool(call.causal)), NUM_WARPS, 1, (BLOCK_M, BLOCK_N))]
 
 
-__all__ = ["STATUS", "launches"]
+__all__ = ["launches"]

@@ -15,7 +15,7 @@ sequence have their own index lists, so they do not share a program. The loop wa
 list BLOCK_N entries at a time: it reads the entries, turns each valid one into a byte offset
 (page * block stride + slot * row stride, the page and slot recovered from the physical index
 by // and %), loads and dequantizes those rows with the dense kernels' FP8 path
-(mla_decode._load_kv_tile), sets the scores of -1 entries to -inf, and runs the online
+(tiles._load_kv_tile), sets the scores of -1 entries to -inf, and runs the online
 softmax. A -1 entry's row is never read (its load is masked); FlashMLA instead reads a row of
 page 0 and discards it.
 
@@ -33,10 +33,9 @@ import triton
 import triton.language as tl
 
 from .dims import D_K, D_LATENT, FP8_ROW_BYTES, LOG2E
-from .mla_decode import (Launch, _check_tile, _interpreting, _load_kv_tile, _load_q_block, _store_final,
-                         default_block_m, default_launch)
+from .launch import Launch, check_tile, compute_dtype, default_block_m, default_launch, interpreting
+from .tiles import _D_LAT, _load_kv_tile, _load_q_block, _store_final
 
-_D_LAT = tl.constexpr(D_LATENT)
 MAX_GRID_Y = 65535  # CUDA's limit on a grid's second axis, which holds the query tokens
 
 
@@ -97,22 +96,20 @@ class SparseCall:
 
     @property
     def dtype(self):
-        if not self.gpu:  # the interpreter runs bf16 dots on raw bit patterns: fp32 there
-            return tl.float32
-        return tl.bfloat16 if self.q.dtype == torch.bfloat16 else tl.float16
+        return compute_dtype(self.q, self.gpu)
 
     def take(self, name, default):
         return self.options.pop(name, default)
 
 
 def launches(call: SparseCall) -> list:
-    """The one launch of a sparse call (the launcher of SPARSE_VERSION_TABLE's row)."""
+    """The one launch of a sparse call (the launcher of the "sparse" row of mla_decode.VERSION_TABLE)."""
     block_m = call.take("block_m", default_block_m(1, call.h_q))  # the heads of one query token
     d_bn, d_warps, d_stages = default_launch(block_m, is_fp8=True)
     d_bn = d_bn if call.gpu else 64  # interpreter: wide tiles, fewer steps
     block_n = call.take("block_n", min(d_bn, max(16, triton.next_power_of_2(call.topk))))  # no wider than top-k
-    _check_tile("block_m", block_m)
-    _check_tile("block_n", block_n)
+    check_tile("block_m", block_m)
+    check_tile("block_n", block_n)
     warps, stages = call.take("num_warps", d_warps), call.take("num_stages", d_stages)
     kv = call.kv_cache
     return [Launch(f"sparse BLOCK_M={block_m}", _sparse_kernel, (triton.cdiv(call.h_q, block_m), call.b * call.s_q),
@@ -175,17 +172,17 @@ def prepare(q, kv_cache, indices, head_dim_v=D_LATENT, softmax_scale=None, gpu=N
     """Check the inputs and build the launch of one call, without running it. Returns
     (launches, out, lse); out and lse are allocated, not yet written."""
     _check(q, kv_cache, indices, head_dim_v)
+    options.pop("batch_invariant", None)  # always: a query token's top-k rows are never split across programs
     want_check = options.pop("check_indices", None)
-    if want_check or (want_check is None and _interpreting()):
+    if want_check or (want_check is None and interpreting()):
         check_indices(indices, kv_cache)
     scale = softmax_scale if softmax_scale is not None else D_K ** -0.5
     b, s_q, h_q = q.shape[:3]
     out = torch.empty(b, s_q, h_q, D_LATENT, dtype=q.dtype, device=q.device)
     lse = torch.empty(b, h_q, s_q, dtype=torch.float32, device=q.device)
     call = SparseCall(q, kv_cache, indices, out, lse, float(scale) * LOG2E, options,
-                      (not _interpreting()) if gpu is None else gpu)
-    from .mla_decode import SPARSE_VERSION_TABLE
-    found = SPARSE_VERSION_TABLE["sparse"].launch(call) if b else []
+                      (not interpreting()) if gpu is None else gpu)
+    found = launches(call) if b else []
     if options:
         raise TypeError(f"unknown option(s) for sparse decode: {sorted(options)}")
     return found, out, lse
@@ -196,7 +193,8 @@ def sparse_mla_decode_with_kvcache(q, kv_cache, indices, head_dim_v=D_LATENT, so
     `indices`, block_table=None, is_fp8_kvcache=True). Returns (out, lse).
 
     options: check_indices (None: only in the interpreter; True/False), block_m, block_n,
-    num_warps, num_stages."""
+    num_warps, num_stages; batch_invariant is accepted and always holds (one program reads a
+    query token's whole top-k list, so its result never depends on the rest of the batch)."""
     found, out, lse = prepare(q, kv_cache, indices, head_dim_v, softmax_scale, **options)
     for launch in found:
         launch()

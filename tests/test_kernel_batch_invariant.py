@@ -11,7 +11,7 @@ import torch
 from kernels.mla_decode import VERSION_TABLE, VERSIONS, mla_decode_with_kvcache, prepare
 from kernels.plan import mla_decode_plan
 from mlacourse import schedule as S
-from tests.test_kernels import DEVICE, check, make_case
+from tests.test_kernels import DEVICE, check, heads_for, make_case, page_for
 
 SEQ = 300  # the sequence we follow; its rows are the same in both batches
 BATCH_A = [SEQ, 700, 40]  # it comes first here ...
@@ -56,12 +56,11 @@ def test_one_sequence_is_bitwise_identical_across_batches_only_when_asked(versio
         "split at different points, the sequence's result should differ in the last bits"
 
 
-@pytest.mark.parametrize("version", [v for v in VERSIONS if VERSION_TABLE[v].interpreter or DEVICE == "cuda"])
+@pytest.mark.parametrize("version", [v for v in VERSIONS if VERSION_TABLE[v].batch_invariant])
 def test_every_version_accepts_batch_invariant(version):
-    q, cache, bt, sl = make_case([5, 130], page=64, h_q=16 if version != "naive" else 2)
-    if not VERSION_TABLE[version].interpreter and not (torch.cuda.is_available()
-                                                       and torch.cuda.get_device_capability()[0] == 9):
-        pytest.skip("Gluon needs a Hopper GPU")
+    if not VERSION_TABLE[version].runs_on(DEVICE):
+        pytest.skip(f"version {version!r} does not run here (its row of VERSION_TABLE)")
+    q, cache, bt, sl = make_case([5, 130], page=page_for(version, 64), h_q=heads_for(version, 16))
     check(q, cache, bt, sl, version=version, batch_invariant=True)
 
 
@@ -137,13 +136,12 @@ def _meta_plan(sl_cpu, h_q, **kw):
 def test_launches_copy_nothing_from_the_host(version):
     q, cache, bt, sl = (t.cpu() for t in make_case([5, 130, 700], page=64, h_q=16))
     meta = [t.to("meta") for t in (q, cache, bt, sl)]
-    opts = {}
-    if version in ("planned", "gluon", "seesaw"):
-        opts["plan"] = _meta_plan(sl, 16, num_sms=2, block_m=64 if version in ("gluon", "seesaw") else None)
+    v = VERSION_TABLE[version]
+    opts = dict(plan=_meta_plan(sl, 16, num_sms=2, block_m=v.plan_block_m)) if v.takes_plan else {}
     try:
         import triton.experimental.gluon  # noqa: F401
     except ImportError:
-        if version in ("gluon", "seesaw"):
+        if v.hopper_only:
             pytest.skip("no Gluon in this triton")
     seen = _copies_to_device(lambda: prepare(*meta, 512, gpu=True, version=version, **opts))
     assert not seen, f"{version}: host-to-device copies while building a call's launches: {seen}"

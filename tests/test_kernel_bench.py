@@ -17,6 +17,12 @@ def test_args_and_cases():
         bench.parse_args(["--quick", "--smoke"])
     assert set(bench.parse_args([]).versions) == set(bench.versions()) | {"torch", "flashmla"}
     assert bench.parse_args(["--smoke"]).b == 3 and bench.parse_args([]).b == 128
+    # group words from the table's rows: hopper_only versions, and the rest, each once
+    hopper = [n for n, v in bench.table().items() if v.hopper_only]
+    portable = [n for n, v in bench.table().items() if not v.hopper_only]
+    assert hopper and portable and set(hopper + portable) == set(bench.versions())
+    assert bench.parse_args(["--versions", "hopper,torch"]).versions == hopper + ["torch"]
+    assert bench.parse_args(["--versions", f"{portable[0]},portable"]).versions == portable
     full = bench.bench_cases(False)
     assert len(full) == 2 * 4 * 2 * 3  # cache x s_k x s_q x h_q
     assert {c[1] for c in full} == {4096, 8192, 16384, 32768} and {c[3] for c in full} == {16, 64, 128}
@@ -226,11 +232,16 @@ def test_run_smoke_on_cpu(tmp_path, monkeypatch):
     device = "cuda" if torch.cuda.is_available() else "cpu"  # CPU: Triton's interpreter (conftest)
     rows = bench.run(args, device=device, timer=fake_timer, kernel_timer=fake_kernel_timer,
                      cases=[("bf16", 40, 1, 16), ("fp8", 40, 1, 16), ("bf16", 120, 2, 16)])
-    # naive, tiled, splitkv, planned and torch side by side on two cases, then without naive and
-    # torch; gluon, seesaw (Hopper) and flashmla (not installed) are not timed on a CPU
-    assert len(calls) == len(kernel_calls) == 5 * 2 + 3
+    # the versions that run in the interpreter and torch side by side on two cases, then without the
+    # one-row-per-program ones and torch; the Hopper-only versions and flashmla are not timed on a CPU
+    here = [n for n, v in bench.table().items() if v.runs_on(device)]
+    slow = [n for n in here if bench.table()[n].block_m == (1,)]
+    assert here and slow, "the smoke run needs a version with one program per row to skip"
+    expected = sum(1 + sum(cache in bench.table()[n].caches for n in here) for cache in ("bf16", "fp8")) \
+        + len(here) - len(slow)  # the last case (mean s_k 120 >= 100): neither torch nor the slow ones
+    assert len(calls) == len(kernel_calls) == expected
     assert {r["version"] for r in rows} == set(bench.versions()) | {"torch", "flashmla"}
-    assert all(r["ms"] is None for r in rows if r["version"] in ("gluon", "seesaw", "flashmla"))
+    assert all(r["ms"] is None for r in rows if r["version"] not in here + ["torch"])
     assert all(r["tflops"] == r["flop"] / 0.5 / 1e9 for r in rows if r["ms"]), "kernel rates from the kernel time"
     assert all(r["tflops_call"] == r["flop"] / 1.0 / 1e9 for r in rows if r["ms"]), "call rates from the call"
     timed = [r for r in rows if r["ms"] is not None]

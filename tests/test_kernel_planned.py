@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from kernels.mla_decode import mla_decode_with_kvcache
 from kernels.plan import mla_decode_plan
 from kernels.reference import compare, reference_decode
-from tests.test_kernels import DEVICE, LSE_TOL, OUT_TOL, check, make_case
+from tests.test_kernels import DEVICE, LSE_TOL, OUT_TOL, VERSIONS, check, make_case, page_for
 
 
 def run_planned(lens, page=64, s_q=1, h_q=16, causal=False, fp8=False, num_sms=4, seed=0, **opts):
@@ -124,8 +124,8 @@ def test_plan_reused_and_checked():
 def test_lse_is_minus_inf_for_rows_without_keys():
     """Our contract (kernels/mla_decode.py docstring): no visible key -> out 0, lse = -inf.
     FlashMLA returns +inf there; a caller porting code between the two must map one to the other."""
-    q, cache, bt, sl = make_case([0, 1], page=16, s_q=2, h_q=4, seed=6)
-    for version in ("naive", "tiled", "splitkv", "planned"):
+    for version in VERSIONS:  # every version that runs here
+        q, cache, bt, sl = make_case([0, 1], page=page_for(version, 16), s_q=2, h_q=4, seed=6)
         out, lse = mla_decode_with_kvcache(q, cache, bt, sl, 512, causal=True, version=version)
         assert torch.all(lse[0] == -math.inf), version  # empty sequence
         assert torch.all(lse[1, :, 0] == -math.inf) and torch.all(torch.isfinite(lse[1, :, 1])), version

@@ -12,8 +12,9 @@ import pytest
 import torch
 
 from kernels import fp8 as kfp8
-from kernels.mla_decode import SPARSE_VERSION_TABLE, mla_decode_with_kvcache
+from kernels.mla_decode import VERSION_TABLE, mla_decode_with_kvcache
 from kernels.reference import compare
+from kernels import sparse_decode
 from kernels.sparse_decode import check_indices, prepare, sparse_mla_decode_with_kvcache
 from mlacourse import sparse as S
 from mlacourse.fp8 import pack_fp8_row, unpack_fp8_row
@@ -170,8 +171,10 @@ def test_every_token_selected_equals_the_dense_fp8_kernel():
     assert compare("lse", sparse_lse, dense_lse, **LSE_TOL).ok
 
 
-def test_the_kernel_is_registered_in_its_table():
-    assert SPARSE_VERSION_TABLE["sparse"].interpreter and "-1" in SPARSE_VERSION_TABLE["sparse"].summary
+def test_the_kernel_is_registered_in_the_version_table():
+    v = VERSION_TABLE["sparse"]
+    assert v.call == "sparse" and v.caches == ("fp8",) and v.interpreter and "-1" in v.summary
+    assert v.launch is sparse_decode.launches  # the table runs the kernel this file tests
 
 
 def _args(**over):

@@ -19,10 +19,10 @@ from mlacourse.paged import make_paged_cache
 # Without CUDA the kernels run in Triton's interpreter on CPU tensors (conftest sets
 # TRITON_INTERPRET=1); with CUDA the same tests run compiled on the GPU.
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-# the versions that run here: all of them on a GPU, those with an interpreter on CPU
-DENSE = {n: v for n, v in VERSION_TABLE.items() if v.kind == "dense"}  # block_table + cache_seqlens
-VERSIONS = tuple(n for n, v in DENSE.items() if DEVICE == "cuda" or v.interpreter)
-TRITON_VERSIONS = tuple(n for n, v in DENSE.items() if v.interpreter)
+# the versions that run here (their rows of the table say where): on CPU those with an interpreter
+DENSE = {n: v for n, v in VERSION_TABLE.items() if v.call == "dense"}  # block_table + cache_seqlens
+VERSIONS = tuple(n for n, v in DENSE.items() if v.runs_on(DEVICE))
+FP8_VERSIONS = tuple(n for n in VERSIONS if "fp8" in DENSE[n].caches)
 # bf16 output. On a GPU: FlashMLA's own test tolerances (out: 8e-4 abs + 2.01/128 rel;
 # lse: 1e-6 abs + 8.01/65536 rel, about 1.2e-4). The interpreter computes in fp32 but
 # truncates (does not round) fp32 -> bf16 on the store, so out needs a wider rel there.
@@ -46,6 +46,16 @@ def make_case(lens, page=64, s_q=1, h_q=4, dtype=torch.bfloat16, fp8=False, seed
     return tuple(t.to(DEVICE) for t in (q, cache, bt, sl))
 
 
+def page_for(version, page):
+    """The case's page size, or the version's smallest page where that is larger (its table row)."""
+    return max(page, DENSE[version].min_page)
+
+
+def heads_for(version, h_q):
+    """A version with one program per query row runs them one by one in the interpreter: 2 heads."""
+    return 2 if DENSE[version].block_m == (1,) else h_q
+
+
 def check(q, cache, bt, sl, fp8=False, causal=False, softmax_scale=None, **options):
     out, lse = mla_decode_with_kvcache(q, cache, bt, sl, 512, softmax_scale=softmax_scale, causal=causal,
                                        is_fp8_kvcache=fp8, **options)
@@ -67,7 +77,7 @@ EDGE_LENS = [0, 1, 63, 64, 65, 150]
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_edge_lengths(version):
-    q, cache, bt, sl = make_case(EDGE_LENS, page=64, h_q=2 if version == "naive" else 16)
+    q, cache, bt, sl = make_case(EDGE_LENS, page=page_for(version, 64), h_q=heads_for(version, 16))
     out, lse = check(q, cache, bt, sl, version=version)
     assert torch.all(out[0] == 0) and torch.all(lse[0] == -math.inf), "zero-length sequence: out 0, lse -inf"
 
@@ -76,15 +86,15 @@ def test_edge_lengths(version):
 @pytest.mark.parametrize("s_q", [2, 4])
 def test_causal_rows_without_keys(version, s_q):
     # length 1 with s_q rows: only the last row sees a key; the others must be 0 / -inf
-    q, cache, bt, sl = make_case([1, 3, 70], page=16, s_q=s_q, h_q=2 if version == "naive" else 8, seed=s_q)
+    q, cache, bt, sl = make_case([1, 3, 70], page=page_for(version, 16), s_q=s_q, h_q=heads_for(version, 8), seed=s_q)
     out, lse = check(q, cache, bt, sl, causal=True, version=version)
     assert torch.all(lse[0, :, :s_q - 1] == -math.inf) and torch.all(out[0, :s_q - 1] == 0)
     assert torch.all(torch.isfinite(lse[0, :, s_q - 1]))
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", FP8_VERSIONS)
 def test_fp8_cache(version):
-    q, cache, bt, sl = make_case([5, 64, 97], page=32, h_q=2 if version == "naive" else 16, fp8=True, seed=3)
+    q, cache, bt, sl = make_case([5, 64, 97], page=page_for(version, 32), h_q=heads_for(version, 16), fp8=True, seed=3)
     assert cache.dtype == torch.uint8 and cache.shape[-1] == 656
     check(q, cache, bt, sl, fp8=True, version=version)
 
@@ -119,7 +129,7 @@ def test_fp8_causal_splitkv_scattered():
 @pytest.mark.parametrize("h_q", [1, 3])
 def test_few_and_odd_heads(version, h_q):
     # s_q*h_q rows below tl.dot's minimum of 16 and not a power of two: masked rows in the tile
-    q, cache, bt, sl = make_case([2, 50], page=32, s_q=2, h_q=h_q, seed=30 + h_q)
+    q, cache, bt, sl = make_case([2, 50], page=page_for(version, 32), s_q=2, h_q=h_q, seed=30 + h_q)
     check(q, cache, bt, sl, causal=True, version=version)
 
 
@@ -200,6 +210,8 @@ def test_compare_reports_mismatch():
     (lambda a: dict(a, cache_seqlens=a["cache_seqlens"][:1]), r"\[b=2\]"),
     (lambda a: dict(a, head_dim_v=128), "head_dim_v"),
     (lambda a: dict(a, version="fast"), "version"),
+    (lambda a: dict(a, version="sparse"), "takes top-k indices, not a block table"),
+    (lambda a: dict(a, version="tiled", plan=object()), "takes no plan"),
     (lambda a: dict(a, num_stagez=2), "unknown option"),
     (lambda a: dict(a, block_m=8), "block_m must be a power of two"),
     (lambda a: dict(a, version="naive", block_n=24), "block_n must be a power of two"),
@@ -219,11 +231,14 @@ def test_errors(bad, match):
 @pytest.mark.parametrize("version", tuple(DENSE))
 def test_gpu_bf16_operands(version, fp8):
     """On a GPU the dots take bf16 operands (p is rounded to bf16 too), held to FlashMLA's
-    tolerances at 128 heads. Skipped without CUDA. The Gluon versions (5, 6): Hopper and bf16 only."""
-    if not DENSE[version].interpreter and (fp8 or torch.cuda.get_device_capability()[0] != 9):
-        pytest.skip("the Gluon versions read bf16 caches on Hopper only")
+    tolerances at 128 heads. Skipped without CUDA, and where the version's row says it cannot run
+    (Hopper only) or read the cache (bf16 rows only)."""
+    v = DENSE[version]
+    if not v.runs_on("cuda") or ("fp8" if fp8 else "bf16") not in v.caches:
+        pytest.skip(f"version {version!r} does not run on this GPU or read {'FP8' if fp8 else 'bf16'} rows")
     lens = [0, 1, 700, 2049, 4096]
-    q, cache, bt, sl = make_case(lens, page=64, s_q=2, h_q=128 if version != "naive" else 16, fp8=fp8, seed=21)
+    q, cache, bt, sl = make_case(lens, page=page_for(version, 64), s_q=2, h_q=8 * heads_for(version, 16), fp8=fp8,
+                                 seed=21)
     q, cache, bt, sl = (t.cuda() for t in (q, cache, bt, sl))
     out, lse = mla_decode_with_kvcache(q, cache, bt, sl, 512, softmax_scale=192 ** -0.5, causal=True,
                                        is_fp8_kvcache=fp8, version=version)
