@@ -88,11 +88,13 @@ def samplings(draw):
 
 @st.composite
 def streams(draw):
-    page = draw(st.one_of(st.integers(1, 8), st.sampled_from([16, 32, 64, 256]), st.integers(1, 256)))
     # a third of the streams put the pool under pressure: several requests at once on just
-    # enough pages for the largest one (preemption and eviction); some spread arrivals out
-    # (later requests find earlier ones finished: the prefix cache across time)
+    # enough pages for the largest one (preemption and eviction), pages of a few tokens so that
+    # a request spans several and a running one can outgrow what is left; some spread arrivals
+    # out (later requests find earlier ones finished: the prefix cache across time)
     pressure = draw(st.integers(0, 2)) == 0
+    page = draw(st.integers(2, 16) if pressure else
+                st.one_of(st.integers(1, 8), st.sampled_from([16, 32, 64, 256]), st.integers(1, 256)))
     on_full = draw(st.sampled_from(["swap", "preempt"]))
     late = not pressure and draw(st.integers(0, 2)) == 0
     n_req = draw(st.integers(3 if pressure else 1, 6))
@@ -161,6 +163,7 @@ def test_random_streams_cover_sharing_copy_on_write_and_preemption():
         seen["stopped"] += any(x.finish_reason in ("stop_token", "stop_string") for x in res.values())
 
     probe()
+    print(seen)
     assert all(v >= 5 for v in seen.values()), str(seen)
 
 
@@ -223,6 +226,39 @@ def test_pool_exhaustion_preempts_and_recomputes():
     assert res["r1"].preemptions >= 1 and res["r0"].preemptions == 0  # the later arrival gives way
 
 
+def test_request_states_change_only_through_their_methods():
+    """A preempted request goes running -> waiting -> running again; every step's states agree
+    with the trace; a change from the wrong state is refused (the engine's own bookkeeping bug
+    would surface here, not as a silently wrong schedule)."""
+    from mlacourse.engine import Request, RequestState
+    reqs = [([1, 2, 3, 4], 9, 0), ([5, 6, 7, 8], 9, 0), ([9, 10, 11], 6, 3)]
+    eng = Engine(MODEL, num_pages=4, page_size=4, token_budget=16)
+    for p, n, a in reqs:
+        eng.add_request(p, n, arrival=a)
+    assert {r.state for r in eng.requests.values()} == {RequestState.FUTURE}
+    history = {rid: [] for rid in eng.requests}
+    while (rec := eng.step()) is not None:
+        for rid, r in eng.requests.items():
+            if not history[rid] or history[rid][-1] is not r.state:
+                history[rid].append(r.state)
+            assert (r.state is RequestState.RUNNING) == (rid in rec.seqlens), (rec.step, rid, r.state)
+            assert (r.state is RequestState.FINISHED) == (r.finish_step is not None)
+    W, R, F = RequestState.WAITING, RequestState.RUNNING, RequestState.FINISHED
+    assert all(h[-1] is F for h in history.values())
+    assert history["r1"] == [R, W, R, F] and eng.requests["r1"].preemptions == 1, history  # preempted, then back
+    assert history["r0"] == [R, F] and history["r2"][0] is RequestState.FUTURE, history
+    r = Request("x", [1], 1)
+    for wrong in (lambda: r.admit([], 0), r.preempt, lambda: r.finish(0)):
+        with pytest.raises(RuntimeError, match="cannot become .* from future"):
+            wrong()
+    r.arrive()
+    with pytest.raises(RuntimeError, match="cannot become waiting from waiting"):
+        r.arrive()
+    r.admit([0], 0)
+    r.finish(5)
+    assert (r.state, r.finish_step, str(r.state)) == (F, 5, "finished")
+
+
 def test_a_request_that_can_never_fit_is_refused_up_front():
     eng = Engine(MODEL, num_pages=2, page_size=4, token_budget=8)
     with pytest.raises(ValueError, match="pool has only 2 pages"):
@@ -260,7 +296,10 @@ def test_bad_input_is_refused_clearly():
         Engine(MODEL, num_pages=4, page_size=4, token_budget=0)
     with pytest.raises(ValueError, match="on_full"):
         Engine(MODEL, num_pages=4, page_size=4, token_budget=4, on_full="drop")
+    from kernels.engine_adapter import kernel_backend  # imports without torch: the shape check comes first
     with pytest.raises(ValueError, match="576-wide rows"):
+        Engine(MODEL, num_pages=4, page_size=16, token_budget=4, decode_backend=kernel_backend())
+    with pytest.raises(ValueError, match="from kernels.engine_adapter import kernel_backend"):
         Engine(MODEL, num_pages=4, page_size=16, token_budget=4, decode_backend="kernel")
 
 

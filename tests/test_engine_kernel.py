@@ -1,6 +1,7 @@
 """The engine's decode through the course's Triton kernel, on the engine's own page pool
-(mlacourse.engine.gpu). Without CUDA the kernel runs in Triton's interpreter (conftest
-sets TRITON_INTERPRET=1); skipped where torch or triton is not installed."""
+(kernels.engine_adapter, handed to the engine as its decode_backend). Without CUDA the kernel
+runs in Triton's interpreter (conftest sets TRITON_INTERPRET=1); skipped where torch or
+triton is not installed."""
 import numpy as np
 import pytest
 
@@ -9,7 +10,7 @@ pytest.importorskip("triton")
 
 from mlacourse.config import MLAConfig  # noqa: E402
 from mlacourse.engine import Engine, ModelConfig, init_model, reference_generate  # noqa: E402
-from mlacourse.engine.gpu import kernel_decode, kernel_unavailable_reason  # noqa: E402
+from kernels.engine_adapter import DevicePool, kernel_backend, kernel_decode, kernel_unavailable_reason  # noqa: E402
 from mlacourse.paged import gather_paged, make_paged_cache  # noqa: E402
 
 # V3's cache row (512 + 64) -- what the kernel is built for -- with few heads and a small model
@@ -47,8 +48,8 @@ def run_with_kernel(dtype, device=None):
     model = init_model(V3_WIDTH, seed=3)
     rng = np.random.default_rng(0)
     reqs = [([int(t) for t in rng.integers(0, 64, 20)], 4), ([int(t) for t in rng.integers(0, 64, 9)], 5)]
-    eng = Engine(model, num_pages=8, page_size=16, token_budget=32, decode_backend="kernel",
-                 kernel_options=dict(dtype=dtype, device=device))
+    eng = Engine(model, num_pages=8, page_size=16, token_budget=32,
+                 decode_backend=kernel_backend(dtype=dtype, device=device))
     for p, n in reqs:
         eng.add_request(p, n)
     res = eng.run()
@@ -77,7 +78,17 @@ def test_engine_decodes_through_the_kernel_on_gpu_bf16():
 
 def test_kernel_backend_refuses_other_shapes():
     with pytest.raises(ValueError, match="power of two in 16..256"):
-        Engine(init_model(V3_WIDTH, seed=0), num_pages=8, page_size=8, token_budget=8, decode_backend="kernel")
+        Engine(init_model(V3_WIDTH, seed=0), num_pages=8, page_size=8, token_budget=8, decode_backend=kernel_backend())
+
+
+def test_kernel_options_reach_the_kernel():
+    """kernel_backend(version=...) is passed to every decode: a version that cannot read the
+    pool's fp16 rows is refused by the kernel's own check, naming the version."""
+    eng = Engine(init_model(V3_WIDTH, seed=0), num_pages=8, page_size=64, token_budget=32,
+                 decode_backend=kernel_backend(version="gluon", device="cpu"))
+    eng.add_request(list(range(5)), 2)
+    with pytest.raises(TypeError, match="version 'gluon' needs bfloat16"):
+        eng.run()
 
 
 # ---- the device pool: written through a slot mapping, never copied whole ----------------------
@@ -87,13 +98,12 @@ def run_device_pool(mutate_write=None, steps_check=True):
     kernel on a CPU-device pool; after every step the device pool equals the numpy pool
     (in fp16) on every page a request holds. Returns the engine and its error vs alone."""
     import torch
-    from mlacourse.engine.gpu import DevicePool
     model = init_model(V3_WIDTH, seed=3)
     if mutate_write is not None:
         DevicePool.write, saved = mutate_write, DevicePool.write
     try:
-        eng = Engine(model, num_pages=10, page_size=16, token_budget=48, decode_backend="kernel", prefix_cache=True,
-                     kernel_options=dict(device="cpu"))
+        eng = Engine(model, num_pages=10, page_size=16, token_budget=48, decode_backend=kernel_backend(device="cpu"),
+                     prefix_cache=True)
         rng = np.random.default_rng(1)
         system = [int(t) for t in rng.integers(0, 64, 21)]
         reqs = [(system + [1, 2], 4, 0), (system + [3], 3, 1), (system + [5, 6, 7], 3, 9)]

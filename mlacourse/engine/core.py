@@ -24,6 +24,7 @@ Each step
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 import numpy as np
 
@@ -37,6 +38,22 @@ from .sampling import GREEDY, SamplingParams, output_text, sample, stop_reason
 from .scheduler import Scheduler
 
 
+class RequestState(str, Enum):
+    """Where a request is. Its changes are Request's methods (arrive, admit, preempt, finish),
+    each refusing a change from the wrong state, so no caller spells a state by hand:
+
+        future --arrive--> waiting --admit--> running --finish--> finished
+                              ^                  |
+                              +-----preempt------+   (its pages released; recomputed or swapped in later)"""
+    FUTURE = "future"  # submitted, its arrival step not reached
+    WAITING = "waiting"  # arrived (or preempted), holds no pages
+    RUNNING = "running"  # holds pages; gets tokens each step
+    FINISHED = "finished"  # stopped; its pages released
+
+    def __str__(self):
+        return self.value
+
+
 @dataclass
 class Request:
     rid: str
@@ -48,7 +65,7 @@ class Request:
     logits: list = field(default_factory=list)  # [vocab] per generated token
     table: list = field(default_factory=list)  # block table (page ids)
     n_cached: int = 0
-    state: str = "future"  # future -> waiting -> running -> finished; running -> waiting when preempted
+    state: RequestState = RequestState.FUTURE  # changed only by the methods below
     preemptions: int = 0
     shared_tokens: int = 0  # tokens taken from other requests' or cached pages, over all admissions
     cache_hit_tokens: int = 0  # of those, tokens found in the prefix cache
@@ -80,6 +97,33 @@ class Request:
     @property
     def priority(self):
         return (self.arrival, self.order)
+
+    # ---- state changes
+    def _move(self, to: RequestState, *allowed: RequestState) -> None:
+        if self.state not in allowed:
+            raise RuntimeError(f"request {self.rid!r} cannot become {to} from {self.state} "
+                               f"(only from {', '.join(map(str, allowed))})")
+        self.state = to
+
+    def arrive(self) -> None:
+        """Its arrival step has come: it waits for pages."""
+        self._move(RequestState.WAITING, RequestState.FUTURE)
+
+    def admit(self, table: list, n_cached: int) -> None:
+        """It holds pages: table, whose first n_cached tokens are already cached (shared or swapped in)."""
+        self._move(RequestState.RUNNING, RequestState.WAITING)
+        self.table, self.n_cached = table, n_cached
+
+    def preempt(self) -> None:
+        """Its pages were taken back: it waits again, nothing of it cached (swapped rows are kept apart)."""
+        self._move(RequestState.WAITING, RequestState.RUNNING)
+        self.n_cached = 0
+        self.preemptions += 1
+
+    def finish(self, step: int) -> None:
+        """It stopped at this step (finish_reason says why); its pages were released."""
+        self._move(RequestState.FINISHED, RequestState.RUNNING)
+        self.finish_step = step
 
 
 @dataclass(frozen=True)
@@ -145,42 +189,45 @@ class Engine:
                    (token by token; a partly shared page is copied on write)
     prefix_cache   keep full pages after their requests finish, found by chained block
                    hashes, evicted least recently used first (prefix_cache.PrefixCache)
-    decode_backend "numpy", or "kernel" (kernels.mla_decode_with_kvcache on a copy of the
-                   pool kept on the device, gpu.DevicePool; needs torch+triton)
+    decode_backend "numpy" (attention through the block tables, here), or a factory that
+                   decodes elsewhere: the engine calls it once, factory(n_layers=, num_pages=,
+                   page_size=, d_latent=, d_rope=), and keeps what it returns as device_pool:
+                   a copy of the pool told of every change (PagePool's mirror: write, copy,
+                   poison) with decode(layer, q_lat [b, H, d_latent], q_rope [b, H, d_rope],
+                   tables, seqlens, softmax_scale) -> (o_lat [b, H, d_latent], lse [b, H]).
+                   The course's Triton kernel: kernels.engine_adapter.kernel_backend(...)
+                   (this package imports nothing from kernels/)
     path_shapes    shapes that choose each prefill chunk's path (default: the model's)
     compute        False: schedule and allocate only (generated tokens are all 0)
-    record_tables  keep every step's block tables in the trace (for drawing)
-    kernel_options dtype and device of the device pool, and options of the kernel"""
+    record_tables  keep every step's block tables in the trace (for drawing)"""
 
     ON_FULL = ("preempt", "swap", "error")
 
     def __init__(self, model, num_pages: int, page_size: int, token_budget: int, max_running: int | None = None,
-                 on_full: str = "preempt", share_prefixes: bool = True, decode_backend: str = "numpy",
+                 on_full: str = "preempt", share_prefixes: bool = True, decode_backend="numpy",
                  path_shapes: dict | None = None, compute: bool = True, poison: bool = True,
-                 record_tables: bool = True, kernel_options: dict | None = None, prefix_cache: bool = False,
-                 prefill_cap: int | None = None):
+                 record_tables: bool = True, prefix_cache: bool = False, prefill_cap: int | None = None):
         if on_full not in self.ON_FULL:
             raise ValueError(f"on_full must be one of {self.ON_FULL}, got {on_full!r}")
-        if decode_backend not in ("numpy", "kernel"):
-            raise ValueError(f"decode_backend must be 'numpy' or 'kernel', got {decode_backend!r}")
+        if decode_backend != "numpy" and not callable(decode_backend):
+            hint = (" (the Triton kernel: decode_backend=kernel_backend(), from kernels.engine_adapter import "
+                    "kernel_backend)" if decode_backend == "kernel" else "")
+            raise ValueError(f"decode_backend must be 'numpy' or a factory of a device pool, got "
+                             f"{decode_backend!r}{hint}")
         if compute and not isinstance(model, TinyModel):
             raise TypeError("compute=True needs a TinyModel (init_model(...)); a ModelConfig only schedules")
         self.scheduler = Scheduler(token_budget, max_running, prefill_cap)  # checks the three limits
         self.model = model if isinstance(model, TinyModel) else None
         self.cfg: ModelConfig = model.cfg if isinstance(model, TinyModel) else model
-        self.kernel_options = dict(kernel_options or {})
-        self.device_pool = None
-        if decode_backend == "kernel":
-            from .gpu import DevicePool, check_kernel_shapes
-            check_kernel_shapes(self.cfg.attn.d_latent, self.cfg.attn.d_rope, page_size)
-            self.device_pool = DevicePool(self.cfg.n_layers, num_pages, page_size, self.cfg.d_cache,
-                                          dtype=self.kernel_options.pop("dtype", "float16"),
-                                          device=self.kernel_options.pop("device", None))
+        self.device_pool = None  # what decode_backend made: it decodes, the numpy pool keeps it in step
+        if decode_backend != "numpy":
+            self.device_pool = decode_backend(n_layers=self.cfg.n_layers, num_pages=num_pages, page_size=page_size,
+                                              d_latent=self.cfg.attn.d_latent, d_rope=self.cfg.attn.d_rope)
         self.pool = PagePool(self.cfg.n_layers, num_pages, page_size, self.cfg.d_cache, poison=poison,
                              store_rows=compute, cache=PrefixCache(page_size) if prefix_cache else None,
                              mirror=self.device_pool)
         self.on_full = on_full
-        self.share_prefixes, self.decode_backend, self.compute = share_prefixes, decode_backend, compute
+        self.share_prefixes, self.compute = share_prefixes, compute
         self.path_shapes = path_shapes or self.cfg.path_shapes()
         self.record_tables = record_tables
         self.requests: dict[str, Request] = {}
@@ -233,12 +280,12 @@ class Engine:
         return rid
 
     def _in_state(self, state):
-        return sorted((r for r in self.requests.values() if r.state == state), key=lambda r: r.priority)
+        return sorted((r for r in self.requests.values() if r.state is state), key=lambda r: r.priority)
 
     @property
     def idle(self) -> bool:
         """Nothing is running or waiting (requests may still be due to arrive)."""
-        return not any(r.state in ("running", "waiting") for r in self.requests.values())
+        return not any(r.state in (RequestState.RUNNING, RequestState.WAITING) for r in self.requests.values())
 
     def _preempt(self, r: Request, swaps: list) -> None:
         r.events.append((self.now, 0, "release", r.n_cached))
@@ -247,8 +294,7 @@ class Engine:
             r.swapped_rows = self.pool.read_all_layers(r.table, r.n_cached) if self.pool.data is not None else None
             swaps.append((r.rid, "out", r.n_cached))
         self.pool.release(r.table)
-        r.n_cached, r.state = 0, "waiting"
-        r.preemptions += 1
+        r.preempt()
 
     def _shared(self, r: Request, sources):
         """(source request, tokens) of the longest prefix r can take from a running request."""
@@ -298,7 +344,7 @@ class Engine:
         if how == "swap" and r.swapped_rows is not None:  # the rows come back into fresh pages
             for layer in range(self.cfg.n_layers):
                 self.pool.write(layer, table, 0, r.swapped_rows[layer])
-        r.table, r.n_cached, r.state = table, start, "running"
+        r.admit(table, start)
         r.events.append((self.now, 1, "admit", len(r.tokens)))
         if how == "swap":
             swaps.append((r.rid, "in", start))
@@ -324,14 +370,14 @@ class Engine:
     def step(self) -> StepRecord | None:
         """Run one step; None when every request has finished."""
         if self.idle:
-            future = self._in_state("future")
+            future = self._in_state(RequestState.FUTURE)
             if not future:
                 return None
             self.now = max(self.now, min(r.arrival for r in future))  # idle until the next arrival
-        for r in self._in_state("future"):
+        for r in self._in_state(RequestState.FUTURE):
             if r.arrival <= self.now:
-                r.state = "waiting"
-        running, waiting = self._in_state("running"), self._in_state("waiting")
+                r.arrive()
+        running, waiting = self._in_state(RequestState.RUNNING), self._in_state(RequestState.WAITING)
         sources = list(running)  # requests whose cached pages may be shared this step
         est = {w.rid: self._prefix(w, sources)[2] for w in waiting}
         plan = self.scheduler.plan([(r.rid, r.n_pending, r.is_decode) for r in running],
@@ -343,7 +389,7 @@ class Engine:
             r = self.requests[rid]
             if rid not in planned:  # preempted earlier in this loop
                 continue
-            if r.state == "running":
+            if r.state is RequestState.RUNNING:
                 cp = self._grow_running(r, n, done, planned, preempted, swaps)
                 if cp is None:  # r itself was preempted
                     continue
@@ -351,7 +397,8 @@ class Engine:
                 if preempted or not admissions_open:  # pages are short: no new request this step
                     continue
                 try:
-                    shared, cp = self._admit(r, n, [s for s in sources if s.state == "running"], swaps, hits)
+                    shared, cp = self._admit(r, n, [s for s in sources if s.state is RequestState.RUNNING], swaps,
+                                             hits)
                 except OutOfPages:
                     admissions_open = False  # first come, first served: later arrivals wait too
                     continue
@@ -382,9 +429,9 @@ class Engine:
                 if r.finish_reason is not None:
                     r.events.append((self.now, 2, "release", r.n_cached))
                     self.pool.release(r.table)
-                    r.state, r.finish_step = "finished", self.now
+                    r.finish(self.now)
                     finished.append(r.rid)
-        live = self._in_state("running")
+        live = self._in_state(RequestState.RUNNING)
         rec = StepRecord(self.now, chunks, admitted, preempted, finished, copies,
                          seqlens={r.rid: r.n_cached for r in live},
                          tables={r.rid: tuple(r.table) for r in live} if self.record_tables else {},
@@ -405,7 +452,8 @@ class Engine:
                     raise OutOfPages(f"step {self.now}: request {r.rid!r} cannot grow: {e}. "
                                      f"Give the engine more pages, a smaller token budget or max_running, "
                                      f"or on_full='preempt' or 'swap'") from None
-                victim = max((v for v in self._in_state("running") if v.rid not in done), key=lambda v: v.priority)
+                victim = max((v for v in self._in_state(RequestState.RUNNING) if v.rid not in done),
+                             key=lambda v: v.priority)
                 self._preempt(victim, swaps)
                 planned.pop(victim.rid, None)
                 preempted.append(victim.rid)
@@ -428,7 +476,7 @@ class Engine:
         ends = np.cumsum([c.n for c in chunks])
         spans = [slice(e - c.n, e) for e, c in zip(ends, chunks)]
         x = self.model.embed[tok]  # [T, d_model]
-        use_kernel = [i for i, c in enumerate(chunks) if c.kind == "decode" and self.decode_backend == "kernel"]
+        use_kernel = [i for i, c in enumerate(chunks) if c.kind == "decode" and self.device_pool is not None]
         for layer, blk in enumerate(self.model.blocks):
             w = blk.mla
             a = rms_norm(x, blk.attn_norm)
@@ -453,11 +501,11 @@ class Engine:
         return x[ends - 1]  # [n_chunks, d_model]
 
     def _kernel_decode(self, layer, w, reqs, chunks, q_nope, q_rope):
-        """Decode rows through the Triton kernel on the device pool: q_nope [b, H, d_nope] ->
+        """Decode rows through the device pool's decode (decode_backend): q_nope [b, H, d_nope] ->
         out [b, H, d_v]. Only the queries, block tables and lengths travel to the device."""
         q_lat = absorb_query(q_nope, w.w_uk)  # [b, H, d_latent]: the b decode rows as one S axis
         o_lat, _ = self.device_pool.decode(layer, q_lat, q_rope, [r.table for r in reqs], [c.n_ctx for c in chunks],
-                                           self.cfg.attn.softmax_scale, **self.kernel_options)
+                                           self.cfg.attn.softmax_scale)
         return np.matmul(o_lat.transpose(1, 0, 2), w.w_uv).transpose(1, 0, 2)  # [H, b, 512] @ W_UV -> [b, H, d_v]
 
     # ---- running to the end ----------------------------------------------------------

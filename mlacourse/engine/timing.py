@@ -31,7 +31,7 @@ from functools import lru_cache
 from .. import flops, hardware
 from .. import step as step_model
 from ..config import DEEPSEEK_V3, MLAConfig
-from .core import Chunk, chunk_path
+from .core import Chunk, RequestState, chunk_path
 
 
 @lru_cache(maxsize=None)
@@ -177,7 +177,7 @@ def run_timed(engine, stream, gpu="H800", max_steps: int = 1_000_000, **kw) -> t
             engine.add_request(prompt, max_new, arrival=engine.now, rid=rid)
             arrival[rid], token_times[rid] = at, []
             i += 1
-        if all(r.state == "finished" for r in engine.requests.values()):
+        if all(r.state is RequestState.FINISHED for r in engine.requests.values()):
             if i == len(pending):
                 break
             clock = max(clock, pending[i][3])  # idle until the next arrival

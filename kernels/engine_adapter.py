@@ -1,5 +1,12 @@
-"""Decode through the course's Triton kernel, on a copy of the engine's page pool that lives
-on the device.
+"""The engine's decode through the course's Triton kernel (chapter 7), on a copy of the
+engine's page pool that lives on the device:
+
+    from kernels.engine_adapter import kernel_backend
+    engine = Engine(model, num_pages=..., page_size=64, token_budget=..., decode_backend=kernel_backend())
+
+The engine (mlacourse.engine, plain numpy) knows nothing of kernels/: it takes a factory and
+calls it once with its pool's shape; kernel_backend(...) returns one that checks the shape
+against the kernel's (dims.py's 512 + 64 and page rule) and makes a DevicePool.
 
 DevicePool keeps every layer's pages on the device, [n_layers, num_pages, P, 1, d_latent +
 d_rope] in fp16 or bf16 -- one layer is exactly kernels.mla_decode_with_kvcache's kv_cache,
@@ -17,13 +24,13 @@ of this adapter copied the whole pool to the device on every layer call: num_pag
 576 * 2 bytes per layer per step, however few rows had changed. bytes_to_device counts
 what this one sends, so a test can hold it to the new rows.
 
-torch and triton are imported when a DevicePool is made, never at import time: the rest
-of the engine runs where they do not exist (the browser). DevicePool(device="cpu") keeps
-the pool in host memory through the same torch calls, so the slot-mapping path is
-tested without a GPU; decode on a CPU tensor runs the kernel in Triton's interpreter,
-which needs TRITON_INTERPRET=1 in the environment before triton is first imported.
+torch and triton are imported when a DevicePool is made, never at import time: this module
+imports without them, so the shape checks run (and say what is wrong) anywhere.
+DevicePool(device="cpu") keeps the pool in host memory through the same torch calls, so the
+slot-mapping path is tested without a GPU; decode on a CPU tensor runs the kernel in Triton's
+interpreter, which needs TRITON_INTERPRET=1 in the environment before triton is first imported.
 `kernels` is the repository's folder (not the PyPI package of that name): the repository
-root must be on sys.path. Self-contained on purpose: it is meant to move into kernels/.
+root must be on sys.path.
 """
 from __future__ import annotations
 
@@ -32,7 +39,7 @@ import os
 
 import numpy as np
 
-KERNEL_D_LATENT, KERNEL_D_ROPE = 512, 64
+from .dims import D_K, D_LATENT, D_ROPE, check_page_block_size
 
 
 def kernel_unavailable_reason() -> str | None:
@@ -41,7 +48,7 @@ def kernel_unavailable_reason() -> str | None:
     if missing:
         return f"{' and '.join(missing)} not installed"
     try:
-        from kernels import mla_decode  # noqa: F401
+        from . import mla_decode  # noqa: F401
     except ImportError as e:
         return f"cannot import kernels.mla_decode ({e}); put the repository root first on sys.path"
     import torch
@@ -51,11 +58,24 @@ def kernel_unavailable_reason() -> str | None:
 
 
 def check_kernel_shapes(d_latent: int, d_rope: int, page_size: int) -> None:
-    if (d_latent, d_rope) != (KERNEL_D_LATENT, KERNEL_D_ROPE):
-        raise ValueError(f"the decode kernel reads 576-wide rows (d_latent 512 + d_rope 64); this model caches "
-                         f"d_latent={d_latent} + d_rope={d_rope}: use decode_backend='numpy'")
-    if page_size < 16 or page_size > 256 or page_size & (page_size - 1):
-        raise ValueError(f"the decode kernel needs a page size that is a power of two in 16..256, got {page_size}")
+    """The engine's cache rows and pages against what the kernel reads (kernels/dims.py)."""
+    if (d_latent, d_rope) != (D_LATENT, D_ROPE):
+        raise ValueError(f"the decode kernel reads {D_K}-wide rows (d_latent {D_LATENT} + d_rope {D_ROPE}); this "
+                         f"model caches d_latent={d_latent} + d_rope={d_rope}: use decode_backend='numpy'")
+    check_page_block_size(page_size, "the decode kernel's page size (the engine's page_size)")
+
+
+def kernel_backend(dtype: str = "float16", device: str | None = None, **kernel_options):
+    """The engine's decode_backend for the Triton kernel: a factory the engine calls once with
+    its pool's shape (n_layers, num_pages, page_size, d_latent, d_rope), which checks that
+    shape against the kernel and returns a DevicePool (its mirror and its decode). dtype and
+    device are the device pool's; kernel_options go to mla_decode_with_kvcache on every
+    decode (version=..., num_splits=...)."""
+    def make(n_layers: int, num_pages: int, page_size: int, d_latent: int, d_rope: int) -> DevicePool:
+        check_kernel_shapes(d_latent, d_rope, page_size)
+        return DevicePool(n_layers, num_pages, page_size, d_latent + d_rope, dtype=dtype, device=device,
+                          **kernel_options)
+    return make
 
 
 def _torch_dtype(torch, dtype: str):
@@ -69,10 +89,11 @@ class DevicePool:
     """The engine's page pool, on the device: kv [n_layers, num_pages, P, 1, d] (fp16/bf16).
 
     bytes_to_device  host-to-device bytes sent so far (rows, slot mappings, queries, block
-                     tables and lengths), for the cost accounting of chapter 7"""
+                     tables and lengths), for the cost accounting of chapter 7
+    kernel_options   passed to mla_decode_with_kvcache on every decode (version, num_splits, ...)"""
 
     def __init__(self, n_layers: int, num_pages: int, page_size: int, d_cache: int, dtype: str = "float16",
-                 device: str | None = None):
+                 device: str | None = None, **kernel_options):
         reason = kernel_unavailable_reason()
         if reason and importlib.util.find_spec("torch") is None:
             raise RuntimeError(f"a device pool needs torch: {reason}")
@@ -84,6 +105,7 @@ class DevicePool:
         self.kv = torch.full((n_layers, num_pages, page_size, 1, d_cache), float("nan"), dtype=self.dtype,
                              device=self.device)  # [L, pages, P, 1, d]
         self.bytes_to_device = 0
+        self.kernel_options = kernel_options
 
     def _to_device(self, array, dtype=None):
         t = self.torch.from_numpy(np.ascontiguousarray(array)).to(self.device, dtype)
@@ -106,16 +128,15 @@ class DevicePool:
         """The whole pool back on the host as float64 (for tests)."""
         return self.kv.double().cpu().numpy()
 
-    def decode(self, layer: int, q_lat, q_rope, tables, seqlens, softmax_scale: float, **options):
+    def decode(self, layer: int, q_lat, q_rope, tables, seqlens, softmax_scale: float):
         """Absorbed decode of b requests, one new token each, through the Triton kernel on
         kv[layer]. q_lat [b, H, d_latent], q_rope [b, H, d_rope]; tables: b block tables;
-        seqlens: b cached lengths, new token included; options: passed on to
-        mla_decode_with_kvcache (version, num_splits, ...).
+        seqlens: b cached lengths, new token included.
         Returns o_lat [b, H, d_latent] and lse [b, H], float64 numpy arrays."""
         reason = kernel_unavailable_reason()
         if reason:
             raise RuntimeError(f"kernel decode unavailable: {reason}")
-        from kernels.mla_decode import mla_decode_with_kvcache
+        from .mla_decode import mla_decode_with_kvcache
 
         check_kernel_shapes(q_lat.shape[-1], q_rope.shape[-1], self.page_size)
         b = len(tables)
@@ -127,7 +148,7 @@ class DevicePool:
         out, lse = mla_decode_with_kvcache(
             self._to_device(q, self.dtype), self.kv[layer], self._to_device(bt),
             self._to_device(np.asarray(seqlens, dtype=np.int32)),
-            head_dim_v=KERNEL_D_LATENT, softmax_scale=float(softmax_scale), causal=False, **options)
+            head_dim_v=D_LATENT, softmax_scale=float(softmax_scale), causal=False, **self.kernel_options)
         # out [b, 1, H, 512], lse [b, H, 1]
         return out[:, 0].double().cpu().numpy(), lse[:, :, 0].double().cpu().numpy()
 
@@ -138,6 +159,6 @@ def kernel_decode(q_lat, q_rope, kv_pages, tables, seqlens, softmax_scale: float
     copies that layer to a fresh DevicePool (the whole layer: fine for a test, the cost
     the engine avoids) and decodes. Returns o_lat [b, H, d_latent] and lse [b, H]."""
     num_pages, page, _, d = kv_pages.shape
-    pool = DevicePool(1, num_pages, page, d, dtype=dtype, device=device)
+    pool = DevicePool(1, num_pages, page, d, dtype=dtype, device=device, **options)
     pool.kv[0] = pool._to_device(kv_pages, pool.dtype)
-    return pool.decode(0, q_lat, q_rope, tables, seqlens, softmax_scale, **options)
+    return pool.decode(0, q_lat, q_rope, tables, seqlens, softmax_scale)
