@@ -1,11 +1,16 @@
 """The course's MLA decode kernels, their torch reference, reports and benchmark.
 
   mla_decode       mla_decode_with_kvcache: versions naive -> tiled -> splitkv -> planned (Triton)
-                   and gluon, seesaw (Hopper, Gluon), dispatched through one table (VERSION_TABLE)
+                   and gluon, seesaw (Hopper, Gluon); the one table of versions and what each can do
+                   (VERSION_TABLE)
+  tiles            the device helpers the Triton versions share
+  launch           a checked call, one kernel launch, the launch defaults a GPU ships
   gluon_decode     version 5 in Gluon: compiled for sm_90, not yet run on a GPU
   seesaw_decode    version 6 in Gluon, FlashMLA's seesaw: compiled for sm_90, not yet run on a GPU
+  sparse_decode    version 7: sparse decode (DeepSeek-V3.2's top-k indices) over FP8 rows
   plan             mla_decode_plan: the batch's schedule on the device (like FlashMLA's get_mla_metadata)
-  dims             the model dimensions and LOG2E, named once
+  dims             the model dimensions, LOG2E and the page rule, named once (no torch)
+  engine_adapter   the engine's decode through the kernel: Engine(..., decode_backend=kernel_backend())
   reference        the float64/float32 torch reference and `compare` (a record of the numbers)
   fp8              FlashMLA's 656-byte FP8 cache row, packed and unpacked in torch
   compile_report   python -m kernels.compile_report: sm_90 resources and the SASS of the KV loop

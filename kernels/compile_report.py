@@ -84,6 +84,9 @@ def shipped_configs(only=None) -> list[Config]:
                 except ImportError as e:  # no Gluon in this triton
                     out.append(Config(f"{name}: not compiled ({e})", None, name))
                     break
+                except (ValueError, TypeError) as e:  # its launcher refuses what its row says it reads: a row
+                    out.append(Config(f"{name} {cache}: not built ({type(e).__name__}: {e})", None, name))
+                    break
                 for launch in launches:
                     kernel, *tile = launch.label.split()
                     label = "combine" if kernel == "combine" else " ".join([kernel, cache] + tile)

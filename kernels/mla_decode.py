@@ -34,14 +34,19 @@ The versions (choose with version=...; all dispatch through VERSION_TABLE below)
   6 "seesaw"   Hopper-only, in Gluon (kernels/seesaw_decode.py): FlashMLA's seesaw -- two
                warp-specialized warpgroups holding O_L and O_R, two KV tiles per step, one
                shared running max (chapter 8). Compiled for sm_90, not yet run on a GPU.
+  7 "sparse"   DeepSeek-V3.2's sparse decode (kernels/sparse_decode.py, chapter 8): top-k
+               `indices` instead of a block table -- another calling convention
+               (sparse_mla_decode_with_kvcache), so its row says call="sparse". FP8 rows only.
+What each version reads and takes (cache formats, dtypes, pages, a plan, where it runs) is
+its row of VERSION_TABLE; prepare() checks a call against it, and the tests, the compile
+report, the benchmark and gpu_check.sh read the rows, never the names.
 batch_invariant=True (any version) splits no sequence's keys across programs: a sequence's
 out and lse are then bitwise the same whatever else is in the batch.
-Sparse decode (DeepSeek-V3.2, chapter 8: `indices` instead of a block table) is
-kernels/sparse_decode.py, with its own row in SPARSE_VERSION_TABLE below.
 In every version the row blocks of one sequence are adjacent in launch order (grid axis 0),
 so they run at the same time and read each KV tile from HBM once (the second from L2).
 Versions 1-4 read bf16/fp16 caches and FlashMLA's FP8 rows (is_fp8_kvcache=True):
-_load_kv_tile dequantizes a tile in registers.
+_load_kv_tile dequantizes a tile in registers. The device helpers the Triton versions share
+are kernels/tiles.py; a call and a launch are kernels/launch.py.
 
 Softmax runs in base 2: scores are multiplied by softmax_scale*log2(e) once, exp2
 replaces exp, and lse is converted back to natural log when it is stored."""
@@ -59,8 +64,8 @@ from .dims import D_K, D_LATENT, FP8_ROW_BYTES, LOG2E, check_page_block_size
 from .launch import Call, Launch, check_tile, default_block_m, default_launch, interpreting
 from .plan import COMBINE_FIRST_SLOT, COMBINE_SEQUENCE, COMBINE_SLOTS, COMBINE_WIDTH, DecodePlan, mla_decode_plan, \
     sm_count
-from .tiles import (_D_K, _D_LAT, _D_ROPE, _LN2, _attend_range, _combine_entry, _load_kv_tile, _load_q_block,  # noqa: F401
-                    _row_limits, _segment, _store_final, _store_partial, _tile_rows)
+from .tiles import (_D_K, _D_LAT, _D_ROPE, _LN2, _attend_range, _combine_entry, _load_kv_tile,  # noqa: F401
+                    _load_q_block, _row_limits, _segment, _store_final, _store_partial, _tile_rows)
 
 # ---------------------------------------------------------------------------------------
 # Version 1: naive -- one query row per program, vector FMAs, no tensor cores
@@ -486,8 +491,8 @@ def _check_capabilities(v: Version, call: Call) -> None:
     if call.batch_invariant and not v.batch_invariant:
         raise ValueError(f"version {v.name!r} does not take batch_invariant=True")
     if "plan" in call.options and not v.takes_plan:
-        raise TypeError(f"version {v.name!r} takes no plan (only {[n for n, w in VERSION_TABLE.items() if w.takes_plan]} "
-                        f"do); leave plan= out")
+        planned = [n for n, w in VERSION_TABLE.items() if w.takes_plan]
+        raise TypeError(f"version {v.name!r} takes no plan (only {planned} do); leave plan= out")
 
 
 def prepare(q, kv_cache, block_table, cache_seqlens, head_dim_v=D_LATENT, softmax_scale=None, causal=False,

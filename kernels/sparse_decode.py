@@ -168,9 +168,11 @@ def check_indices(indices, kv_cache):
                          f"someone else's bytes). -1 is the only 'no key' marker in sparse decode.")
 
 
-def prepare(q, kv_cache, indices, head_dim_v=D_LATENT, softmax_scale=None, gpu=None, **options):
+def prepare(q, kv_cache, indices, head_dim_v=D_LATENT, softmax_scale=None, gpu=None, launcher=None, **options):
     """Check the inputs and build the launch of one call, without running it. Returns
-    (launches, out, lse); out and lse are allocated, not yet written."""
+    (launches, out, lse); out and lse are allocated, not yet written. launcher: another
+    version's launcher for this call (a row of VERSION_TABLE with call="sparse"; default: this
+    kernel's, `launches`)."""
     _check(q, kv_cache, indices, head_dim_v)
     options.pop("batch_invariant", None)  # always: a query token's top-k rows are never split across programs
     want_check = options.pop("check_indices", None)
@@ -182,7 +184,7 @@ def prepare(q, kv_cache, indices, head_dim_v=D_LATENT, softmax_scale=None, gpu=N
     lse = torch.empty(b, h_q, s_q, dtype=torch.float32, device=q.device)
     call = SparseCall(q, kv_cache, indices, out, lse, float(scale) * LOG2E, options,
                       (not interpreting()) if gpu is None else gpu)
-    found = launches(call) if b else []
+    found = (launcher or launches)(call) if b else []
     if options:
         raise TypeError(f"unknown option(s) for sparse decode: {sorted(options)}")
     return found, out, lse

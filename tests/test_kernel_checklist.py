@@ -1,0 +1,159 @@
+"""CONTRIBUTING.md's "A new kernel version", enforced (tests/kernel_checklist.py).
+
+Every real version passes every step. A fake version -- version 2's launcher under another
+name, registered in the table by a fixture -- fails with one named message per step its
+author has not done yet, and passes once the documents have its rows. Each step the table
+does for the author (the row's truth, the reference check, the compile report's entry,
+gpu_check.sh's selection) is shown failing on the slip it exists for. Nothing is compiled;
+the reference runs of step 2 use Triton's interpreter on a tiny case."""
+import dataclasses
+import re
+
+import pytest
+
+from kernels import mla_decode as md
+from tests import kernel_checklist as K
+
+TILED = md.VERSION_TABLE["tiled"]
+
+
+def _fake_launch(call):
+    """Version 2's launches, labelled as the new version's (what a copied launcher must do)."""
+    return [dataclasses.replace(lc, label=lc.label.replace("tiled", "fake", 1)) for lc in md._launch_tiled(call)]
+
+
+@pytest.fixture
+def register(monkeypatch):
+    """register(**row): put a version 8, "fake", in the one table (and VERSIONS) for this test."""
+    def put(launch=_fake_launch, **fields):
+        v = md.Version(**{"number": 8, "name": "fake", "launch": launch,
+                          "summary": "version 2 under another name (a fixture)", **fields})
+        monkeypatch.setitem(md.VERSION_TABLE, "fake", v)
+        monkeypatch.setattr(md, "VERSIONS", tuple(n for n, w in md.VERSION_TABLE.items() if w.call == "dense"))
+        return v
+    return put
+
+
+@pytest.mark.parametrize("name", list(md.VERSION_TABLE))
+def test_every_version_has_done_every_step(name):
+    """Step 2 (its run against float64) is tests/test_kernels.py's for the real versions."""
+    assert K.problems(name, run=False) == []
+
+
+def test_a_fake_version_fails_each_forgotten_step_until_its_checklist_is_done(register):
+    v = register()
+    docs = K.Docs.read()
+    found = K.problems("fake", docs)
+    assert K.steps_of(found) == {3, 4, 5, 6}, "\n".join(found)  # the table did 1, 2 and 7 for it
+    expected = [
+        ("step 3 (the compile report): kernels/BENCHMARKS.md records no sm_90 compile of 'fake bf16'",
+         lambda d: dataclasses.replace(d, benchmarks=d.benchmarks + "\n| fake bf16 BLOCK_M=16 | 16 x 32 |\n")),
+        ("step 3 (the compile report): kernels/BENCHMARKS.md records no sm_90 compile of 'fake fp8'",
+         lambda d: dataclasses.replace(d, benchmarks=d.benchmarks + "\n| fake fp8 BLOCK_M=16 | 16 x 16 |\n")),
+        ("step 4 (kernels/BENCHMARKS.md): no row `| 8 | `fake` | ... |`",
+         lambda d: dataclasses.replace(d, benchmarks=d.benchmarks + "| 8 | `fake` | not measured yet |\n")),
+        ("step 5 (kernels/README.md and the header): no row `| 8 | `fake` | ... |`",
+         lambda d: dataclasses.replace(d, readme=d.readme + f"| 8 | `fake` | as tiled | once | - | {v.status} |\n")),
+        ("step 5 (kernels/README.md and the header): kernels/mla_decode.py's header does not name "
+         '`8 "fake"`', lambda d: dataclasses.replace(d, header=d.header + '\n  8 "fake"     version 2, renamed\n')),
+        ("step 6 (chapter 6): chapter 6's VERSIONS list",
+         lambda d: dataclasses.replace(d, chapter6=re.sub(r'^VERSIONS = \[', 'VERSIONS = ["fake", ', d.chapter6,
+                                                           flags=re.M))),
+    ]
+    assert len(found) == len(expected), "\n".join(found)
+    for message, do_it in expected:
+        assert any(p.startswith(message) for p in found), (message, found)
+        docs = do_it(docs)  # the newcomer does this step ...
+        found = K.problems("fake", docs, run=False)
+        assert not any(p.startswith(message) for p in found), (message, found)  # ... and its message goes
+    assert found == []
+
+
+def test_a_row_that_claims_what_the_launcher_does_not_fails_step_1(register):
+    def no_fp8(call):  # a launcher that reads bf16 rows only, in a row that says it reads FP8 too
+        if call.is_fp8:
+            raise ValueError("bf16 only")
+        return _fake_launch(call)
+    register(launch=no_fp8)
+    found = K.problems("fake", K.Docs.read(), run=False)
+    assert any(p.startswith("step 1 (the kernel, its launcher, its row): its row says it reads fp8 caches, its "
+                            "launcher refused") for p in found), found
+    register(block_m=(64,))  # ships 16- and 32-row tiles too
+    found = K.table_row(md.VERSION_TABLE["fake"])
+    assert any("at h_q=16 (bf16) its launcher builds BLOCK_M=16, not in its row's block_m=(64,)" in p
+               for p in found), found
+    register(block_m=(16, 32, 64, 1))  # says one row per program too
+    assert any("block_m=(16, 32, 64, 1) has [1], which no call builds" in p
+               for p in K.table_row(md.VERSION_TABLE["fake"]))
+    register(takes_plan=True)  # version 2's launcher takes no plan
+    assert any("its row says it takes plan=, its launcher refused: TypeError: unknown option(s)" in p
+               for p in K.table_row(md.VERSION_TABLE["fake"]))
+
+    def pages_of_64(call):
+        if call.page < 64:
+            raise ValueError("a tile of 64 keys must lie in one page")
+        return _fake_launch(call)
+    register(launch=pages_of_64)  # min_page=16 in its row
+    assert any("its row says it takes pages of 16, its launcher refused" in p
+               for p in K.table_row(md.VERSION_TABLE["fake"]))
+    register(hopper_only=True)  # still says interpreter=True
+    assert any("hopper_only=True with interpreter=True" in p for p in K.table_row(md.VERSION_TABLE["fake"]))
+    register(number=2)
+    assert any("number 2 is another version's too" in p for p in K.table_row(md.VERSION_TABLE["fake"]))
+
+
+def test_what_a_row_leaves_out_is_refused_before_the_launcher_runs(register):
+    """A row that says less than its launcher can do is made true by prepare, which checks every
+    call against the row: the launcher never sees what its row leaves out."""
+    register(caches=("bf16",), dtypes=("bfloat16",), min_page=64, batch_invariant=False)
+    v = md.VERSION_TABLE["fake"]
+    assert K.table_row(v) == []
+    for kw, match in ((dict(cache="fp8"), "reads bf16 caches only"), (dict(dtype="float16"), "needs bfloat16 q"),
+                      (dict(page=32), "page_block_size >= 64"), (dict(batch_invariant=True), "batch_invariant")):
+        with pytest.raises((ValueError, TypeError), match=match):
+            K.build(v, **{"cache": "bf16", **kw})
+
+
+def test_a_launcher_that_computes_wrong_fails_step_2(register):
+    def wrong_scale(call):
+        call.qk_scale_log2 *= 1.5  # a slip: the softmax scale applied twice over
+        return _fake_launch(call)
+    register(launch=wrong_scale, caches=("bf16",))
+    found = K.against_reference(md.VERSION_TABLE["fake"])
+    assert found and found[0].startswith("step 2 (tests): fake out, bf16 cache")
+    register(caches=("bf16",))  # the right launcher passes
+    assert K.against_reference(md.VERSION_TABLE["fake"]) == []
+
+
+def test_a_mislabelled_launcher_fails_step_3(register):
+    register(launch=md._launch_tiled)  # copied launcher still labels its launches "tiled ..."
+    found = K.compile_report(md.VERSION_TABLE["fake"], K.Docs.read())
+    assert any("builds no 'fake bf16 ...' configuration" in p for p in found), found
+
+
+def test_gpu_check_with_a_list_of_names_fails_step_7(register):
+    register()
+    docs = K.Docs.read()
+    assert K.gpu_check(md.VERSION_TABLE["fake"], docs) == []  # "--versions portable" takes it
+    listed = docs.gpu_check.replace("--versions portable,", "--versions naive,tiled,splitkv,planned,")
+    assert listed != docs.gpu_check
+    found = K.gpu_check(md.VERSION_TABLE["fake"], dataclasses.replace(docs, gpu_check=listed))
+    assert found and found[0].startswith("step 7 (on a GPU): no GPU bench step")
+
+
+def test_gpu_check_runs_every_kernel_test_file():
+    """Its tests step runs tests/test_kernel*.py but the files it leaves out, each of which has a
+    step of its own: a new test file is run on the GPU without editing the script."""
+    script = K.Docs.read().gpu_check
+    left_out = re.findall(r"-e (test_kernel\w*\.py)", script)
+    assert left_out and "ls tests/test_kernel*.py" in script
+    for name in left_out:
+        assert re.search(rf'^\s*run \w[\w-]* \d+ .*pytest.*tests/{name}', script, re.M), f"{name}: no step runs it"
+    assert K.bench_steps(script) == ["portable,torch,flashmla", "hopper"]
+
+
+def test_contributing_numbers_and_names_the_same_steps():
+    text = (K.ROOT / "CONTRIBUTING.md").read_text()
+    section = text.split("## A new kernel version", 1)[1].split("\n## ", 1)[0]
+    numbered = re.findall(r"^(\d+)\. \*\*(.+?)[.:]?\*\*", section, re.M)
+    assert [(int(n), t.lower()) for n, t in numbered] == [(n, t.lower()) for n, t in K.STEPS.items()], numbered
