@@ -37,6 +37,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from .dims import D_K, D_LATENT, D_ROPE
 from .launch import Launch
+from .tiles import _D_K, _D_LAT, _D_ROPE, _LN2  # the dims as constexprs (gl.constexpr is tl.constexpr)
 from .plan import SEG_END, SEG_FIRST, SEG_SEQUENCE, SEG_SLOT, SEGMENT_WIDTH
 
 # The one API difference between the two tritons this must build with: triton 3.6 names the
@@ -47,10 +48,6 @@ BLOCK_N = 64  # keys per tile = one TMA box
 STAGES = 2  # KV tiles in the shared-memory ring
 NUM_WARPS = 8
 
-_D_LAT = gl.constexpr(D_LATENT)
-_D_ROPE = gl.constexpr(D_ROPE)
-_D_K = gl.constexpr(D_K)
-_LN2 = gl.constexpr(0.6931471805599453)
 
 
 @gluon.jit

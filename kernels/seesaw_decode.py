@@ -51,20 +51,17 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, warpgroup_mma,
                                                                warpgroup_mma_wait)
 
-from .dims import D_K, D_LATENT, D_ROPE
+from .dims import D_LATENT
 from .gluon_decode import _segment, _tma_load, plan_args
 from .launch import Launch
+from .tiles import _D_K, _D_LAT, _D_ROPE, _LN2  # the dims as constexprs (gl.constexpr is tl.constexpr)
 
 BLOCK_M = 64  # query rows per program
 BLOCK_N = 64  # keys per tile = one TMA box
 NUM_WARPS = 4  # the default partition (warpgroup 0); the worker partition adds 4 more
 WG1_REGS = gl.constexpr(256)  # registers per thread asked for warpgroup 1 (setmaxnreg)
 
-_D_LAT = gl.constexpr(D_LATENT)
 _D_HALF = gl.constexpr(D_LATENT // 2)
-_D_ROPE = gl.constexpr(D_ROPE)
-_D_K = gl.constexpr(D_K)
-_LN2 = gl.constexpr(0.6931471805599453)
 
 # shared row vectors [64] fp32 (index into `vecs`)
 _M0, _A0, _M1, _A1, _L0, _L1 = (gl.constexpr(i) for i in range(6))

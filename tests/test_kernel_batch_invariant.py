@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from kernels.mla_decode import VERSION_TABLE, VERSIONS, mla_decode_with_kvcache, prepare
+from kernels.mla_decode import VERSION_TABLE, VERSIONS, prepare
 from kernels.plan import mla_decode_plan
 from mlacourse import schedule as S
 from tests.test_kernels import DEVICE, check, heads_for, make_case, page_for
