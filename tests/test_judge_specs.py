@@ -53,18 +53,28 @@ def _cases(problem, seed):
 
 def simulate(problem, seed, impl: dict):
     """Grade, in-process, an attempt whose functions are `impl` (name -> callable; the
-    reference for the others). Returns the outcomes after mistake naming."""
+    reference for the others), with the records a child would send: an exception is an
+    exception. Returns the outcomes after mistake naming."""
     outcomes = []
     for c in _cases(problem, seed):
         fn = impl.get(c.function, problem.reference[c.function])
-        got = fn(**copy.deepcopy(c.args))
-        if got is None:  # a mistake that does not apply here: the attempt is right here
-            got = problem.reference[c.function](**copy.deepcopy(c.args))
+        try:
+            with np.errstate(all="ignore"):
+                got = fn(**copy.deepcopy(c.args))
+        except Exception as e:  # noqa: BLE001 -- the attempt raised: the judge says so
+            outcomes.append(runner.grade_record(problem, c, {"status": child.RunStatus.ERROR, "message": repr(e)}))
+            continue
+        if got is None and c.function in impl and not _runs_file(impl[c.function]):
+            got = problem.reference[c.function](**copy.deepcopy(c.args))  # a model: the slip changes nothing here
         rec = {"status": child.RunStatus.OK, "launches": 1, "from_kernel": True,  # as if a kernel wrote it
                "result": json.loads(json.dumps(child.encode(got)))}
         outcomes.append(runner.grade_record(problem, c, rec))
     runner.explain_mistakes(problem, outcomes)
     return outcomes
+
+
+def _runs_file(fn) -> bool:
+    return any(m.fn is fn and m.runs_file for p in PROBLEMS for m in p.mistakes)
 
 
 @pytest.mark.parametrize("problem", _params())
