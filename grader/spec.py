@@ -1,9 +1,10 @@
 """The problem-spec format, and the comparison helpers every spec's checker uses.
 
-A problem is ONE module, grader/problems/pNN_slug.py, that defines ``PROBLEM``. The
-judge finds it by scanning that folder; adding a problem means adding that module, the
-learner's stub practice/pNN_slug.py and the model answer solutions/pNN_slug.py --
-nothing else is edited.
+A problem is its spec, grader/problems/pNN_slug.py, a module that defines ``PROBLEM``,
+and its named mistakes, grader/problems/mistakes/pNN_slug/, one learner-style file each
+(``load_mistakes``). The judge finds the spec by scanning grader/problems/; what else a
+new problem needs (stub, model answer, corpus, README row, generated files) is
+CONTRIBUTING.md's checklist, and tests/test_problem_checklist.py fails for each step left out.
 
 How the judge uses a spec
 -------------------------
@@ -25,11 +26,13 @@ How the judge uses a spec
    ``Verdict``. It must compare against the math core (``mlacourse``) -- computed here,
    or stored in ``Case.expected`` by ``make_cases`` -- never against solutions/.
 4. When some cases fail, a ``Mistake`` is named only if it reproduces the attempt on
-   EVERY case of its function: its output equals the learner's (``same_answer`` or its
-   ``match``) wherever the learner fails, and passes wherever the learner passes. So a
-   mistake that merely coincides with the attempt on one case says nothing, and the
-   cases must hold, for each pair of mistakes, one where their outputs differ
-   (tests/test_judge_specs.py checks that each mistake is named as itself).
+   EVERY case of its function: its file's answer (run in the judge's process: course
+   code) equals the learner's (``same_answer`` or its ``match``) wherever the learner
+   fails, it raises where the learner's raised, and its answer passes wherever the
+   learner passes. So a mistake that merely coincides with the attempt on one case says
+   nothing, and the cases must hold, for each pair of mistakes, one where their outputs
+   differ (tests/test_judge_specs.py grades each mistake's file and requires the judge to
+   name exactly that mistake; tests/test_judge_corpus.py does it through the real judge).
 
 Field reference
 ---------------
@@ -45,7 +48,7 @@ Problem(number, slug, title, chapter, functions, statement, hints, make_cases, c
   hints       revealed one at a time by ``judge.py --hint``; gentle first, specific last.
   make_cases  seed -> list[Case].
   check       (case, result) -> Verdict. ``result`` is what the child returned.
-  mistakes    list of Mistake: plausible wrong attempts the verdict can name.
+  mistakes    ``load_mistakes(__file__)``: the slips the verdict can name, one file each.
   requires    modules needed to run the problem (("torch", "triton") for a GPU kernel);
               if one is missing the judge says so instead of grading.
   timeout_s   wall-clock seconds per case (override per case with Case.timeout_s).
@@ -108,12 +111,24 @@ Shared helpers for hidden cases (use them; tests/test_judge_specs.py holds every
               draws per-row offsets with one row at +750 and one at -750 to build it.
   describe_args(args)  a case's arguments in words (shapes for arrays).
 
-Mistake(name, message, fn, function=None, match=None)
-  fn(**case.args) -> the wrong answer (None where the attempt could not run at all;
-              where the slip changes nothing, return the right answer).
-  function    which learner function it imitates (default: functions[0]).
-  match       optional (learner_result, wrong_answer) -> bool replacing same_answer, for
-              slips whose exact output varies (e.g. where an overflow turns into NaN).
+A named mistake: grader/problems/mistakes/pNN_slug/<name>.py (see load_mistakes)
+  A slip a learner really makes, written as that learner would: the file defines the ONE
+  function of the problem the slip is in, is otherwise right, imports nothing of the
+  course (the corpus test grades it as an attempt), and opens with its header:
+      '''mistake: row sums
+      message: You summed each row; sum down the columns (axis 0).
+      '''
+  mistake     its name (the file is named after it: mistake_file_name), for teachers
+              (gradebook, docs/teaching.md); message: what the verdict tells the learner
+              ("Likely slip: ..."), continued on lines that start with two spaces.
+  reason      optional: the verdict's reason when it is not a wrong answer (not_finite, ...).
+  match       optional: a name in MATCHES, for slips whose exact output varies from one
+              learner to another (``non-finite rows``: an overflow's NaN/inf pattern).
+  It becomes Mistake(name, message, fn, function, match, path): ``fn`` runs the file's
+  function. Only where running the files is too slow does the spec pass ``models``
+  ({name: fn(**case.args) -> the wrong answer, or None where the slip changes nothing})
+  and say why (problem 12: Triton kernels). A test's toy problem may build
+  Mistake(name, message, fn) directly.
 
 Complete example (a toy problem; real ones live in grader/problems/, in this order)
 --------------------------------------------------------------------------------------
@@ -123,7 +138,7 @@ Complete example (a toy problem; real ones live in grader/problems/, in this ord
 
     import numpy as np
 
-    from grader.spec import Case, Edge, Mistake, Problem, compare_arrays, memo_twins, new_values, shape_text
+    from grader.spec import Case, Edge, Problem, compare_arrays, load_mistakes, memo_twins, new_values, shape_text
 
     FN = "scaled_sum"
     STATEMENT = "Write `scaled_sum(x, scale)`: x [n, d] -> [d], the column sums times scale."
@@ -154,8 +169,7 @@ Complete example (a toy problem; real ones live in grader/problems/, in this ord
         return compare_arrays(FN, reference(**case.args), result, rtol=1e-6, atol=1e-9, dims="[d]")
 
 
-    MISTAKES = [Mistake("row sums", "You summed each row; sum down the columns (axis 0).",
-                        lambda x, scale: np.asarray(x).sum(axis=1) * scale)]
+    MISTAKES = load_mistakes(__file__)             # mistakes/p99_scaled_sum/row_sums.py, below
     EDGES = [Edge("a single row", lambda a: a["x"].shape[0] == 1)]   # hidden case "random 0"
 
     PROBLEM = Problem(
@@ -165,6 +179,16 @@ Complete example (a toy problem; real ones live in grader/problems/, in this ord
         make_cases=make_cases, check=check, mistakes=MISTAKES,
         reference={FN: reference}, edges=EDGES,
     )
+
+    # grader/problems/mistakes/p99_scaled_sum/row_sums.py
+    '''mistake: row sums
+    message: You summed each row; sum down the columns (axis 0).
+    '''
+    import numpy as np
+
+
+    def scaled_sum(x, scale):
+        return np.sum(x, axis=1) * scale           # the slip: axis 1
 """
 from __future__ import annotations
 
@@ -571,10 +595,11 @@ def read_header(path, keys: Sequence[str]) -> dict:
 
 
 def _docstring(text: str) -> str:
-    """A module's docstring; quickly where the file opens with triple double quotes (a
+    """A module's docstring; quickly where the file opens with triple quotes (a
     judge run reads every mistake's header)."""
-    if text.startswith('"""') and '"""' in text[3:]:
-        return text[3:text.index('"""', 3)].strip("\n")
+    for quotes in ('"""', "'''"):
+        if text.startswith(quotes) and quotes in text[3:]:
+            return text[3:text.index(quotes, 3)].strip("\n")
     return ast.get_docstring(ast.parse(text), clean=False) or ""
 
 

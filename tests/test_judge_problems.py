@@ -258,12 +258,21 @@ def test_p08_input_mutation_is_reported(graded):
 
 def test_the_spec_format_example_in_the_docstring_works(tmp_path):
     """grader/spec.py documents the format with one complete example; it must run."""
+    import importlib.util
+
     from grader import spec
     doc = spec.__doc__
-    code = textwrap.dedent(doc[doc.index("    # grader/problems/p99_scaled_sum.py"):])
-    ns = {}
-    exec(compile(code, "spec-example", "exec"), ns)
-    prob = ns["PROBLEM"]
+    mistake_at = doc.index("    # grader/problems/mistakes/p99_scaled_sum/row_sums.py")
+    spec_file = tmp_path / "p99_scaled_sum.py"
+    spec_file.write_text(textwrap.dedent(doc[doc.index("    # grader/problems/p99_scaled_sum.py"):mistake_at]))
+    (tmp_path / "mistakes" / "p99_scaled_sum").mkdir(parents=True)
+    (tmp_path / "mistakes" / "p99_scaled_sum" / "row_sums.py").write_text(
+        textwrap.dedent(doc[mistake_at:]).split("\n", 1)[1].replace("'''", '"""'))
+    loaded = importlib.util.spec_from_file_location("p99_scaled_sum", spec_file)
+    module = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(module)
+    prob = module.PROBLEM
+    assert [m.name for m in prob.mistakes] == ["row sums"]
     good = tmp_path / "good.py"
     good.write_text("import numpy as np\ndef scaled_sum(x, scale):\n    return np.sum(x, axis=0) * scale\n")
     assert runner.grade(prob, good, seed=1).status is ProblemStatus.PASSED

@@ -2,9 +2,11 @@
 
 Graded on the CPU under TRITON_INTERPRET=1 (the judge sets it when there is no GPU) or
 on a CUDA GPU, and only when the answer comes from a kernel launch (needs_kernel_launch).
-The reference is mlacourse.attention; the known slips are imitated in numpy, tile by
-tile, in float64 while the learner's kernel computes in float32 (tf32 on a GPU), so a
-slip is recognised within the grading tolerance (Mistake.match) rather than exactly."""
+The reference is mlacourse.attention. The named mistakes are Triton files
+(mistakes/p12_triton_inner_loop/); the judge recognises them through numpy models of
+those files (MODELS), tile by tile in float64 while a learner's kernel computes in float32
+(tf32 on a GPU), so a slip is recognised within the grading tolerance (_close) rather
+than exactly."""
 
 from __future__ import annotations
 
