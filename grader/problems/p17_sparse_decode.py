@@ -6,7 +6,7 @@ import numpy as np
 
 from grader.spec import (Case, Edge, Problem, compare_out_lse, load_mistakes, memo_twins, new_values,
                          uneven_rows_edge)
-from mlacourse.fp8 import pack_fp8_row
+from mlacourse.fp8 import pack_fp8_row, unpack_fp8_row
 from mlacourse.sparse import POISON_BYTE, random_fp8_cache
 from mlacourse.sparse import sparse_decode as sparse_reference
 
@@ -203,27 +203,6 @@ def check(case, result):
                            out_dims="[b, s_q, h_q, 512]", lse_dims="[b, h_q, s_q]")
 
 
-# ---- plausible wrong attempts ----------------------------------------------------------------
-
-def _decode(rows, scales=True, one_scale=False, rope_fp16=False):
-    """uint8 [n, 656] -> float64 [n, 576], with the knobs the mistakes turn."""
-    rows = np.ascontiguousarray(rows, dtype=np.uint8)
-    codes = rows[:, :D_LATENT]
-    c = codes.astype(np.int64)
-    mag = np.where((c >> 3) & 15, (1 + (c & 7) / 8.0) * 2.0 ** (((c >> 3) & 15) - 7), (c & 7) / 8.0 * 2.0 ** -6)
-    vals = np.where(c & 0x80, -mag, mag)
-    vals = np.where((c & 0x7F) == 0x7F, np.nan, vals).reshape(-1, 4, 128)
-    sc = rows[:, 512:528].copy().view("<f4").astype(np.float64)  # [n, 4]
-    if one_scale:
-        sc = np.repeat(sc[:, :1], 4, axis=1)
-    with np.errstate(all="ignore"):
-        lat = (vals * sc[:, :, None] if scales else vals).reshape(-1, D_LATENT)
-    bits = rows[:, 528:].copy().view("<u2")
-    rope = bits.view("<f2").astype(np.float64) if rope_fp16 else \
-        (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-    return np.concatenate([lat, rope], axis=1)
-
-
 MISTAKES = load_mistakes(__file__)
 
 
@@ -234,7 +213,7 @@ def _row_max_scores(a):
     for i, j in np.ndindex(*a["indices"].shape[:2]):
         keys = a["indices"][i, j][a["indices"][i, j] != -1]
         if keys.size:
-            s = a["softmax_scale"] * a["q"][i, j] @ _decode(flat[keys]).T  # [h, n]
+            s = a["softmax_scale"] * a["q"][i, j] @ unpack_fp8_row(flat[keys]).T  # [h, n]
             best.extend(s.max(axis=1).tolist())
     return np.array(best)
 

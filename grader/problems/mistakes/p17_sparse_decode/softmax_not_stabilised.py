@@ -5,24 +5,10 @@ message: exp(score) overflows above 709: subtract each row's maximum score befor
 import numpy as np
 
 
-def _e4m3():
-    c = np.arange(256)
-    e, m = (c >> 3) & 15, c & 7
-    mag = np.where(e > 0, (1 + m / 8) * 2.0 ** (e - 7), m / 8 * 2.0 ** -6)
-    v = np.where(c & 0x80, -mag, mag)
-    v[(c & 0x7F) == 0x7F] = np.nan
-    return v
-
-
-E4M3 = _e4m3()
-
-
-def decode_rows(rows):
-    rows = np.ascontiguousarray(rows)
-    n = rows.shape[0]
-    lat = E4M3[rows[:, :512]].reshape(n, 4, 128) * rows[:, 512:528].copy().view("<f4")[:, :, None]
-    rope = (rows[:, 528:].copy().view("<u2").astype(np.uint32) << 16).view(np.float32)
-    return np.concatenate([lat.reshape(n, 512), rope.astype(np.float64)], axis=1)
+_c = np.arange(256)                         # every e4m3fn code: sign, 4 exponent bits, 3 mantissa bits
+_e, _m = (_c >> 3) & 15, _c & 7
+_mag = np.where(_e > 0, (1 + _m / 8) * 2.0 ** (_e - 7), _m / 8 * 2.0 ** -6)
+E4M3 = np.where((_c & 0x7F) == 0x7F, np.nan, np.where(_c & 0x80, -_mag, _mag))   # [256] float64
 
 
 def sparse_decode(q, kv_cache, indices, softmax_scale):
@@ -36,7 +22,10 @@ def sparse_decode(q, kv_cache, indices, softmax_scale):
             keys = row[row != -1]
             if keys.size == 0:
                 continue
-            k = decode_rows(flat[keys])
+            packed = flat[keys]                               # [n, 656] uint8: the listed rows
+            lat = E4M3[packed[:, :512]].reshape(-1, 4, 128) * packed[:, 512:528].copy().view("<f4")[:, :, None]
+            rope = (packed[:, 528:].copy().view("<u2").astype(np.uint32) << 16).view(np.float32)
+            k = np.concatenate([lat.reshape(-1, 512), rope.astype(np.float64)], axis=1)   # [n, 576]
             s = softmax_scale * q[i, j] @ k.T
             e = np.exp(s)
             row_lse = np.log(e.sum(axis=1))

@@ -5,16 +5,10 @@ message: Each latent is its e4m3 value TIMES its tile's float32 scale (bytes 512
 import numpy as np
 
 
-def _e4m3():
-    c = np.arange(256)
-    e, m = (c >> 3) & 15, c & 7
-    mag = np.where(e > 0, (1 + m / 8) * 2.0 ** (e - 7), m / 8 * 2.0 ** -6)
-    v = np.where(c & 0x80, -mag, mag)
-    v[(c & 0x7F) == 0x7F] = np.nan
-    return v
-
-
-E4M3 = _e4m3()
+_c = np.arange(256)                         # every e4m3fn code: sign, 4 exponent bits, 3 mantissa bits
+_e, _m = (_c >> 3) & 15, _c & 7
+_mag = np.where(_e > 0, (1 + _m / 8) * 2.0 ** (_e - 7), _m / 8 * 2.0 ** -6)
+E4M3 = np.where((_c & 0x7F) == 0x7F, np.nan, np.where(_c & 0x80, -_mag, _mag))   # [256] float64
 
 
 def decode_rows(rows):
