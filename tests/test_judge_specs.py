@@ -64,7 +64,7 @@ def simulate(problem, seed, impl: dict):
         except Exception as e:  # noqa: BLE001 -- the attempt raised: the judge says so
             outcomes.append(runner.grade_record(problem, c, {"status": child.RunStatus.ERROR, "message": repr(e)}))
             continue
-        if got is None and c.function in impl and not _runs_file(impl[c.function]):
+        if got is None and c.function in impl and not _runs_file(problem, impl[c.function]):
             got = problem.reference[c.function](**copy.deepcopy(c.args))  # a model: the slip changes nothing here
         rec = {"status": child.RunStatus.OK, "launches": 1, "from_kernel": True,  # as if a kernel wrote it
                "result": json.loads(json.dumps(child.encode(got)))}
@@ -73,8 +73,15 @@ def simulate(problem, seed, impl: dict):
     return outcomes
 
 
-def _runs_file(fn) -> bool:
-    return any(m.fn is fn and m.runs_file for p in PROBLEMS for m in p.mistakes)
+def _runs_file(problem, fn) -> bool:
+    return any(m.fn is fn and m.runs_file for m in problem.mistakes)
+
+
+def test_every_spec_loads():
+    """Each spec module imports and builds its PROBLEM (its named mistakes' files included)."""
+    errors = []
+    runner.discover(errors)
+    assert errors == [], "\n".join(f"{e.module}: {e.message}" for e in errors)
 
 
 @pytest.mark.parametrize("problem", _params())

@@ -72,7 +72,9 @@ def test_judge_grades_solution_passed_and_stub_not_started(problem):
     res = runner.grade(problem, runner.SOLUTIONS / problem.filename, seed=3)
     assert res.status is ProblemStatus.PASSED, res.message or res.first_failure().message
     res = runner.grade(problem, runner.PRACTICE / problem.filename, seed=3)
-    assert res.status is ProblemStatus.NOT_STARTED, res.message
+    assert res.status is ProblemStatus.NOT_STARTED, (
+        f"the judge calls the stub {problem.filename} {res.status.value}, not 'not started': every "
+        f"function of a stub raises NotImplementedError. {res.message}")
 
 
 # Learner-style attempts: the model answer with one edit. (old, new, words): `words` is a

@@ -36,7 +36,9 @@ def test_enough_attempts_per_problem(number):
     mine = [a for a in ATTEMPTS if a.number == number]
     right = [a for a in mine if a.expect == "pass"]
     wrong = [a for a in mine if a.expect == "fail"]
-    assert len(right) >= 4 and len(wrong) >= 12, (number, len(right), len(wrong))
+    assert len(right) >= 4 and len(wrong) >= 12, (
+        f"problem {number} has {len(right)} right and {len(wrong)} wrong attempts (its named mistakes "
+        f"included); it needs at least 4 right and 12 wrong in tests/corpus/{SPECS[number].filename[:-3]}/")
 
 
 def test_the_named_mistakes_are_attempts_that_name_themselves():
