@@ -113,8 +113,8 @@ Shared helpers for hidden cases (use them; tests/test_judge_specs.py holds every
 
 A named mistake: grader/problems/mistakes/pNN_slug/<name>.py (see load_mistakes)
   A slip a learner really makes, written as that learner would: the file defines the ONE
-  function of the problem the slip is in, is otherwise right, imports nothing of the
-  course (the corpus test grades it as an attempt), and opens with its header:
+  function of the problem the slip is in, is otherwise right, imports from the course only
+  what ``may_import`` allows (the corpus test grades it as an attempt), and opens with its header:
       '''mistake: row sums
       message: You summed each row; sum down the columns (axis 0).
       '''
