@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 from . import child as _child
 from . import sandbox
 from .child import RunStatus
@@ -48,12 +50,13 @@ class SpecError:
 
 
 def discover(errors: list | None = None) -> list[Problem]:
-    """All PROBLEMs in grader/problems/p*.py, sorted by number."""
+    """All PROBLEMs in PROBLEMS_DIR/p*.py (grader/problems/), sorted by number. A test may
+    point PROBLEMS_DIR at another folder (a fake course): its specs load from their files."""
     found = []
     for path in sorted(PROBLEMS_DIR.glob("p[0-9]*.py")):
         name = f"grader.problems.{path.stem}"
         try:
-            mod = importlib.import_module(name)
+            mod = importlib.import_module(name) if path.parent == _OUR_PROBLEMS else _load_file(path)
             prob = getattr(mod, "PROBLEM")
         except Exception as e:  # noqa: BLE001 -- report, keep grading the others
             if errors is not None:
@@ -61,6 +64,20 @@ def discover(errors: list | None = None) -> list[Problem]:
             continue
         found.append(prob)
     return sorted(found, key=lambda p: p.number)
+
+
+_OUR_PROBLEMS = PROBLEMS_DIR
+
+
+def _load_file(path: Path):
+    """A spec module outside grader/problems/, loaded from its file (and registered, so
+    that inspect finds its source)."""
+    name = f"_course_problem_{path.stem}_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def find(key, problems=None) -> Problem:
@@ -313,9 +330,10 @@ def grade_record(problem: Problem, case: Case, rec: dict) -> CaseOutcome:
 
 def explain_mistakes(problem: Problem, outcomes: list) -> None:
     """Name a known mistake only where it reproduces the attempt on every case of its
-    function: wrong exactly where the attempt is wrong, with the attempt's answer, and
-    harmless (its answer passes) where the attempt passes. A mistake that merely
-    coincides with the attempt on one case, or explains only some failures, says nothing."""
+    function: wrong exactly where the attempt is wrong, with the attempt's answer (or
+    raising where the attempt raised), and harmless (its answer passes) where the attempt
+    passes. A mistake that merely coincides with the attempt on one case, or explains only
+    some failures, says nothing; nor does one where every failure is an exception."""
     by_fn: dict = {}
     for o in outcomes:
         by_fn.setdefault(o.case.function, []).append(o)
@@ -324,10 +342,12 @@ def explain_mistakes(problem: Problem, outcomes: list) -> None:
         # `waiting` while looping over it also gives a wrong plan); one computed outside the
         # kernel says nothing about the kernel
         graded = [o for o in outs if o.status is CaseStatus.PASS or
-                  (o.status is CaseStatus.FAIL and o.result is not None and o.reason != "no_kernel")]
+                  (o.status is CaseStatus.FAIL and o.reason != "no_kernel"
+                   and (o.result is not None or o.reason == "exception"))]
         failing = [o for o in graded if o.status is CaseStatus.FAIL]
-        if not failing or len(failing) != sum(o.status is not CaseStatus.PASS for o in outs):
-            continue  # nothing to explain, or failures of other kinds (exceptions, timeouts)
+        if not any(o.result is not None for o in failing) or \
+                len(failing) != sum(o.status is not CaseStatus.PASS for o in outs):
+            continue  # nothing to compare, or failures of other kinds (timeouts, memory, ...)
         for m in problem.mistakes_for(fn):
             if _reproduces(problem, m, graded):
                 for o in failing:
@@ -335,17 +355,27 @@ def explain_mistakes(problem: Problem, outcomes: list) -> None:
                 break
 
 
+_RAISED = object()       # the mistake raised an exception on this case
+_DOES_NOT_APPLY = object()  # a model (not a file) returned None: the slip changes nothing here
+
+
 def _reproduces(problem: Problem, mistake, graded: list) -> bool:
-    for o in graded:
-        try:
-            wrong = mistake.fn(**copy.deepcopy(o.case.args))
-        except Exception:  # noqa: BLE001 -- a mistake that cannot run here does not apply
-            wrong = None
+    # the failing cases first: most mistakes differ from the attempt on the first one
+    for o in sorted(graded, key=lambda o: o.status is CaseStatus.PASS):
+        wrong = _wrong_answer(mistake, o.case)
+        if wrong is _DOES_NOT_APPLY:
+            if o.status is CaseStatus.PASS:
+                continue
+            return False
         if o.status is CaseStatus.PASS:
-            if wrong is not None and not _passes(problem, o.case, wrong):
+            if wrong is _RAISED or not _passes(problem, o.case, wrong):
                 return False  # the mistake would have failed where the attempt passed
             continue
-        if wrong is None:
+        if o.result is None:  # the attempt raised here: so must the mistake
+            if wrong is not _RAISED:
+                return False
+            continue
+        if wrong is _RAISED:
             return False
         try:
             if not (mistake.match or same_answer)(o.result, wrong):
@@ -355,10 +385,23 @@ def _reproduces(problem: Problem, mistake, graded: list) -> bool:
     return True
 
 
-def _passes(problem: Problem, case: Case, answer) -> bool:
-    plain = _child.decode(json.loads(json.dumps(_child.encode(answer))))
+def _wrong_answer(mistake, case: Case):
+    """The mistake's answer to a case as plain data (the round trip an attempt's answer
+    takes), _RAISED, or _DOES_NOT_APPLY. A mistake's file overflows or divides by zero as
+    the learner's code would: numpy's warnings about it are not the learner's business."""
     try:
-        return problem.check(case, plain).passed
+        with np.errstate(all="ignore"):
+            wrong = mistake.fn(**copy.deepcopy(case.args))
+        if wrong is None and not mistake.runs_file:
+            return _DOES_NOT_APPLY
+        return _child.decode(json.loads(json.dumps(_child.encode(wrong))))
+    except Exception:  # noqa: BLE001 -- raising is an answer too (the attempt may have raised)
+        return _RAISED
+
+
+def _passes(problem: Problem, case: Case, answer) -> bool:
+    try:
+        return problem.check(case, answer).passed
     except Exception:  # noqa: BLE001
         return False
 

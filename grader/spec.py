@@ -1,9 +1,10 @@
 """The problem-spec format, and the comparison helpers every spec's checker uses.
 
-A problem is ONE module, grader/problems/pNN_slug.py, that defines ``PROBLEM``. The
-judge finds it by scanning that folder; adding a problem means adding that module, the
-learner's stub practice/pNN_slug.py and the model answer solutions/pNN_slug.py --
-nothing else is edited.
+A problem is its spec, grader/problems/pNN_slug.py, a module that defines ``PROBLEM``,
+and its named mistakes, grader/problems/mistakes/pNN_slug/, one learner-style file each
+(``load_mistakes``). The judge finds the spec by scanning grader/problems/; what else a
+new problem needs (stub, model answer, corpus, README row, generated files) is
+CONTRIBUTING.md's checklist, and tests/test_problem_checklist.py fails for each step left out.
 
 How the judge uses a spec
 -------------------------
@@ -25,11 +26,13 @@ How the judge uses a spec
    ``Verdict``. It must compare against the math core (``mlacourse``) -- computed here,
    or stored in ``Case.expected`` by ``make_cases`` -- never against solutions/.
 4. When some cases fail, a ``Mistake`` is named only if it reproduces the attempt on
-   EVERY case of its function: its output equals the learner's (``same_answer`` or its
-   ``match``) wherever the learner fails, and passes wherever the learner passes. So a
-   mistake that merely coincides with the attempt on one case says nothing, and the
-   cases must hold, for each pair of mistakes, one where their outputs differ
-   (tests/test_judge_specs.py checks that each mistake is named as itself).
+   EVERY case of its function: its file's answer (run in the judge's process: course
+   code) equals the learner's (``same_answer`` or its ``match``) wherever the learner
+   fails, it raises where the learner's raised, and its answer passes wherever the
+   learner passes. So a mistake that merely coincides with the attempt on one case says
+   nothing, and the cases must hold, for each pair of mistakes, one where their outputs
+   differ (tests/test_judge_specs.py grades each mistake's file and requires the judge to
+   name exactly that mistake; tests/test_judge_corpus.py does it through the real judge).
 
 Field reference
 ---------------
@@ -45,7 +48,7 @@ Problem(number, slug, title, chapter, functions, statement, hints, make_cases, c
   hints       revealed one at a time by ``judge.py --hint``; gentle first, specific last.
   make_cases  seed -> list[Case].
   check       (case, result) -> Verdict. ``result`` is what the child returned.
-  mistakes    list of Mistake: plausible wrong attempts the verdict can name.
+  mistakes    ``load_mistakes(__file__)``: the slips the verdict can name, one file each.
   requires    modules needed to run the problem (("torch", "triton") for a GPU kernel);
               if one is missing the judge says so instead of grading.
   timeout_s   wall-clock seconds per case (override per case with Case.timeout_s).
@@ -108,12 +111,24 @@ Shared helpers for hidden cases (use them; tests/test_judge_specs.py holds every
               draws per-row offsets with one row at +750 and one at -750 to build it.
   describe_args(args)  a case's arguments in words (shapes for arrays).
 
-Mistake(name, message, fn, function=None, match=None)
-  fn(**case.args) -> the wrong answer (None where the attempt could not run at all;
-              where the slip changes nothing, return the right answer).
-  function    which learner function it imitates (default: functions[0]).
-  match       optional (learner_result, wrong_answer) -> bool replacing same_answer, for
-              slips whose exact output varies (e.g. where an overflow turns into NaN).
+A named mistake: grader/problems/mistakes/pNN_slug/<name>.py (see load_mistakes)
+  A slip a learner really makes, written as that learner would: the file defines the ONE
+  function of the problem the slip is in, is otherwise right, imports from the course only
+  what ``may_import`` allows (the corpus test grades it as an attempt), and opens with its header:
+      '''mistake: row sums
+      message: You summed each row; sum down the columns (axis 0).
+      '''
+  mistake     its name (the file is named after it: mistake_file_name), for teachers
+              (gradebook, docs/teaching.md); message: what the verdict tells the learner
+              ("Likely slip: ..."), continued on lines that start with two spaces.
+  reason      optional: the verdict's reason when it is not a wrong answer (not_finite, ...).
+  match       optional: a name in MATCHES, for slips whose exact output varies from one
+              learner to another (``non-finite rows``: an overflow's NaN/inf pattern).
+  It becomes Mistake(name, message, fn, function, match, path): ``fn`` runs the file's
+  function. Only where running the files is too slow does the spec pass ``models``
+  ({name: fn(**case.args) -> the wrong answer, or None where the slip changes nothing})
+  and say why (problem 12: Triton kernels). A test's toy problem may build
+  Mistake(name, message, fn) directly.
 
 Complete example (a toy problem; real ones live in grader/problems/, in this order)
 --------------------------------------------------------------------------------------
@@ -123,7 +138,7 @@ Complete example (a toy problem; real ones live in grader/problems/, in this ord
 
     import numpy as np
 
-    from grader.spec import Case, Edge, Mistake, Problem, compare_arrays, memo_twins, new_values, shape_text
+    from grader.spec import Case, Edge, Problem, compare_arrays, load_mistakes, memo_twins, new_values, shape_text
 
     FN = "scaled_sum"
     STATEMENT = "Write `scaled_sum(x, scale)`: x [n, d] -> [d], the column sums times scale."
@@ -154,8 +169,7 @@ Complete example (a toy problem; real ones live in grader/problems/, in this ord
         return compare_arrays(FN, reference(**case.args), result, rtol=1e-6, atol=1e-9, dims="[d]")
 
 
-    MISTAKES = [Mistake("row sums", "You summed each row; sum down the columns (axis 0).",
-                        lambda x, scale: np.asarray(x).sum(axis=1) * scale)]
+    MISTAKES = load_mistakes(__file__)             # mistakes/p99_scaled_sum/row_sums.py, below
     EDGES = [Edge("a single row", lambda a: a["x"].shape[0] == 1)]   # hidden case "random 0"
 
     PROBLEM = Problem(
@@ -165,13 +179,27 @@ Complete example (a toy problem; real ones live in grader/problems/, in this ord
         make_cases=make_cases, check=check, mistakes=MISTAKES,
         reference={FN: reference}, edges=EDGES,
     )
+
+    # grader/problems/mistakes/p99_scaled_sum/row_sums.py
+    '''mistake: row sums
+    message: You summed each row; sum down the columns (axis 0).
+    '''
+    import numpy as np
+
+
+    def scaled_sum(x, scale):
+        return np.sum(x, axis=1) * scale           # the slip: axis 1
 """
 from __future__ import annotations
 
+import ast
 import copy
 import dataclasses
+import importlib.util
 import math
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -179,7 +207,8 @@ import numpy as np
 __all__ = [
     "Case", "Edge", "Mistake", "Problem", "Verdict", "PASS", "fail",
     "compare_arrays", "compare_scalar", "compare_choice", "compare_dict",
-    "same_answer", "shape_text", "as_array", "type_name", "default_used_mistakes",
+    "same_answer", "shape_text", "as_array", "type_name", "load_mistakes", "read_header",
+    "same_nonfinite_rows",
     "INPUTS_RULE", "UNEVEN_ROWS", "memo_twins", "new_values", "uneven_rows_edge", "row_offsets",
     "describe_args", "another", "another_int", "changes_of",
 ]
@@ -228,11 +257,21 @@ def fail(message: str, reason: str = "wrong_answer") -> Verdict:
 
 @dataclass
 class Mistake:
+    """A slip the verdict can name. Course problems load theirs with ``load_mistakes``: one
+    learner-style file each, whose header holds the name and the message and whose function
+    gives the wrong answer. (A toy problem in a test may pass ``fn`` directly.)"""
     name: str
     message: str
-    fn: Callable[..., Any]
-    function: str | None = None
+    fn: Callable[..., Any] | None = None  # fn(**case.args) -> the wrong answer; None: run the file
+    function: str | None = None           # the learner function it imitates (None: found by Problem)
     match: Callable[[Any, Any], bool] | None = None
+    path: Path | None = None              # its learner-style file
+    defines: tuple = ()                   # the top-level functions that file defines
+
+    @property
+    def runs_file(self) -> bool:
+        """Is its answer computed by running its file (not a model, not a toy's fn)?"""
+        return isinstance(self.fn, _FileAnswer)
 
 
 @dataclass
@@ -273,6 +312,8 @@ class Problem:
         # the read-only rule, from one place (idempotent: dataclasses.replace runs this again)
         if not self.may_change_inputs and INPUTS_RULE not in self.statement:
             self.statement = self.statement.rstrip() + "\n\n" + INPUTS_RULE + "\n"
+        for m in self.mistakes:
+            _attach(m, self.functions)
 
     @property
     def filename(self) -> str:
@@ -511,21 +552,6 @@ def compare_dict(name: str, expected: dict, got, compare_value: Callable[[str, A
     return PASS
 
 
-def default_used_mistakes(reference: Callable, defaults: dict, function: str | None = None,
-                          what: str = "DeepSeek-V3's value") -> list:
-    """One Mistake per defaulted argument: an attempt that uses the default (typed in, or
-    a forgotten parameter) whatever value is passed. Hidden cases that move every
-    argument away from its default make each of these fail, and name the argument."""
-    def uses_default(name):
-        def fn(**args):
-            return reference(**{**args, name: defaults[name]})
-        return fn
-    return [Mistake(f"{name} fixed at {value}",
-                    f"Your answer uses {name} = {value} ({what}, the default) whatever {name} "
-                    f"is passed; use the argument.", uses_default(name), function=function)
-            for name, value in defaults.items()]
-
-
 def same_answer(a, b, rtol: float = 1e-6, atol: float = 1e-12) -> bool:
     """Do two answers agree (used to recognise a known mistake)? NaN equals NaN."""
     if isinstance(a, dict) or isinstance(b, dict):
@@ -542,6 +568,138 @@ def same_answer(a, b, rtol: float = 1e-6, atol: float = 1e-12) -> bool:
     except Exception:
         return False
     return x.shape == y.shape and bool(np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True))
+
+
+# --------------------------------------------------------------------------- named mistakes
+
+MISTAKES_DIR = Path(__file__).resolve().parent / "problems" / "mistakes"
+MISTAKE_KEYS = ("mistake", "message", "reason", "match")
+
+
+def read_header(path, keys: Sequence[str]) -> dict:
+    """The ``key: value`` lines that open a file's docstring, for the given keys. A line
+    that starts with spaces continues the value above it (joined with one space); the
+    header ends at the first other line."""
+    out: dict = {}
+    last = None
+    for line in _docstring(Path(path).read_text(encoding="utf-8")).splitlines():
+        m = re.match(r"^(\w+):\s*(.*)$", line)
+        if m and m.group(1) in keys and m.group(1) not in out:
+            last = m.group(1)
+            out[last] = m.group(2).strip()
+        elif last and line[:1].isspace() and line.strip():
+            out[last] += " " + line.strip()
+        else:
+            break
+    return out
+
+
+def _docstring(text: str) -> str:
+    """A module's docstring; quickly where the file opens with triple quotes (a
+    judge run reads every mistake's header)."""
+    for quotes in ('"""', "'''"):
+        if text.startswith(quotes) and quotes in text[3:]:
+            return text[3:text.index(quotes, 3)].strip("\n")
+    return ast.get_docstring(ast.parse(text), clean=False) or ""
+
+
+def mistake_file_name(name: str) -> str:
+    """'scale 1/sqrt(d_nope)' -> 'scale_1_sqrt_d_nope.py'; '-1 became 0' -> 'minus_1_became_0.py'."""
+    words = re.sub(r"(^|\s)-1\b", r"\1minus 1", name.lower())
+    return re.sub(r"[^a-z0-9]+", "_", words).strip("_") + ".py"
+
+
+def same_nonfinite_rows(result, wrong) -> bool:
+    """``match: non-finite rows``: an overflowing softmax spoils whole rows (the last axis),
+    and which NaN or inf lands where varies with how the attempt wrote it; the same rows
+    must be spoiled."""
+    r = np.asarray(result, dtype=np.float64)
+    w = np.asarray(wrong, dtype=np.float64)
+    if r.shape != w.shape or np.isfinite(w).all():
+        return False
+    return bool(np.array_equal(~np.isfinite(r).all(axis=-1), ~np.isfinite(w).all(axis=-1)))
+
+
+MATCHES = {"non-finite rows": same_nonfinite_rows}
+
+
+def load_mistakes(spec_file, *, models: dict | None = None, match: Callable | None = None) -> list:
+    """The named mistakes of the problem whose spec is ``spec_file``: one learner-style file
+    each in grader/problems/mistakes/<the spec's stem>/, in file-name order. A file opens
+    with the header
+
+        mistake: <its name>
+        message: <what the learner is told; continuation lines start with two spaces>
+        reason: <the verdict's reason, when it is not a plain wrong answer>   (optional)
+        match: <a way to compare in MATCHES, when the exact output varies>   (optional)
+
+    and defines the ONE function of the problem it imitates, written as a learner would.
+    The judge computes the mistake's answer by running that function in its own process
+    (course code: trusted). ``models`` ({name: fn}, compared with ``match``) replaces
+    running the files where that is too slow -- problem 12's Triton kernels -- and must
+    cover every file."""
+    stem = Path(spec_file).stem
+    folder = Path(spec_file).resolve().parent / "mistakes" / stem
+    paths = sorted(folder.glob("*.py"))
+    if not paths:
+        raise ValueError(f"{stem}: no named mistakes in {folder} (one learner-style file each)")
+    out = []
+    for path in paths:
+        head = read_header(path, MISTAKE_KEYS)
+        where = f"{folder.name}/{path.name}"
+        if not head.get("mistake") or not head.get("message"):
+            raise ValueError(f"{where}: the docstring must open with 'mistake: <name>' and 'message: <text>'")
+        if path.name != mistake_file_name(head["mistake"]):
+            raise ValueError(f"{where}: a mistake named {head['mistake']!r} lives in "
+                             f"{mistake_file_name(head['mistake'])}")
+        if "match" in head and head["match"] not in MATCHES:
+            raise ValueError(f"{where}: unknown 'match: {head['match']}' (known: {sorted(MATCHES)})")
+        defines = tuple(re.findall(r"^(?:async\s+)?def\s+(\w+)", path.read_text(encoding="utf-8"), re.M))
+        fn = None
+        if models is not None:
+            if head["mistake"] not in models:
+                raise ValueError(f"{where}: no model of {head['mistake']!r} in the spec's models")
+            fn = models[head["mistake"]]
+        out.append(Mistake(head["mistake"], head["message"], fn, match=MATCHES.get(head.get("match"), match),
+                           path=path, defines=defines))
+    unknown = set(models or ()) - {m.name for m in out}
+    if unknown:
+        raise ValueError(f"{stem}: models of mistakes that have no file: {sorted(unknown)}")
+    return out
+
+
+class _FileAnswer:
+    """Calls one function of a mistake's file, loaded on first use."""
+
+    def __init__(self, path: Path, function: str):
+        self.path, self.function, self._fn = path, function, None
+
+    def __call__(self, **args):
+        if self._fn is None:
+            spec = importlib.util.spec_from_file_location(
+                f"grader_mistake_{self.path.parent.name}_{self.path.stem}", self.path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            self._fn = getattr(module, self.function)
+        return self._fn(**args)
+
+    def __repr__(self):
+        return f"<{self.function} of {self.path.parent.name}/{self.path.name}>"
+
+
+def _attach(m: Mistake, functions) -> None:
+    """Which learner function a mistake's file imitates (the one of ``functions`` it
+    defines), and its answer: that function of the file, unless a model stands in."""
+    if m.path is None:
+        return
+    if m.function is None:
+        mine = [f for f in functions if f in m.defines]
+        if len(mine) != 1:
+            raise ValueError(f"{m.path.parent.name}/{m.path.name} must define exactly one of "
+                             f"{list(functions)} (the function the slip is in); it defines {mine or 'none'}")
+        m.function = mine[0]
+    if m.fn is None:
+        m.fn = _FileAnswer(m.path, m.function)
 
 
 # --------------------------------------------------------------------------- hidden-case helpers

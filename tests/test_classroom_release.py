@@ -62,12 +62,17 @@ def test_bundle_has_no_solutions_tests_history_or_teacher_tools(bundle):
 def test_no_function_in_the_bundle_has_a_model_answer_body(bundle):
     hits = leaks.find_leaks(ROOT / "solutions", bundle.folder)
     for model, hit in hits:
-        where = hit.where.split(":", 1)[0].split(" cell ", 1)[0]
+        where = _chapter(hit.where.split(":", 1)[0].split(" cell ", 1)[0])
         allowed = where.startswith(release.REFERENCE_DIRS) or (model.name, where) in release.ALLOWED
         assert allowed, f"{hit.where} has the body of the model answer {model.where}"
     # every allowance is still needed (a stale allowance would hide a future leak)
-    used = {(m.name, h.where.split(":", 1)[0].split(" cell ", 1)[0]) for m, h in hits}
+    used = {(m.name, _chapter(h.where.split(":", 1)[0].split(" cell ", 1)[0])) for m, h in hits}
     assert set(release.ALLOWED) <= used
+
+
+def _chapter(where: str) -> str:
+    """The Chinese edition of a chapter counts as the chapter (as release.leak_report says)."""
+    return where.replace("notebooks/zh/", "notebooks/")
 
 
 def test_the_leak_scan_catches_a_renamed_copy(tmp_path):
@@ -79,6 +84,21 @@ def test_the_leak_scan_catches_a_renamed_copy(tmp_path):
     (tmp_path / "other.py").write_text("def split_kv_decode(q, k):\n    return q @ k.T\n")
     hits = leaks.find_leaks(ROOT / "solutions", tmp_path)
     assert hits and all(h.where.startswith("student_notes.py") for _, h in hits)
+
+
+def test_what_a_stub_gives_is_no_leak(tmp_path):
+    """Problem 12's launcher is in its stub (behind one NotImplementedError line), so every
+    attempt -- a named mistake's file too -- holds the model answer's launcher: not a leak.
+    The same body without the stub that gives it is one."""
+    src = (ROOT / "solutions" / "p12_triton_inner_loop.py").read_text()
+    launcher = next(n for n in ast.parse(src).body if getattr(n, "name", "") == "triton_inner_loop")
+    (tmp_path / "grader").mkdir()
+    (tmp_path / "grader" / "attempt.py").write_text(ast.get_source_segment(src, launcher) + "\n")
+    hits = {m.name for m, _ in leaks.find_leaks(ROOT / "solutions", tmp_path)}
+    assert hits == {"triton_inner_loop"}
+    (tmp_path / "practice").mkdir()
+    shutil.copy2(ROOT / "practice" / "p12_triton_inner_loop.py", tmp_path / "practice")
+    assert leaks.find_leaks(ROOT / "solutions", tmp_path) == []
 
 
 def test_a_solved_stub_stops_the_release(tmp_path, pristine_course):
@@ -235,6 +255,39 @@ def _grade_pasted(bundle_folder: Path, attempts, tmp_path: Path) -> list:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+MISTAKES = "grader/problems/mistakes/"
+
+
+def _spec_functions_pasted(bundle: Path, problems) -> list:
+    """Each top-level function of grader/problems/ -- spec modules, their helpers, the named
+    mistakes' helpers -- that takes every argument a problem's function requires, pasted
+    under that function's name: a simulator of slips at its default settings, or a helper
+    of one problem that solves another, is a complete answer and must not ship as one. (A
+    spec's reference is among leaks.pasted_attempts; a named mistake's own function is a
+    wrong attempt that tests/test_judge_specs.py grades.)"""
+    import inspect
+    out = []
+    slugs = {p.filename[:-3]: p for p in runner.discover()}
+    for path in sorted((bundle / "grader" / "problems").rglob("*.py")):
+        rel = path.relative_to(bundle).as_posix()
+        own = slugs.get(path.parent.name) if rel.startswith(MISTAKES) else None
+        tree = ast.parse(path.read_text())
+        for p in problems:
+            for fn in p.functions:
+                params = inspect.signature(p.reference[fn]).parameters.values()
+                need = {q.name for q in params if q.default is inspect.Parameter.empty}
+                for node in tree.body:
+                    if not isinstance(node, ast.FunctionDef) or node.name.startswith("reference") \
+                            or (own is not None and node.name in own.functions):
+                        continue
+                    a = node.args
+                    if need <= {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}:
+                        item = leaks.Pasted(p.number, {fn: node.name}, rel, "a function taking its arguments")
+                        item.source, item.refused = leaks._paste(bundle, rel, p, item.functions)
+                        out.append(item)
+    return out
+
+
 def _passes(result) -> list[str]:
     """The functions of an attempt whose every case passed."""
     return [f for f, (ok, n) in result[3].items() if n and ok == n]
@@ -247,13 +300,19 @@ def test_no_course_code_pasted_as_an_attempt_passes(bundle, tmp_path):
     grader/ or a chapter's cells) is pasted into a practice file the way a learner would
     -- its source and what it needs from its own file, relative imports made absolute,
     under the problem's name (leaks.pasted_attempts) -- and graded by the bundle's judge:
-    none may pass all of its cases. The list comes from the specs, so a new problem is
-    covered by itself. (release.ALLOWED names the one function that may pass its own
-    cases: chapter 4's two-line choose_path, beside a wrong attention_flops.) A control
-    shows the check can fail: the model answer of problem 14 planted as course code is
-    found and passes."""
+    none may pass all of its cases; so is every function of a spec module that takes the
+    arguments of a problem's function (a simulator of slips at its default settings is an
+    answer). The list comes from the specs, so a new problem is covered by itself.
+    (release.ALLOWED names the one function that may pass its own cases: chapter 4's
+    two-line choose_path, beside a wrong attention_flops.) Two controls show the check can
+    fail: the model answer of problem 14 planted as course code, and planted in its spec
+    under another name, are found and pass."""
     problems = runner.discover()
-    attempts = leaks.pasted_attempts(bundle.folder, problems)
+    # the named mistakes (grader/problems/mistakes/) are wrong attempts by design, each
+    # graded as one on every seed by tests/test_judge_specs.py (and through the judge by
+    # the corpus test): not graded again here; the specs' own functions are
+    attempts = [a for a in leaks.pasted_attempts(bundle.folder, problems)
+                if not a.where.startswith(MISTAKES)] + _spec_functions_pasted(bundle.folder, problems)
     refused = [f"{a.label}: {a.refused}" for a in attempts if a.refused]
     assert not refused, "cannot paste (look at these by hand):\n  " + "\n  ".join(refused)
     refs = {a.problem for a in attempts if a.why == "the spec's reference"}
@@ -264,16 +323,25 @@ def test_no_course_code_pasted_as_an_attempt_passes(bundle, tmp_path):
     shutil.copy2(ROOT / "solutions" / "p14_schedule_step.py", control / "mlacourse" / "planner.py")
     planted = [a for a in leaks.pasted_attempts(control, [runner.find(14)]) if not a.refused]
     assert [a.where for a in planted] == ["mlacourse/planner.py"]
+    # and a spec helper that is a model answer under another name (a simulator at its defaults)
+    (control / "grader" / "problems").mkdir(parents=True)
+    (control / "grader" / "problems" / "p14_schedule_step.py").write_text(
+        (ROOT / "solutions" / "p14_schedule_step.py").read_text().replace("def schedule_step(", "def _plan("))
+    helper = [a for a in _spec_functions_pasted(control, [runner.find(14)]) if not a.refused]
+    assert [(a.where, a.functions) for a in helper] == [("grader/problems/p14_schedule_step.py",
+                                                          {"schedule_step": "_plan"})]
+    planted += helper
 
     results = _grade_pasted(bundle.folder, attempts + planted, tmp_path)
     assert len(results) == len(attempts) + len(planted)
-    assert _passes(results[-1]) == ["schedule_step"], f"the control should pass: {results[-1]}"
+    for r in results[-2:]:
+        assert _passes(r) == ["schedule_step"], f"the controls should pass: {r}"
     report, passing = [], []
     for a, r in zip(attempts, results):
         if r[0] == "unavailable":
             pytest.fail(f"problem {a.problem} could not be graded here (needs torch/triton)")
         report.append(f"{a.label}: {r[0]} ({r[1] or 'wrong answers'}: {r[2]})")
-        allowed = [f for f in _passes(r) if (a.functions[f], a.where) in release.ALLOWED]
+        allowed = [f for f in _passes(r) if (a.functions[f], _chapter(a.where)) in release.ALLOWED]
         if len(allowed) < len(_passes(r)):
             passing.append(f"{a.label}: {', '.join(_passes(r))} passed every case")
         if allowed:

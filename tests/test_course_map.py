@@ -64,7 +64,9 @@ def test_every_spec_names_an_existing_chapter():
 
 def test_stubs_name_one_command_and_their_number():
     for p in PROBLEMS:
-        src = (runner.PRACTICE / p.filename).read_text()
+        stub = runner.PRACTICE / p.filename
+        assert stub.is_file(), f"problem {p.number} has no stub practice/{p.filename}"
+        src = stub.read_text()
         assert f"{PROG} {p.number}" in src, f"{p.filename} must say `{PROG} {p.number}`"
         assert f"TODO(problem {p.number})" in src, f"{p.filename} needs a TODO(problem {p.number})"
         assert "python judge.py" not in src and ".venv/bin/python" not in src, p.filename

@@ -1,8 +1,9 @@
 """Every problem spec, held to the judge's rules (in-process, fast):
 
 - the reference passes every case, on several seeds;
-- an attempt that makes exactly one named mistake fails, and the judge names THAT
-  mistake -- not another one that happens to coincide on some case;
+- each named mistake's file (grader/problems/mistakes/), graded as an attempt, fails on
+  every seed, and the judge names THAT mistake -- not another one that happens to
+  coincide on some case; every spec loads (its mistakes' files included);
 - the hidden cases of one seed vary every parameter (so hard-coding a default fails on
   every seed), except what a spec declares fixed, with the reason;
 - the situations a statement promises (an empty split, T = 1, one head, large scores, ...)
@@ -53,18 +54,35 @@ def _cases(problem, seed):
 
 def simulate(problem, seed, impl: dict):
     """Grade, in-process, an attempt whose functions are `impl` (name -> callable; the
-    reference for the others). Returns the outcomes after mistake naming."""
+    reference for the others), with the records a child would send: an exception is an
+    exception. Returns the outcomes after mistake naming."""
     outcomes = []
     for c in _cases(problem, seed):
         fn = impl.get(c.function, problem.reference[c.function])
-        got = fn(**copy.deepcopy(c.args))
-        if got is None:  # a mistake that does not apply here: the attempt is right here
-            got = problem.reference[c.function](**copy.deepcopy(c.args))
+        try:
+            with np.errstate(all="ignore"):
+                got = fn(**copy.deepcopy(c.args))
+        except Exception as e:  # noqa: BLE001 -- the attempt raised: the judge says so
+            outcomes.append(runner.grade_record(problem, c, {"status": child.RunStatus.ERROR, "message": repr(e)}))
+            continue
+        if got is None and c.function in impl and not _runs_file(problem, impl[c.function]):
+            got = problem.reference[c.function](**copy.deepcopy(c.args))  # a model: the slip changes nothing here
         rec = {"status": child.RunStatus.OK, "launches": 1, "from_kernel": True,  # as if a kernel wrote it
                "result": json.loads(json.dumps(child.encode(got)))}
         outcomes.append(runner.grade_record(problem, c, rec))
     runner.explain_mistakes(problem, outcomes)
     return outcomes
+
+
+def _runs_file(problem, fn) -> bool:
+    return any(m.fn is fn and m.runs_file for m in problem.mistakes)
+
+
+def test_every_spec_loads():
+    """Each spec module imports and builds its PROBLEM (its named mistakes' files included)."""
+    errors = []
+    runner.discover(errors)
+    assert errors == [], "\n".join(f"{e.module}: {e.message}" for e in errors)
 
 
 @pytest.mark.parametrize("problem", _params())

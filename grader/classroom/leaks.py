@@ -156,9 +156,36 @@ def tree_functions(root: Path) -> list[Function]:
     return found
 
 
+def given_by_stubs(practice: Path) -> set[str]:
+    """Fingerprints of the functions the stubs give once their NotImplementedError lines
+    are deleted (problem 12's launcher): code every attempt holds, not an answer."""
+    import copy
+    given = set()
+    for path in sorted(practice.glob("*.py")):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                fn = copy.deepcopy(node)
+                fn.body = [st for st in fn.body if not _raises_not_implemented(st)]
+                if fn.body and not _is_trivial(fn):
+                    given.add(fingerprint(fn))
+    return given
+
+
+def _raises_not_implemented(st: ast.AST) -> bool:
+    exc = getattr(st, "exc", None) if isinstance(st, ast.Raise) else None
+    exc = exc.func if isinstance(exc, ast.Call) else exc
+    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+
+
 def find_leaks(answers: Path, bundle: Path) -> list[tuple[Function, Function]]:
-    """(model answer, bundle function) pairs with equal fingerprints."""
-    model = tree_functions(answers)
+    """(model answer, bundle function) pairs with equal fingerprints, leaving out what the
+    bundle's stubs give (given_by_stubs)."""
+    given = given_by_stubs(bundle / "practice")
+    model = [f for f in tree_functions(answers) if f.fingerprint not in given]
     by_print: dict[str, list[Function]] = {}
     for f in model:
         by_print.setdefault(f.fingerprint, []).append(f)
@@ -378,4 +405,4 @@ def course_code_run(reference) -> list[str]:
 
 
 __all__ = ["Function", "fingerprint", "fingerprints", "tree_functions", "find_leaks", "notebook_sources",
-           "Pasted", "absolute_imports", "defined_functions", "pasted_attempts", "course_code_run"]
+           "given_by_stubs", "Pasted", "absolute_imports", "defined_functions", "pasted_attempts", "course_code_run"]

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import (Case, Edge, Mistake, Problem, another, another_int, changes_of, compare_scalar,
-                         default_used_mistakes, memo_twins)
+from grader.spec import (Case, Edge, Problem, another, another_int, changes_of, compare_scalar, load_mistakes,
+                         memo_twins)
 from mlacourse import cache
 
 FN = "kv_cache_bytes"
 DTYPE_OF_BYTES = {1: "fp8", 2: "bf16", 4: "fp32"}
-DEFAULTS = dict(bytes_per_element=2, n_heads=128, head_dim=128, n_kv_heads=8, d_latent=512, d_rope=64)
 USED_BY = {"mha": ("n_heads", "head_dim"), "gqa": ("n_kv_heads", "head_dim"), "mqa": ("head_dim",),
            "mla": ("d_latent", "d_rope")}
 
@@ -139,53 +138,7 @@ def check(case: Case, result):
     return compare_scalar(f"{FN}(...)", expected, result, rtol=0.0, atol=0.5, unit=" bytes")
 
 
-# ---- plausible wrong attempts --------------------------------------------------------
-
-def _full(args):
-    return {**DEFAULTS, **args}
-
-
-def _no_kv_factor(kind, n_tokens, n_layers, **kw):
-    return reference(kind, n_tokens, n_layers, **kw) // (1 if kind == "mla" else 2)
-
-
-def _mla_no_rope(kind, n_tokens, n_layers, **kw):
-    if kind != "mla":
-        return reference(kind, n_tokens, n_layers, **kw)
-    a = _full(kw)
-    return n_tokens * n_layers * a["d_latent"] * a["bytes_per_element"]
-
-
-def _one_layer(kind, n_tokens, n_layers, **kw):
-    return reference(kind, n_tokens, 1, **kw)
-
-
-def _gqa_all_heads(kind, n_tokens, n_layers, **kw):
-    return reference("mha" if kind == "gqa" else kind, n_tokens, n_layers, **kw)
-
-
-def _mla_per_head(kind, n_tokens, n_layers, **kw):
-    factor = _full(kw)["n_heads"] if kind == "mla" else 1
-    return reference(kind, n_tokens, n_layers, **kw) * factor
-
-
-MISTAKES = [
-    Mistake("K only",
-            "Your count is half: MHA, GQA and MQA store a key AND a value per KV head "
-            "(the factor 2).", _no_kv_factor),
-    Mistake("MLA without rope",
-            "Your MLA count has only the d_latent latent numbers; each token also caches the "
-            "d_rope rotary key numbers (512 + 64 = 576 for V3).", _mla_no_rope),
-    Mistake("one layer",
-            "Your count is for a single layer; every one of the n_layers layers keeps its own "
-            "cache.", _one_layer),
-    Mistake("GQA with all heads",
-            "Your GQA count uses every query head; only n_kv_heads key/value heads are stored.",
-            _gqa_all_heads),
-    Mistake("MLA per head",
-            "Your MLA count multiplies by n_heads; the latent and the rotary key are shared by "
-            "all heads, so they are stored once per token per layer.", _mla_per_head),
-] + default_used_mistakes(reference, DEFAULTS)
+MISTAKES = load_mistakes(__file__)
 
 EDGES = [Edge(f"kind {k}", lambda a, k=k: a["kind"] == k) for k in USED_BY] + [
     Edge("fp8 (1 byte) and fp32 (4 bytes)", lambda a: a.get("bytes_per_element", 2) in (1, 4)),

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import (Case, Edge, Mistake, Problem, another, compare_arrays, memo_twins, new_values,
+from grader.spec import (Case, Edge, Problem, another, compare_arrays, load_mistakes, memo_twins, new_values,
                          shape_text)
-from mlacourse.rope import apply_rope, rope_angles
+from mlacourse.rope import apply_rope
 
 FN = "rope_scores"
 
@@ -145,61 +145,7 @@ def check(case, result):
                           dims="[n_heads, T]")
 
 
-def _rope_halves(x, pos, theta):
-    """GPT-NeoX / Llama-HF layout: pair i is (x[i], x[i + d/2]) instead of (x[2i], x[2i+1])."""
-    half = x.shape[-1] // 2
-    ang = rope_angles(np.asarray(pos), x.shape[-1], theta)
-    cos, sin = np.cos(ang), np.sin(ang)
-    a, b = x[..., :half], x[..., half:]
-    return np.concatenate([a * cos - b * sin, a * sin + b * cos], axis=-1)
-
-
-def _halves(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta=10000.0):
-    scale = 1.0 / np.sqrt(q_nope.shape[-1] + q_rope.shape[-1])
-    return (np.einsum("hd,thd->ht", q_nope, k_nope)
-            + _rope_halves(q_rope, q_pos, theta) @ _rope_halves(k_rope, k_pos, theta).T) * scale
-
-
-def _scale_nope_only(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta=10000.0):
-    d_qk = q_nope.shape[-1] + q_rope.shape[-1]
-    return reference(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta) \
-        * np.sqrt(d_qk) / np.sqrt(q_nope.shape[-1])
-
-
-def _rotate_nope_too(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta=10000.0):
-    q_n = apply_rope(q_nope, np.asarray(q_pos), theta)
-    k_n = apply_rope(k_nope, np.asarray(k_pos)[:, None], theta)
-    return reference(q_n, q_rope, k_n, k_rope, q_pos, k_pos, theta)
-
-
-def _keys_at_query_position(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta=10000.0):
-    return reference(q_nope, q_rope, k_nope, k_rope, q_pos,
-                      np.full(np.shape(k_pos), q_pos), theta)
-
-
-def _inverse_rotation(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta=10000.0):
-    return reference(q_nope, q_rope, k_nope, k_rope, -q_pos, -np.asarray(k_pos), theta)
-
-
-MISTAKES = [
-    Mistake("rotate halves",
-            "You rotated the pairs (x[i], x[i + d/2]) (the GPT-NeoX layout); DeepSeek's RoPE "
-            "rotates interleaved pairs (x[2i], x[2i+1]).", _halves),
-    Mistake("scale by d_nope",
-            "You scaled by 1/sqrt(d_nope); the dot product runs over d_nope + d_rope dims, "
-            "so the scale is 1/sqrt(d_nope + d_rope).", _scale_nope_only),
-    Mistake("rotated the nope part",
-            "You rotated q_nope and k_nope as well; only the decoupled d_rope dims carry "
-            "position, which is what lets W_UK be absorbed later.", _rotate_nope_too),
-    Mistake("no relative position",
-            "Your scores do not depend on position: either nothing was rotated or the keys were "
-            "rotated by the query's position; rotate q_rope by q_pos and k_rope[t] by k_pos[t].",
-            _keys_at_query_position),
-    Mistake("rotation by the negative angle",
-            "Your rotation turns the wrong way (x_even*cos + x_odd*sin for the even slot); the "
-            "even slot is x_even*cos - x_odd*sin, the odd slot x_even*sin + x_odd*cos.",
-            _inverse_rotation),
-]
+MISTAKES = load_mistakes(__file__)
 
 EDGES = [
     Edge("one cached key (T = 1)", lambda a: len(a["k_pos"]) == 1),

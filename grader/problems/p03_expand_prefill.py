@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import (Case, Edge, Mistake, Problem, compare_arrays, memo_twins, new_values, row_offsets,
-                         shape_text, uneven_rows_edge)
+from grader.spec import (Case, Edge, Problem, compare_arrays, load_mistakes, memo_twins, new_values,
+                         row_offsets, shape_text, uneven_rows_edge)
 from mlacourse.attention import causal_mask
 from mlacourse.layer import attend_expand
 
@@ -140,81 +140,8 @@ def check(case, result):
                           dims="[T, n_heads, d_v]")
 
 
-def _attend(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, visible=None, axis=-1,
-            with_rope=True):
-    """Expand-path attention with the knobs the mistakes turn. visible [T, T] or None."""
-    k_nope = np.einsum("tc,hcd->htd", c_kv, w_uk)  # [H, T, d_nope]
-    v = np.einsum("tc,hcd->htd", c_kv, w_uv)  # [H, T, d_v]
-    s = np.einsum("shd,htd->hst", q_nope, k_nope)  # [H, S, T]
-    if with_rope:
-        s = s + np.einsum("shr,tr->hst", q_rope, k_rope)
-    s = s * scale
-    if visible is not None:
-        s = np.where(visible, s, -np.inf)
-    with np.errstate(invalid="ignore"):
-        p = np.exp(s - s.max(axis=axis, keepdims=True))
-        p = p / p.sum(axis=axis, keepdims=True)
-    return np.einsum("hst,htd->shd", p, v)  # [S, H, d_v]
+MISTAKES = load_mistakes(__file__)
 
-
-def _tril(n, k=0):
-    return np.tril(np.ones((n, n), dtype=bool), k)
-
-
-def _no_mask(**a):
-    return _attend(**a)
-
-
-def _strict_mask(**a):
-    return _attend(**a, visible=_tril(a["c_kv"].shape[0], -1))
-
-
-def _one_ahead(**a):
-    return _attend(**a, visible=_tril(a["c_kv"].shape[0], 1))
-
-
-def _upper_mask(**a):
-    n = a["c_kv"].shape[0]
-    return _attend(**a, visible=np.triu(np.ones((n, n), dtype=bool)))
-
-
-def _softmax_over_queries(**a):
-    return _attend(**a, visible=_tril(a["c_kv"].shape[0]), axis=-2)
-
-
-def _no_rope(**a):
-    return _attend(**a, visible=_tril(a["c_kv"].shape[0]), with_rope=False)
-
-
-def _swapped_up_projections(**a):
-    if a["w_uk"].shape != a["w_uv"].shape:
-        return None
-    a = dict(a, w_uk=a["w_uv"], w_uv=a["w_uk"])
-    return _attend(**a, visible=_tril(a["c_kv"].shape[0]))
-
-
-MISTAKES = [
-    Mistake("no causal mask",
-            "Every token attended to the tokens after it; in prefill query t may only see "
-            "keys 0..t (a lower-triangular mask).", _no_mask),
-    Mistake("diagonal masked out",
-            "Your mask hides the diagonal (key t from query t); a token must see itself, "
-            "so keep cols <= rows, not cols < rows.", _strict_mask),
-    Mistake("mask one token ahead",
-            "Your mask lets query t see key t+1; the visible keys are 0..t.", _one_ahead),
-    Mistake("upper-triangular mask",
-            "Your mask is flipped: query t sees keys t..T-1; it must see keys 0..t "
-            "(np.tril, not np.triu).", _upper_mask),
-    Mistake("softmax over the query axis",
-            "You normalised the softmax over queries; each query's weights over its keys "
-            "(the last axis of [H, S, T]) must sum to 1.", _softmax_over_queries),
-    Mistake("rope part left out",
-            "Your scores use only q_nope . k_nope; add q_rope . k_rope (the key's rope part is "
-            "shared by every head).", _no_rope),
-    Mistake("w_uk and w_uv swapped",
-            "You up-projected keys with w_uv and values with w_uk; keys use w_uk, values "
-            "use w_uv.", _swapped_up_projections),
-]
 
 def _scores(a):
     """Every (head, query, key) score of a case, before the mask: [H, T, T]."""

@@ -4,11 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from mlacourse import flops
-from grader.spec import (Case, Edge, Mistake, Problem, another_int, compare_choice, compare_dict,
-                         compare_scalar, default_used_mistakes, memo_twins)
-
-
-V3 = dict(n_heads=128, d_nope=128, d_rope=64, d_v=128, d_latent=512)
+from grader.spec import (Case, Edge, Problem, another_int, compare_choice, compare_dict, compare_scalar,
+                         load_mistakes, memo_twins)
 
 STATEMENT = r"""
 ## Problem 4 — expand or absorb? Count the FLOPs and choose
@@ -59,32 +56,6 @@ HINTS = [
     "Per pair and head: expand does 2*(d_nope + d_rope) FLOPs for the score and 2*d_v for "
     "the value sum; absorb does 2*(d_latent + d_rope) and 2*d_latent.",
 ]
-
-
-def _pairs_noncausal(n_new, n_ctx):
-    return n_new * n_ctx
-
-
-def _counts(n_new, n_ctx, n_heads=128, d_nope=128, d_rope=64, d_v=128, d_latent=512, *,
-            pairs=None, expand_tokens=None, rope=True, per_madd=2):
-    """The two counts with switches for the known slips."""
-    pairs = flops.causal_pairs(n_new, n_ctx) if pairs is None else pairs
-    tokens = n_ctx if expand_tokens is None else expand_tokens
-    dr = d_rope if rope else 0
-    h = n_heads
-    e = tokens * d_latent * h * (d_nope + d_v) + pairs * (h * (d_nope + dr) + h * d_v)
-    a = n_new * (h * d_nope * d_latent + h * d_latent * d_v) + pairs * (h * (d_latent + dr) + h * d_latent)
-    return {"expand": per_madd * e, "absorb": per_madd * a}
-
-
-def _wrong_choice(tie_to, pick_larger=False):
-    def fn(n_new, n_ctx, **shapes):
-        f = flops.attention_flops(n_new, n_ctx, **shapes)
-        if f["expand"] == f["absorb"]:
-            return tie_to
-        cheaper = "expand" if f["expand"] < f["absorb"] else "absorb"
-        return ({"expand": "absorb", "absorb": "expand"}[cheaper]) if pick_larger else cheaper
-    return fn
 
 
 def _describe(args, seed=None):
@@ -177,29 +148,7 @@ def check(case: Case, result):
                           ("expand", "absorb"))
 
 
-MISTAKES = [
-    Mistake("non-causal pairs",
-            "Your FLOP count is the non-causal one (n_new * n_ctx pairs): each new token only "
-            "sees itself and the tokens before it.",
-            lambda n_new, n_ctx, **s: _counts(n_new, n_ctx, **s, pairs=_pairs_noncausal(n_new, n_ctx))),
-    Mistake("expand only the new tokens",
-            "Your expand count up-projects only the n_new new tokens; the expand path must "
-            "up-project every one of the n_ctx cached latents into per-head keys and values.",
-            lambda n_new, n_ctx, **s: _counts(n_new, n_ctx, **s, expand_tokens=n_new)),
-    Mistake("no rope in the pair cost",
-            "Your per-pair cost leaves out the d_rope dimensions: the score is a dot product "
-            "over d_nope + d_rope (expand) or d_latent + d_rope (absorb).",
-            lambda n_new, n_ctx, **s: _counts(n_new, n_ctx, **s, rope=False)),
-    Mistake("one FLOP per multiply-add",
-            "Your counts are exactly half: count 2 FLOPs per multiply-add.",
-            lambda n_new, n_ctx, **s: _counts(n_new, n_ctx, **s, per_madd=1)),
-    Mistake("tie goes to expand",
-            "On an exact tie choose_path must return 'absorb' (it also reads less memory).",
-            _wrong_choice("expand"), function="choose_path"),
-    Mistake("picks the larger",
-            "choose_path returned the more expensive path: return the one with fewer FLOPs.",
-            _wrong_choice("expand", pick_larger=True), function="choose_path"),
-] + default_used_mistakes(flops.attention_flops, V3, function="attention_flops")
+MISTAKES = load_mistakes(__file__)
 
 REFERENCE = {"attention_flops": flops.attention_flops, "choose_path": flops.choose_path}
 

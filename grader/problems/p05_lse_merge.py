@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import (Case, Edge, Mistake, Problem, compare_out_lse, memo_twins, new_values, row_offsets,
-                         shape_text, uneven_rows_edge)
+from grader.spec import (Case, Edge, Problem, compare_out_lse, load_mistakes, memo_twins, new_values,
+                         row_offsets, shape_text, uneven_rows_edge)
 from mlacourse.attention import attention_from_scores, merge_attention
 
 FN = "lse_merge"
@@ -145,63 +145,8 @@ def check(case, result):
                            out_dims="[n_heads, s_q, d_v]", lse_dims="[n_heads, s_q]")
 
 
-def _true_lse(lses):
-    return np.logaddexp.reduce(np.asarray(lses, dtype=np.float64), axis=0)
+MISTAKES = load_mistakes(__file__)
 
-
-def _plain_average(outs, lses):
-    return np.mean(outs, axis=0), _true_lse(lses)
-
-
-def _no_max_subtraction(outs, lses):
-    """The stable version with the shift left out: exp(lse) itself overflows above 709."""
-    with np.errstate(all="ignore"):
-        w = np.exp(lses)  # overflows to inf for lse > 709, underflows to 0 below -745
-        total = w.sum(axis=0)
-        seen = total > 0
-        lse = np.where(seen, np.log(np.where(seen, total, 1.0)), -np.inf)
-        w = w / np.where(seen, total, 1.0)
-        return (w[..., None] * outs).sum(axis=0), lse
-
-
-def _lse_is_max(outs, lses):
-    out, _ = merge_attention(list(outs), list(lses))
-    return out, np.max(lses, axis=0)
-
-
-def _nan_when_nothing_seen(outs, lses):
-    with np.errstate(all="ignore"):
-        top = lses.max(axis=0)  # -inf where no part saw a key: -inf - (-inf) = NaN
-        w = np.exp(lses - top)
-        total = w.sum(axis=0)
-        return (w[..., None] * outs).sum(axis=0) / total[..., None], top + np.log(total)
-
-
-def _unnormalised_weights(outs, lses):
-    _, lse = merge_attention(list(outs), list(lses))
-    top = np.max(lses, axis=0)
-    top = np.where(np.isfinite(top), top, 0.0)
-    return (np.exp(lses - top)[..., None] * outs).sum(axis=0), lse
-
-
-MISTAKES = [
-    Mistake("plain average",
-            "You averaged the parts' outputs; weight part i by exp(lse_i - lse) so parts with "
-            "more softmax mass count more (and empty parts count zero).", _plain_average),
-    Mistake("exp(lse) without subtracting the max",
-            "exp(lse) overflows (lse > 709) or underflows (lse < -745) in float64; subtract the "
-            "largest lse before exponentiating.", _no_max_subtraction),
-    Mistake("merged lse = max lse",
-            "Your merged lse is the largest part's lse; it must be log(sum_i exp(lse_i)), "
-            "which is larger whenever two parts saw keys.", _lse_is_max),
-    Mistake("NaN when no part saw a key",
-            "A row that no part saw (all lse -inf) came out NaN; -inf - (-inf) is NaN, so "
-            "subtract 0 instead of the max there and return out 0, lse -inf.",
-            _nan_when_nothing_seen),
-    Mistake("weights not normalised",
-            "Your weights exp(lse_i - max) do not sum to 1; divide by their sum (equivalently "
-            "use exp(lse_i - lse)).", _unnormalised_weights),
-]
 
 def _row_max(a):
     """Each (head, query) row's largest lse: [n_heads, s_q]."""

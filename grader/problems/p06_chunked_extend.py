@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import (Case, Edge, Mistake, Problem, compare_out_lse, memo_twins, new_values, row_offsets,
-                         shape_text, uneven_rows_edge)
-from mlacourse.attention import causal_mask, merge_attention
+from grader.spec import (Case, Edge, Problem, compare_out_lse, load_mistakes, memo_twins, new_values,
+                         row_offsets, shape_text, uneven_rows_edge)
+from mlacourse.attention import causal_mask
 from mlacourse.layer import attend_chunked_prefix, attend_expand
 
 FN = "chunked_extend"
@@ -178,73 +178,8 @@ def check(case, result):
                            out_dims="[n_new, n_heads, d_v]", lse_dims="[n_heads, n_new]")
 
 
-def _parts(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, chunk, prefix_end=None,
-           stop_early=False, new_mask=True):
-    """(outs [H, S, d_v], lses [H, S]) of each prefix chunk and of the new block, with the
-    knobs the mistakes turn."""
-    s, t = q_nope.shape[0], c_kv.shape[0]
-    n_prefix = t - s
-    end = n_prefix if prefix_end is None else prefix_end
-    last = end - chunk + 1 if stop_early else end
-    outs, lses = [], []
-    for lo in range(0, max(last, 0), chunk):
-        o, l = attend_expand(q_nope, q_rope, c_kv[lo:lo + chunk][:end - lo],
-                             k_rope[lo:lo + chunk][:end - lo], w_uk, w_uv, scale)
-        outs.append(o.transpose(1, 0, 2))
-        lses.append(l)
-    o, l = attend_expand(q_nope, q_rope, c_kv[n_prefix:], k_rope[n_prefix:], w_uk, w_uv, scale,
-                         causal_mask(s, s) if new_mask else None)
-    outs.append(o.transpose(1, 0, 2))
-    lses.append(l)
-    return outs, lses
+MISTAKES = load_mistakes(__file__)
 
-
-def _merged(outs, lses):
-    out, lse = merge_attention(outs, lses)
-    return out.transpose(1, 0, 2), lse
-
-
-def _new_not_causal(**a):
-    return _merged(*_parts(**a, new_mask=False))
-
-
-def _averaged(**a):
-    outs, lses = _parts(**a)
-    return np.mean(outs, axis=0).transpose(1, 0, 2), np.logaddexp.reduce(lses, axis=0)
-
-
-def _dropped_last_chunk(**a):
-    return _merged(*_parts(**a, stop_early=True))
-
-
-def _prefix_includes_new_rows(**a):
-    return _merged(*_parts(**a, prefix_end=a["c_kv"].shape[0]))
-
-
-def _lse_of_new_block(**a):
-    outs, lses = _parts(**a)
-    return _merged(outs, lses)[0], lses[-1]
-
-
-MISTAKES = [
-    Mistake("new tokens not causal among themselves",
-            "Each new token saw the new tokens after it; inside the new block use a causal "
-            "mask (new token i sees new tokens 0..i).", _new_not_causal),
-    Mistake("parts averaged",
-            "You averaged the parts' outputs; weight each part by exp(lse_part - lse_total) "
-            "(problem 5's lse merge).", _averaged),
-    Mistake("last partial chunk dropped",
-            "The last prefix chunk was skipped when the prefix length is not a multiple of "
-            "chunk; step range(0, n_prefix, chunk) and clip the final chunk.",
-            _dropped_last_chunk),
-    Mistake("prefix chunks ran over the new rows too",
-            "Your prefix chunks covered all T rows, so the new tokens were seen unmasked and "
-            "then again in the new block; the prefix is rows 0 .. T - n_new - 1.",
-            _prefix_includes_new_rows),
-    Mistake("lse of the last part only",
-            "The out is right but the lse is that of the new block alone; return the merged "
-            "lse, log(sum over parts of exp(lse_part)).", _lse_of_new_block),
-]
 
 def _scores(a):
     """Every (head, query, key) score of a case, before the mask: [H, S, T]."""

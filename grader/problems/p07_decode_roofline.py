@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import (Case, Edge, Mistake, Problem, another, another_int, changes_of, compare_choice,
-                         compare_dict, compare_scalar, memo_twins)
+from grader.spec import (Case, Edge, Problem, another, another_int, changes_of, compare_choice, compare_dict,
+                         compare_scalar, load_mistakes, memo_twins)
 from mlacourse.cache import fp8_mla_row_bytes
 from mlacourse.flops import decode_bytes, decode_flops
 from mlacourse.hardware import GPUS
@@ -58,17 +58,6 @@ HINTS = [
     "FLOP/byte, below the H800's ridge of about 295 (memory bound); the 656-byte fp8 row "
     "lifts it to about 385 (compute bound).",
 ]
-
-
-
-def _summary(flops, nbytes, gpu, ridge_factor=1.0, peak_factor=1.0):
-    g = GPUS[gpu]
-    intensity = flops / nbytes
-    ridge = g.ridge("bf16") * ridge_factor
-    attainable = min(g.bf16_tflops * peak_factor, intensity * g.hbm_gbps * 1e9 / 1e12)
-    return {"flops": flops, "bytes": nbytes, "intensity": intensity,
-            "bound": "compute" if intensity >= ridge else "memory",
-            "attainable_tflops": attainable}
 
 
 def reference(h_q, s_q, s_k, kv_dtype, gpu):
@@ -139,91 +128,7 @@ def check(case, result):
     return compare_dict(FN, expected, result, one)
 
 
-def _with(flops=None, nbytes=None, intensity=None, ridge_factor=1.0, peak_factor=1.0, **a):
-    ref = reference(**a)
-    f = ref["flops"] if flops is None else flops
-    b = ref["bytes"] if nbytes is None else nbytes
-    out = _summary(f, b, a["gpu"], ridge_factor, peak_factor)
-    if intensity is not None:
-        g = GPUS[a["gpu"]]
-        out.update(intensity=intensity,
-                   bound="compute" if intensity >= g.ridge("bf16") else "memory",
-                   attainable_tflops=g.attainable_tflops(intensity, "bf16"))
-    return out
-
-
-def _approx_2hs(**a):
-    return _with(intensity=2 * a["h_q"] * a["s_q"], **a)
-
-
-def _no_q_out_bytes(**a):
-    return _with(nbytes=a["s_k"] * ROW_BYTES[a["kv_dtype"]], **a)
-
-
-def _separate_v(**a):
-    elem = 2 if a["kv_dtype"] == "bf16" else 1
-    row = ROW_BYTES[a["kv_dtype"]] + D_V * elem
-    return _with(nbytes=decode_bytes(a["h_q"], a["s_q"], a["s_k"], D_K, D_V, kv_row_bytes=row), **a)
-
-
-def _sparse_peak(**a):
-    return _with(ridge_factor=2.0, peak_factor=2.0, **a)
-
-
-def _fp8_peak_for_fp8_cache(**a):
-    g = GPUS[a["gpu"]]
-    if a["kv_dtype"] != "fp8":
-        return reference(**a)
-    if not g.fp8_tflops:
-        return None  # the attempt would have no FP8 peak to use here
-    factor = g.fp8_tflops / g.bf16_tflops
-    return _with(ridge_factor=factor, peak_factor=factor, **a)
-
-
-def _fp8_row_576(**a):
-    if a["kv_dtype"] != "fp8":
-        return None
-    return _with(nbytes=decode_bytes(a["h_q"], a["s_q"], a["s_k"], D_K, D_V, kv_row_bytes=576), **a)
-
-
-def _one_flop_per_mac(**a):
-    return _with(flops=decode_flops(a["h_q"], a["s_q"], a["s_k"], D_K, D_V) // 2, **a)
-
-
-def _v_as_wide_as_k(**a):
-    return _with(flops=decode_flops(a["h_q"], a["s_q"], a["s_k"], D_K, D_K), **a)
-
-
-MISTAKES = [
-    Mistake("intensity ~ 2 h_q s_q",
-            "You used the shorthand intensity ~ 2*h_q*s_q; compute flops / bytes exactly (the "
-            "shorthand ignores the 576 vs 512 widths, the fp8 row size and the q/out traffic).",
-            _approx_2hs),
-    Mistake("q and out bytes left out",
-            "Your bytes count only the cache; add the query read (h_q*s_q*576*2) and the "
-            "output write (h_q*s_q*512*2).", _no_q_out_bytes),
-    Mistake("V counted as separate bytes",
-            "You read V as a second tensor; in MLA the value is the first 512 dims of the "
-            "same cached row, so each token costs one row of bytes.", _separate_v),
-    Mistake("sparse TFLOPS",
-            "Your peak is the 2:4-sparsity figure (twice the dense one); dense attention "
-            "runs at the dense peak (GPU.bf16_tflops), which also sets the ridge point.",
-            _sparse_peak),
-    Mistake("FP8 peak for an FP8 cache",
-            "For the FP8 cache you used the GPU's FP8 peak; the cache is stored in FP8 but "
-            "dequantized to bf16 before the matmuls (FlashMLA's FP8 kernel), which run at the "
-            "dense bf16 peak -- so the ridge point and the ceiling stay the bf16 ones.",
-            _fp8_peak_for_fp8_cache),
-    Mistake("fp8 row of 576 bytes",
-            "An FP8 row is 656 bytes, not 576: 512 fp8 latents + 4 float32 scales (16 bytes) "
-            "+ 64 bf16 rope values (128 bytes).", _fp8_row_576),
-    Mistake("one FLOP per multiply-add",
-            "Count 2 FLOPs per multiply-add: flops = 2*h_q*s_q*s_k*(576 + 512).",
-            _one_flop_per_mac),
-    Mistake("PV as wide as QK",
-            "The PV product is 512 wide (values are the latent c), not 576: flops = "
-            "2*h_q*s_q*s_k*(576 + 512).", _v_as_wide_as_k),
-]
+MISTAKES = load_mistakes(__file__)
 
 EDGES = [Edge(f"{g}, {bound} bound", lambda a, g=g, bound=bound: a["gpu"] == g and reference(**a)["bound"] == bound)
          for g in sorted(GPUS) for bound in ("memory", "compute")]

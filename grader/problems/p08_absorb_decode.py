@@ -16,8 +16,8 @@ import math
 import numpy as np
 
 from mlacourse.layer import attend_absorb
-from grader.spec import (Case, Edge, Mistake, Problem, compare_arrays, memo_twins, new_values, row_offsets,
-                         shape_text, uneven_rows_edge)
+from grader.spec import (Case, Edge, Problem, compare_arrays, load_mistakes, memo_twins, new_values,
+                         row_offsets, shape_text, uneven_rows_edge)
 
 
 TRAP = dict(n_heads=2, d_latent=8, d_rope=4, d_nope=65536, d_v=65536, T=65536)
@@ -95,53 +95,10 @@ def _scores(q_nope, q_rope, c_kv, k_rope, w_uk, scale, rope=True):
     return s * scale
 
 
-def _finish(p, c_kv, w_uv):
-    return np.einsum("hc,hcd->hd", p @ c_kv, w_uv)  # [H, d_v]
-
-
-def _softmax(s, axis):
-    e = np.exp(s - s.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
-
-
 def reference(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale):
     """The math core's absorbed path for one new token: out [n_heads, d_v]."""
     out, _ = attend_absorb(q_nope[None], q_rope[None], c_kv, k_rope, w_uk, w_uv, scale)
     return out[0]
-
-
-def _wrong_scale(which):
-    def fn(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale):
-        d = q_nope.shape[-1] if which == "d_nope" else c_kv.shape[-1] + k_rope.shape[-1]
-        s = _scores(q_nope, q_rope, c_kv, k_rope, w_uk, 1.0 / math.sqrt(d))
-        return _finish(_softmax(s, -1), c_kv, w_uv)
-    return fn
-
-
-def _no_rope(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale):
-    s = _scores(q_nope, q_rope, c_kv, k_rope, w_uk, scale, rope=False)
-    return _finish(_softmax(s, -1), c_kv, w_uv)
-
-
-def _unstable(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale):
-    s = _scores(q_nope, q_rope, c_kv, k_rope, w_uk, scale)
-    with np.errstate(over="ignore", invalid="ignore"):
-        e = np.exp(s)
-        return _finish(e / e.sum(axis=-1, keepdims=True), c_kv, w_uv)
-
-
-def _same_nonfinite_heads(result, wrong):
-    """An overflowing softmax spoils whole heads; the exact NaN/inf pattern varies."""
-    r = np.asarray(result, dtype=np.float64)
-    w = np.asarray(wrong, dtype=np.float64)
-    if r.shape != w.shape or np.isfinite(w).all():
-        return False
-    return bool(np.array_equal(~np.isfinite(r).all(axis=-1), ~np.isfinite(w).all(axis=-1)))
-
-
-def _over_heads(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale):
-    s = _scores(q_nope, q_rope, c_kv, k_rope, w_uk, scale)
-    return _finish(_softmax(s, 0), c_kv, w_uv)
 
 
 def _inputs(rng, n_heads, d_latent, d_nope, d_rope, d_v, T, scale=None):
@@ -242,25 +199,8 @@ def check(case: Case, result):
                           dims=case.data.get("dims"))
 
 
-MISTAKES = [
-    Mistake("scale 1/sqrt(d_nope)",
-            "You used 1/sqrt(d_nope) as the softmax scale; use the `scale` argument (the score "
-            "runs over d_nope + d_rope dims, so the model's scale is 1/sqrt(d_nope + d_rope)).",
-            _wrong_scale("d_nope")),
-    Mistake("scale 1/sqrt(d_latent + d_rope)",
-            "You scaled by 1/sqrt(d_latent + d_rope): absorbing W_UK regroups the same dot "
-            "product, so the scale stays the one given (`scale`).",
-            _wrong_scale("d_cache")),
-    Mistake("no rope term",
-            "Your scores leave out the rotary part q_rope[h] . k_rope[t]; add it to the latent "
-            "part before the softmax.", _no_rope),
-    Mistake("unstable softmax",
-            "Your softmax overflows: scores here reach ~1e3 and exp(1e3) is inf. Subtract each "
-            "row's maximum before exponentiating.", _unstable, match=_same_nonfinite_heads),
-    Mistake("softmax over heads",
-            "Your softmax normalizes over the heads axis; each head's weights must sum to 1 over "
-            "the T cached tokens (the last axis of the [n_heads, T] scores).", _over_heads),
-]
+MISTAKES = load_mistakes(__file__)
+
 
 def _row_max(a):
     """Each head's largest score: [n_heads] (not for the trap: too large to score here)."""

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import (Case, Edge, Mistake, Problem, Verdict, as_array, compare_arrays, fail, memo_twins,
-                         new_values)
+from grader.spec import (Case, Edge, Problem, Verdict, as_array, compare_arrays, fail, load_mistakes,
+                         memo_twins, new_values)
 from mlacourse.paged import gather_paged, make_paged_cache
 
 FN = "paged_gather"
@@ -173,73 +173,8 @@ def check(case, result):
     return compare_arrays(FN, expected, arr, rtol=0.0, atol=0.0, dims="[cache_seqlens[seq], h_kv, d]")
 
 
-def _pages(kv_cache, ids):
-    if len(ids) == 0:
-        return kv_cache[:0, 0]
-    return np.concatenate([kv_cache[int(i)] for i in ids], axis=0)
+MISTAKES = load_mistakes(__file__)
 
-
-def _floor_pages(kv_cache, block_table, cache_seqlens, seq):
-    n, page = int(cache_seqlens[seq]), kv_cache.shape[1]
-    return _pages(kv_cache, block_table[seq, :n // page])[:n]
-
-
-def _whole_last_page(kv_cache, block_table, cache_seqlens, seq):
-    n, page = int(cache_seqlens[seq]), kv_cache.shape[1]
-    return _pages(kv_cache, block_table[seq, :-(-n // page)])
-
-
-def _sorted_table(kv_cache, block_table, cache_seqlens, seq):
-    n, page = int(cache_seqlens[seq]), kv_cache.shape[1]
-    return _pages(kv_cache, np.sort(block_table[seq, :-(-n // page)]))[:n]
-
-
-def _sorted_whole_row(kv_cache, block_table, cache_seqlens, seq):
-    """np.sort(block_table[seq]): the unused entries are sorted in among the used ones."""
-    n, page = int(cache_seqlens[seq]), kv_cache.shape[1]
-    ids = np.sort(block_table[seq])[np.arange(n) // page]
-    if ids.size and (ids.min() < 0 or ids.max() >= kv_cache.shape[0]):
-        return None  # that attempt raises an IndexError here
-    return kv_cache[ids, np.arange(n) % page]
-
-
-def _contiguous(kv_cache, block_table, cache_seqlens, seq):
-    n, page = int(cache_seqlens[seq]), kv_cache.shape[1]
-    return _pages(kv_cache, np.arange(-(-n // page)))[:n]
-
-
-def _page_major_slots(kv_cache, block_table, cache_seqlens, seq):
-    """Token t taken from kv_cache[block_table[seq, t % n_pages], t // n_pages]."""
-    n, page = int(cache_seqlens[seq]), kv_cache.shape[1]
-    n_pages = -(-n // page)
-    t = np.arange(n)
-    if n == 0:
-        return kv_cache[:0, 0]
-    return kv_cache[block_table[seq, t % n_pages], t // n_pages]
-
-
-MISTAKES = [
-    Mistake("one page too few",
-            "You read n // page_block_size pages; a partly filled last page counts too, so "
-            "read ceil(n / page_block_size) of them.", _floor_pages),
-    Mistake("whole last page",
-            "You returned every slot of the last page; only the first cache_seqlens[seq] "
-            "rows are tokens, the rest of the page is unused.", _whole_last_page),
-    Mistake("block table sorted",
-            "You read the pages in sorted order; the block table lists them in sequence "
-            "order, and page ids are shuffled, so keep block_table[seq] as it is.",
-            _sorted_table),
-    Mistake("whole block-table row sorted",
-            "You sorted the block table row; it lists the pages in sequence order (page ids "
-            "are shuffled), and its unused entries past the sequence's last page are not pages "
-            "of this sequence at all. Keep block_table[seq] as it is.", _sorted_whole_row),
-    Mistake("cache treated as contiguous",
-            "You read pages 0, 1, 2, ... of kv_cache directly; a sequence's pages are wherever "
-            "its block table points (kv_cache[block_table[seq, j]]).", _contiguous),
-    Mistake("slot and page swapped",
-            "Token t is in page t // page_block_size at slot t % page_block_size; you "
-            "swapped the roles of page and slot.", _page_major_slots),
-]
 
 def _n(a):
     return int(a["cache_seqlens"][a["seq"]])

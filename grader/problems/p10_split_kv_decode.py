@@ -8,9 +8,9 @@ from __future__ import annotations
 import math
 import numpy as np
 
-from grader.spec import (PASS, Case, Edge, Mistake, Problem, another_int, compare_arrays, fail, memo_twins,
-                         new_values, row_offsets, shape_text, uneven_rows_edge)
-from mlacourse.attention import attention, merge_attention
+from grader.spec import (Case, Edge, PASS, Problem, another_int, compare_arrays, fail, load_mistakes,
+                         memo_twins, new_values, row_offsets, shape_text, uneven_rows_edge)
+from mlacourse.attention import attention
 
 FN = "split_kv_decode"
 RTOL, ATOL = 1e-6, 1e-9
@@ -160,120 +160,7 @@ def check(case, result):
     return PASS
 
 
-# ---- plausible wrong attempts --------------------------------------------------------
-
-def _parts(q, kv, d_v, scale, n_splits, v_cols=None, empty=None, rows_of=split_rows):
-    """Per-split (o_parts, lse_parts) with the knobs the mistakes turn. empty: what an
-    unguarded empty split gives, e.g. (nan, -inf) or (0, 0)."""
-    v_cols = v_cols or slice(0, d_v)
-    outs, lses = [], []
-    for r in rows_of(kv.shape[0], n_splits):
-        rows = kv[r]
-        o, l = attention(q, rows, rows[:, v_cols], scale)
-        if empty is not None and rows.shape[0] == 0:
-            o, l = np.full_like(o, empty[0]), np.full_like(l, empty[1])
-        outs.append(o)
-        lses.append(l)
-    return np.stack(outs), np.stack(lses)
-
-
-def _combine(o_parts, lse_parts):
-    with np.errstate(invalid="ignore"):
-        out, lse = merge_attention(list(o_parts), list(lse_parts))
-    return out, lse
-
-
-def _answer(o_parts, lse_parts, out=None, lse=None):
-    merged = _combine(o_parts, lse_parts)
-    return (merged[0] if out is None else out, merged[1] if lse is None else lse, o_parts, lse_parts)
-
-
-def _averaged(**a):
-    o, l = _parts(**a)
-    return _answer(o, l, out=np.mean(o, axis=0))
-
-
-def _weighted_by_size(**a):
-    o, l = _parts(**a)
-    sizes = np.array([r.stop - r.start for r in split_rows(a["kv"].shape[0], a["n_splits"])], float)
-    return _answer(o, l, out=np.tensordot(sizes / sizes.sum(), o, axes=1))
-
-
-def _empty_split_nan(**a):
-    if all(r.stop > r.start for r in split_rows(a["kv"].shape[0], a["n_splits"])):
-        return None
-    o, l = _parts(**a, empty=(np.nan, -np.inf))  # 0 / 0 from an unguarded softmax over no keys
-    with np.errstate(invalid="ignore"):
-        lse = np.logaddexp.reduce(l, axis=0)
-        out = sum(np.exp(lj - lse)[:, None] * oj for oj, lj in zip(o, l))
-    return out, lse, o, l
-
-
-def _empty_split_lse_zero(**a):
-    if all(r.stop > r.start for r in split_rows(a["kv"].shape[0], a["n_splits"])):
-        return None
-    o, l = _parts(**a, empty=(0.0, 0.0))  # "no keys, so lse 0": weight exp(0 - lse), not 0
-    return _answer(o, l)
-
-
-def _lse_is_max(**a):
-    o, l = _parts(**a)
-    return _answer(o, l, lse=np.max(l, axis=0))
-
-
-def _v_last_dims(**a):
-    o, l = _parts(**a, v_cols=slice(a["kv"].shape[1] - a["d_v"], None))
-    return _answer(o, l)
-
-
-def _v_whole_row(**a):
-    o, l = _parts(**a, v_cols=slice(None))
-    return _answer(o, l)
-
-
-def _no_scale(**a):
-    return reference(**dict(a, scale=1.0))
-
-
-def _even_split_sizes(**a):
-    """linspace boundaries instead of ceil(T / n_splits) rows per split."""
-    def rows_of(n, k):
-        b = np.linspace(0, n, k + 1).round().astype(int)
-        return [slice(int(lo), int(hi)) for lo, hi in zip(b[:-1], b[1:])]
-    if [(r.start, r.stop) for r in rows_of(a["kv"].shape[0], a["n_splits"])] == \
-            [(r.start, r.stop) for r in split_rows(a["kv"].shape[0], a["n_splits"])]:
-        return reference(**a)
-    return _answer(*_parts(**a, rows_of=rows_of))
-
-
-MISTAKES = [
-    Mistake("splits averaged",
-            "You averaged the splits' outputs; weight split j by exp(lse_j - lse) so each "
-            "split counts by its share of the softmax mass.", _averaged),
-    Mistake("splits weighted by their length",
-            "You weighted splits by how many keys they hold; the weight is the split's "
-            "softmax mass, exp(lse_j - lse), not its size.", _weighted_by_size),
-    Mistake("empty split gives NaN",
-            "An empty split produced NaN (0 / 0); a split with no keys must give o_part 0 "
-            "and lse_part -inf, i.e. weight 0.", _empty_split_nan),
-    Mistake("empty split lse 0",
-            "An empty split's lse_part must be -inf (the log of an empty sum), not 0: with 0 "
-            "it takes weight exp(0 - lse) in the combination.", _empty_split_lse_zero),
-    Mistake("merged lse = max lse",
-            "Your lse is the largest split's lse; return log(sum_j exp(lse_j)).", _lse_is_max),
-    Mistake("V from the last d_v dims",
-            "V is the FIRST d_v dims of each cached row (the latent c; the rope part sits at "
-            "the end), not the last d_v.", _v_last_dims),
-    Mistake("V is the whole row",
-            "You used the whole row as V; in MLA the value is kv[:, :d_v], so out has d_v "
-            "columns, not d_k.", _v_whole_row),
-    Mistake("scale left out",
-            "Multiply the scores q . k by `scale` before the softmax.", _no_scale),
-    Mistake("linspace split boundaries",
-            "Your splits have other boundaries: split j is rows j*c .. (j+1)*c - 1 with "
-            "c = ceil(T / n_splits), so only the trailing splits are short or empty.",
-            _even_split_sizes),
-]
+MISTAKES = load_mistakes(__file__)
 
 EDGES = [
     Edge("one head", lambda a: a["q"].shape[0] == 1),

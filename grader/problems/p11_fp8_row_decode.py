@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import Case, Mistake, Problem, compare_arrays, memo_twins
+from grader.spec import Case, Problem, compare_arrays, load_mistakes, memo_twins
 from mlacourse.fp8 import bf16_encode, pack_fp8_row, unpack_fp8_row
 
 FN = "fp8_row_decode"
@@ -117,63 +117,7 @@ def check(case, result):
                           dims="[n, 576] = [n, d_latent + d_rope]")
 
 
-def _fp8_table(exp_bits=4, bias=7, subnormals=True, nan_codes=True):
-    """Value of each of the 256 codes under a (possibly wrong) reading of the format."""
-    man_bits = 7 - exp_bits
-    codes = np.arange(256)
-    sign = np.where(codes & 0x80, -1.0, 1.0)
-    exp = (codes >> man_bits) & ((1 << exp_bits) - 1)
-    frac = (codes & ((1 << man_bits) - 1)) / (1 << man_bits)
-    normal = (1 + frac) * 2.0 ** (exp - bias)
-    sub = frac * 2.0 ** (1 - bias) if subnormals else normal
-    vals = sign * np.where(exp == 0, sub, normal)
-    if exp_bits == 5:  # e5m2 keeps IEEE specials: exponent 31 is inf / NaN
-        vals = np.where(exp == 31, np.where(frac == 0, sign * np.inf, np.nan), vals)
-    elif nan_codes:
-        vals[(codes & 0x7F) == 0x7F] = np.nan
-    return vals
-
-
-def _decode(rows, table=None, one_scale=False, divide=False, rope_fp16=False):
-    rows = np.ascontiguousarray(rows, dtype=np.uint8)
-    table = _fp8_table() if table is None else table
-    vals = table[rows[..., :D_LATENT]].reshape(rows.shape[:-1] + (4, TILE))
-    scales = rows[..., SCALES_AT:ROPE_AT].copy().view("<f4").astype(np.float64)  # [..., 4]
-    if one_scale:
-        scales = np.repeat(scales[..., :1], 4, axis=-1)
-    with np.errstate(all="ignore"):
-        vals = vals / scales[..., None] if divide else vals * scales[..., None]
-    rope_bits = rows[..., ROPE_AT:].copy().view("<u2")
-    rope = rope_bits.view("<f2").astype(np.float64) if rope_fp16 else \
-        (rope_bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-    return np.concatenate([vals.reshape(rows.shape[:-1] + (D_LATENT,)), rope], axis=-1)
-
-
-MISTAKES = [
-    Mistake("decoded as e5m2",
-            "You decoded the latents as e5m2 (5 exponent bits); FlashMLA stores e4m3fn: "
-            "1 sign, 4 exponent bits (bias 7), 3 mantissa bits.",
-            lambda rows: _decode(rows, _fp8_table(exp_bits=5, bias=15))),
-    Mistake("exponent bias 8",
-            "Your exponent bias is 8; e4m3fn uses bias 7, so the largest value is "
-            "1.75 * 2^8 = 448.", lambda rows: _decode(rows, _fp8_table(bias=8))),
-    Mistake("subnormals as normals",
-            "Codes with exponent field 0 are subnormal: value = (mantissa / 8) * 2^-6, with "
-            "no implicit leading 1.", lambda rows: _decode(rows, _fp8_table(subnormals=False))),
-    Mistake("0x7F / 0xFF not NaN",
-            "e4m3fn has no infinities, and codes 0x7F and 0xFF are NaN (not +-480).",
-            lambda rows: _decode(rows, _fp8_table(nan_codes=False))),
-    Mistake("one scale for the whole row",
-            "Each 128-value tile has its own float32 scale: latents 128k .. 128k+127 use "
-            "scale k (bytes 512 + 4k .. 515 + 4k).", lambda rows: _decode(rows, one_scale=True)),
-    Mistake("divided by the scale",
-            "Dequantize by multiplying the e4m3 value by its tile's scale (the packer "
-            "stored x / scale).", lambda rows: _decode(rows, divide=True)),
-    Mistake("rope read as float16",
-            "The 64 rope values are bfloat16 (the top 16 bits of a float32), not IEEE "
-            "float16: shift the 16 bits left by 16 and view as float32.",
-            lambda rows: _decode(rows, rope_fp16=True)),
-]
+MISTAKES = load_mistakes(__file__)
 
 PROBLEM = Problem(
     number=11, slug="fp8_row_decode", title="Decode an FP8 cache row",

@@ -2,16 +2,18 @@
 
 Graded on the CPU under TRITON_INTERPRET=1 (the judge sets it when there is no GPU) or
 on a CUDA GPU, and only when the answer comes from a kernel launch (needs_kernel_launch).
-The reference is mlacourse.attention; the known slips are imitated in numpy, tile by
-tile, in float64 while the learner's kernel computes in float32 (tf32 on a GPU), so a
-slip is recognised within the grading tolerance (Mistake.match) rather than exactly."""
+The reference is mlacourse.attention. The named mistakes are Triton files
+(mistakes/p12_triton_inner_loop/); the judge recognises them through numpy models of
+those files (MODELS), tile by tile in float64 while a learner's kernel computes in float32
+(tf32 on a GPU), so a slip is recognised within the grading tolerance (_close) rather
+than exactly."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import (Case, Edge, Mistake, Problem, compare_out_lse, memo_twins, new_values, row_offsets,
-                         uneven_rows_edge)
+from grader.spec import (Case, Edge, Problem, compare_out_lse, load_mistakes, memo_twins, new_values,
+                         row_offsets, uneven_rows_edge)
 from mlacourse.attention import attention
 
 FN = "triton_inner_loop"
@@ -228,30 +230,20 @@ def _v_last_dims(**a):
     return _tiles(**a, v_cols=slice(a["kv"].shape[-1] - a["d_v"], None))
 
 
-MISTAKES = [
-    Mistake("running sums not rescaled",
-            "When the running max grows, multiply l and acc by alpha = exp(m_old - m_new) "
-            "before adding the new tile; without it early tiles keep a stale scale.",
-            _no_rescale, match=_close),
-    Mistake("padding rows scored 0",
-            "The last tile's padding rows (row >= seqlen) were loaded as 0 and scored 0, so "
-            "they still get weight exp(0 - m); set their scores to -inf with tl.where.",
-            _padding_scores_zero, match=_close),
-    Mistake("unmasked loads",
-            "You read rows past cache_seqlens (NaN in these cases); load with "
-            "mask=rows < seqlen and other=0.0, and give those rows score -inf.",
-            _unmasked_loads, match=_close),
-    Mistake("lse without the running max",
-            "lse = m + log(l): l was accumulated relative to the running max m, so add m "
-            "back.", _lse_without_max, match=_close),
-    Mistake("empty sequence gives NaN",
-            "A sequence with 0 cached tokens never enters the loop, so l = 0 and acc / l is "
-            "NaN; return out 0 and lse -inf there (divide by tl.where(l > 0, l, 1.0)).",
-            _empty_gives_nan, match=_close),
-    Mistake("V from the last d_v dims",
-            "V is the FIRST d_v dims of each cached row (offsets 0 .. D_V-1), not the last.",
-            _v_last_dims, match=_close),
-]
+# Models of the files in mistakes/p12_triton_inner_loop/: running a file means launching its
+# Triton kernel (seconds a case in the CPU interpreter, and torch + triton in the judge's
+# process), so its slip is imitated here in numpy instead; tests/test_judge_corpus.py grades
+# each file and requires the judge to name it, which holds each model to its file.
+MODELS = {
+    "running sums not rescaled": _no_rescale,
+    "padding rows scored 0": _padding_scores_zero,
+    "unmasked loads": _unmasked_loads,
+    "lse without the running max": _lse_without_max,
+    "empty sequence gives NaN": _empty_gives_nan,
+    "V from the last d_v dims": _v_last_dims,
+}
+MISTAKES = load_mistakes(__file__, models=MODELS, match=_close)
+
 
 def _row_max(a):
     """Each (sequence, head) row's largest score over its valid rows: [b, h_q]."""

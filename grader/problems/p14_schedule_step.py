@@ -9,7 +9,7 @@ import copy
 
 import numpy as np
 
-from grader.spec import PASS, Case, Edge, Mistake, Problem, another_int, fail, memo_twins
+from grader.spec import Case, Edge, PASS, Problem, another_int, fail, load_mistakes, memo_twins
 from mlacourse.engine import scheduler
 
 FN = "schedule_step"
@@ -274,133 +274,7 @@ def check(case, result):
     return PASS
 
 
-# ---- plausible wrong attempts ------------------------------------------------------------
-
-def _plan(running, waiting, token_budget, max_running=None, *, one_pass=False, chunk=True,
-          zeros=False, cap_budget=False, holding0=None, limit=True, off_by_one=False, order=None,
-          remove_while_iterating=False, all_decodes=False, charge_decodes=True, by_pending=False,
-          admit_first=False, whole_left=False):
-    """schedule_step with the knobs the slips turn, written the way a learner would."""
-    left, plan = token_budget, []
-
-    def give(rid, n):
-        nonlocal left
-        if not zeros and left <= 0:
-            return False
-        k = min(n, token_budget if cap_budget else left)
-        if not chunk and n > left:
-            return False
-        if zeros:
-            k = max(min(k, left), 0)
-        plan.append((rid, k))
-        left -= k
-        return True
-
-    if by_pending:  # "one pending token means a decode"
-        running = [(rid, n, n == 1) for rid, n, _ in running]
-
-    def decodes():
-        nonlocal left
-        for rid, n, is_decode in running:
-            if is_decode and (all_decodes or zeros or left > 0):
-                plan.append((rid, 1 if (all_decodes or left > 0) else 0))
-                if charge_decodes:
-                    left -= 1 if (all_decodes or left > 0) else 0
-
-    def prefills():
-        for rid, n, is_decode in running:
-            if not is_decode:
-                give(rid, n)
-
-    def admissions():
-        nonlocal left
-        holding = len(running) if holding0 is None else holding0
-        queue = waiting if order is None else order(waiting)
-        for item in list(queue) if not remove_while_iterating else queue:
-            rid, n = item
-            if limit and max_running is not None and (holding > max_running if off_by_one else holding >= max_running):
-                break
-            if not zeros and left <= 0:
-                break
-            if whole_left:
-                plan.append((rid, left))
-                left = 0
-            elif not give(rid, n):
-                continue
-            holding += 1
-            if remove_while_iterating:
-                queue.remove(item)
-
-    if one_pass:
-        for rid, n, is_decode in running:
-            if is_decode:
-                if left > 0:
-                    plan.append((rid, 1))
-                    left -= 1
-            else:
-                give(rid, n)
-        admissions()
-    elif admit_first:
-        decodes()
-        admissions()
-        prefills()
-    else:
-        decodes()
-        prefills()
-        admissions()
-    return plan
-
-
-def _m(**knobs):
-    return lambda **a: _plan(**a, **knobs)
-
-
-MISTAKES = [
-    Mistake("one pass in arrival order",
-            "Your plan serves running requests in arrival order, so a prefill that arrived first "
-            "takes budget before the decodes. Serve every decode first (1 token each), then the "
-            "prefills under way.", _m(one_pass=True)),
-    Mistake("no chunking",
-            "A prefill that does not fit whole must still run: give it min(n_pending, budget "
-            "left) tokens now (chunked prefill) and the rest next step.", _m(chunk=False)),
-    Mistake("entries with 0 tokens",
-            "Your plan has entries with 0 tokens; once the budget is used up, stop adding "
-            "requests.", _m(zeros=True)),
-    Mistake("the whole budget instead of the budget left",
-            "Each prefill gets min(n_pending, budget LEFT), not min(n_pending, token_budget): "
-            "your plan runs more tokens than the budget.", _m(cap_budget=True)),
-    Mistake("max_running counts only admissions",
-            "max_running limits every request holding pages: the running ones count too. Start "
-            "the count at len(running).", _m(holding0=0)),
-    Mistake("max_running ignored",
-            "Stop admitting when the running requests plus those admitted reach max_running "
-            "(when it is not None).", _m(limit=False)),
-    Mistake("one admission past max_running",
-            "Admit only while fewer than max_running requests would hold pages (holding < "
-            "max_running); your plan admits one more.", _m(off_by_one=True)),
-    Mistake("shortest job first",
-            "Waiting requests are admitted in arrival order (first come, first served), not "
-            "smallest first.", _m(order=lambda w: sorted(w, key=lambda x: x[1]))),
-    Mistake("removed from waiting while looping over it",
-            "Removing admitted requests from `waiting` while looping over it skips the request "
-            "after each one removed -- and the caller still needs `waiting`. Leave the lists as "
-            "they are.", _m(remove_while_iterating=True)),
-    Mistake("every decode served beyond the budget",
-            "Decodes are served only while budget is left; the plan must never run more than "
-            "token_budget tokens.", _m(all_decodes=True)),
-    Mistake("decodes not charged",
-            "Each decode uses 1 token of the budget: subtract it before the prefills take "
-            "theirs.", _m(charge_decodes=False)),
-    Mistake("admissions before the running prefills",
-            "Prefills already under way come before new requests: serve them second, admit "
-            "waiting requests last.", _m(admit_first=True)),
-    Mistake("a prefill with one token left taken for a decode",
-            "A request is decoding when is_decode is True, not when n_pending == 1: a prefill with "
-            "one token left is served with the prefills, in its arrival order.", _m(by_pending=True)),
-    Mistake("an admission takes the whole budget left",
-            "An admitted request gets min(n_pending, budget left), not all of what is left.",
-            _m(whole_left=True)),
-]
+MISTAKES = load_mistakes(__file__)
 
 EDGES = [
     Edge("more decodes than budget", lambda a: sum(r[2] for r in a["running"]) > a["token_budget"]),

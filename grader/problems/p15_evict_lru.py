@@ -9,7 +9,7 @@ import copy
 
 import numpy as np
 
-from grader.spec import PASS, Case, Edge, Mistake, Problem, another_int, fail, memo_twins
+from grader.spec import Case, Edge, PASS, Problem, another_int, fail, load_mistakes, memo_twins
 from mlacourse.engine import radix
 
 FN = "evict_lru"
@@ -290,91 +290,7 @@ def check(case, result):
     return PASS
 
 
-# ---- plausible wrong attempts ------------------------------------------------------------
-
-def _evict(parent, tokens, last_access, in_use, n_needed, *, leaves_only_at_start=False, ignore_children=False,
-           ignore_in_use=False, inherit_in_use=False, newest_first=False, ties_larger=False, count_nodes=False,
-           strictly_more=False, all_or_nothing=False, sorted_out=False):
-    """evict_lru with the knobs the slips turn, written the way a learner would."""
-    parent, tokens, last_access, in_use = (list(np.asarray(a).tolist()) for a in (parent, tokens, last_access, in_use))
-    n = len(parent)
-    locked = [bool(x) for x in in_use]
-    if ignore_in_use:
-        locked = [False] * n
-    if inherit_in_use:  # every node under a locked one counted as locked
-        for k in range(n):
-            a = parent[k]
-            while a >= 0:
-                if in_use[a]:
-                    locked[k] = True
-                a = parent[a]
-    kids = [0] * n
-    for k in range(n):
-        if parent[k] >= 0:
-            kids[parent[k]] += 1
-    gone, out, freed = [False] * n, [], 0
-
-    def key(k):
-        t = -last_access[k] if newest_first else last_access[k]
-        return (t, -k if ties_larger else k)
-
-    start = {k for k in range(n) if kids[k] == 0}
-    while True:
-        if count_nodes:
-            if len(out) >= n_needed:
-                break
-        elif (freed > n_needed) if strictly_more else (freed >= n_needed):
-            break
-        cands = [k for k in range(n) if not gone[k] and not locked[k]
-                 and (ignore_children or kids[k] == 0) and (not leaves_only_at_start or k in start)]
-        if not cands:
-            break
-        k = min(cands, key=key)
-        gone[k] = True
-        out.append(k)
-        freed += tokens[k]
-        if parent[k] >= 0:
-            kids[parent[k]] -= 1
-    if all_or_nothing and freed < n_needed:
-        return []
-    return sorted(out) if sorted_out else out
-
-
-def _m(**knobs):
-    return lambda **a: _evict(**a, **knobs)
-
-
-MISTAKES = [
-    Mistake("least recently used over every unlocked node",
-            "Your list evicts a node that still has a child in the cache. Only leaves can go: a parent "
-            "becomes a candidate once its last child is evicted (otherwise the child's tokens hang on "
-            "a missing prefix).", _m(ignore_children=True)),
-    Mistake("the leaves of the start only",
-            "A parent whose last child you evict becomes a leaf in the same call: it is a candidate "
-            "from then on, with its own last_access.", _m(leaves_only_at_start=True)),
-    Mistake("in_use ignored",
-            "A node in use (on a running request's path) must never be evicted, however old.",
-            _m(ignore_in_use=True)),
-    Mistake("everything under a locked node treated as locked",
-            "in_use marks the node itself; a branch under an in-use node that no running request "
-            "reads is not locked and can be evicted.", _m(inherit_in_use=True)),
-    Mistake("most recently used first",
-            "Evict the LEAST recently used candidate first: the smallest last_access.", _m(newest_first=True)),
-    Mistake("ties to the larger id",
-            "When two candidates have the same last_access, the smaller node id goes first.",
-            _m(ties_larger=True)),
-    Mistake("n_needed counted in nodes",
-            "n_needed is a number of tokens: add each evicted node's tokens and stop when the sum "
-            "reaches n_needed, not after n_needed nodes.", _m(count_nodes=True)),
-    Mistake("one node past n_needed",
-            "Stop as soon as the tokens freed reach n_needed (freed >= n_needed); your list evicts one "
-            "more node when the sum lands exactly on it.", _m(strictly_more=True)),
-    Mistake("nothing when not enough can go",
-            "When every candidate together holds fewer than n_needed tokens, evict them all and "
-            "return them; the caller decides what to do about the rest.", _m(all_or_nothing=True)),
-    Mistake("sorted by id",
-            "Return the nodes in the order they are evicted, not sorted by id.", _m(sorted_out=True)),
-]
+MISTAKES = load_mistakes(__file__)
 
 EDGES = [
     Edge("n_needed 0", lambda a: a["n_needed"] == 0),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import PASS, Case, Edge, Mistake, Problem, Verdict, as_array, compare_arrays, fail, memo_twins
+from grader.spec import (Case, Edge, PASS, Problem, Verdict, as_array, compare_arrays, fail, load_mistakes,
+                         memo_twins)
 from mlacourse.sparse import physical_indices
 
 FN = "sparse_indices"
@@ -187,78 +188,7 @@ def check(case, result):
     return v if not v.passed else PASS
 
 
-# ---- plausible wrong attempts ----------------------------------------------------------------
-
-def _formula(topk_pos, block_table, page_block_size, rows_of=None, scale=True, offset=True):
-    """block_table[row, t // P] * P + t % P for every entry, -1 included (numpy indexing)."""
-    pos = np.asarray(topk_pos, dtype=np.int64)
-    table = np.asarray(block_table, dtype=np.int64)
-    p = page_block_size
-    rows = np.arange(pos.shape[0])[:, None, None] if rows_of is None else rows_of
-    page = table[rows, pos // p]
-    return page * (p if scale else 1) + (pos % p if offset else 0)
-
-
-def _keep_minus_one(topk_pos, value):
-    return np.where(np.asarray(topk_pos) == -1, -1, value)
-
-
-def _minus_one_mapped(topk_pos, block_table, page_block_size):
-    return _formula(topk_pos, block_table, page_block_size)  # -1 -> last column, slot P - 1
-
-
-def _minus_one_as_zero(topk_pos, block_table, page_block_size):
-    safe = np.where(np.asarray(topk_pos) == -1, 0, topk_pos)
-    return np.where(np.asarray(topk_pos) == -1, 0, _formula(safe, block_table, page_block_size))
-
-
-def _positions_unchanged(topk_pos, block_table, page_block_size):
-    return np.asarray(topk_pos, dtype=np.int64).copy()
-
-
-def _page_not_scaled(topk_pos, block_table, page_block_size):
-    safe = np.where(np.asarray(topk_pos) == -1, 0, topk_pos)
-    return _keep_minus_one(topk_pos, _formula(safe, block_table, page_block_size, scale=False))
-
-
-def _slot_dropped(topk_pos, block_table, page_block_size):
-    safe = np.where(np.asarray(topk_pos) == -1, 0, topk_pos)
-    return _keep_minus_one(topk_pos, _formula(safe, block_table, page_block_size, offset=False))
-
-
-def _first_table_for_all(topk_pos, block_table, page_block_size):
-    safe = np.where(np.asarray(topk_pos) == -1, 0, topk_pos)
-    return _keep_minus_one(topk_pos, _formula(safe, block_table, page_block_size, rows_of=0))
-
-
-def _zero_is_empty(topk_pos, block_table, page_block_size):
-    safe = np.where(np.asarray(topk_pos) == -1, 0, topk_pos)
-    return np.where(np.asarray(topk_pos) > 0, _formula(safe, block_table, page_block_size), -1)
-
-
-MISTAKES = [
-    Mistake("-1 sent through the formula",
-            "Your -1 entries went through the formula: -1 // P is -1, and block_table[i, -1] is the "
-            "table's LAST column, so they became real-looking rows (slot P - 1 of some page). Mask them "
-            "first and return -1 there: the kernel skips only entries equal to -1.", _minus_one_mapped),
-    Mistake("-1 became 0",
-            "Your empty slots came back as 0 instead of -1. Row 0 is a real row of the cache: the kernel "
-            "would attend to it. Keep -1 wherever topk_pos is -1.", _minus_one_as_zero),
-    Mistake("positions returned unchanged",
-            "You returned the logical positions. The sparse kernel has no block table: each entry must "
-            "name the physical row, block_table[i, t // P] * P + t % P.", _positions_unchanged),
-    Mistake("page id not multiplied by the page size",
-            "You added the slot to the page id; a page holds P rows, so page n starts at row n * P: "
-            "block_table[i, t // P] * P + t % P.", _page_not_scaled),
-    Mistake("slot within the page dropped",
-            "You returned the first row of the token's page; add the slot t % P.", _slot_dropped),
-    Mistake("sequence 0's block table for every sequence",
-            "Every sequence has its own row of block_table: entry (i, j, k) uses block_table[i, ...], "
-            "not block_table[0, ...].", _first_table_for_all),
-    Mistake("position 0 treated as empty",
-            "Position 0 (a sequence's first token) is a valid choice; only -1 marks an empty slot. "
-            "Test `topk_pos >= 0` (or `!= -1`), not `> 0` or truthiness.", _zero_is_empty),
-]
+MISTAKES = load_mistakes(__file__)
 
 EDGES = [
     Edge("a query token whose entries are all -1", lambda a: bool((a["topk_pos"] == -1).all(axis=-1).any())),

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import Case, Edge, Mistake, Problem, compare_out_lse, memo_twins, new_values, uneven_rows_edge
-from mlacourse.fp8 import pack_fp8_row
+from grader.spec import (Case, Edge, Problem, compare_out_lse, load_mistakes, memo_twins, new_values,
+                         uneven_rows_edge)
+from mlacourse.fp8 import pack_fp8_row, unpack_fp8_row
 from mlacourse.sparse import POISON_BYTE, random_fp8_cache
 from mlacourse.sparse import sparse_decode as sparse_reference
 
@@ -202,146 +203,7 @@ def check(case, result):
                            out_dims="[b, s_q, h_q, 512]", lse_dims="[b, h_q, s_q]")
 
 
-# ---- plausible wrong attempts ----------------------------------------------------------------
-
-def _decode(rows, scales=True, one_scale=False, rope_fp16=False):
-    """uint8 [n, 656] -> float64 [n, 576], with the knobs the mistakes turn."""
-    rows = np.ascontiguousarray(rows, dtype=np.uint8)
-    codes = rows[:, :D_LATENT]
-    c = codes.astype(np.int64)
-    mag = np.where((c >> 3) & 15, (1 + (c & 7) / 8.0) * 2.0 ** (((c >> 3) & 15) - 7), (c & 7) / 8.0 * 2.0 ** -6)
-    vals = np.where(c & 0x80, -mag, mag)
-    vals = np.where((c & 0x7F) == 0x7F, np.nan, vals).reshape(-1, 4, 128)
-    sc = rows[:, 512:528].copy().view("<f4").astype(np.float64)  # [n, 4]
-    if one_scale:
-        sc = np.repeat(sc[:, :1], 4, axis=1)
-    with np.errstate(all="ignore"):
-        lat = (vals * sc[:, :, None] if scales else vals).reshape(-1, D_LATENT)
-    bits = rows[:, 528:].copy().view("<u2")
-    rope = bits.view("<f2").astype(np.float64) if rope_fp16 else \
-        (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-    return np.concatenate([lat, rope], axis=1)
-
-
-def _run(q, kv_cache, indices, softmax_scale, entries=None, decode=_decode, scores=None, softmax=None,
-         v_cols=D_LATENT, lse_layout="bhs", empty=(0.0, -np.inf)):
-    """The computation, each step replaceable. entries(idx_row) -> rows to attend (may
-    include -1 read by numpy); scores(q_tok, k, scale) -> [h, n]; softmax(s) -> (p, lse)."""
-    flat = np.asarray(kv_cache).reshape(-1, ROW)
-    b, s_q, h_q, _ = q.shape
-    out = np.zeros((b, s_q, h_q, v_cols))
-    lse = np.full((b, h_q, s_q), -np.inf)
-    for i in range(b):
-        for j in range(s_q):
-            row = np.asarray(indices[i, j], dtype=np.int64)
-            keys = row[row != -1] if entries is None else entries(row)
-            if keys.size == 0:
-                out[i, j], lse[i, :, j] = empty
-                continue
-            k = decode(flat[keys])
-            s = (scores or (lambda qq, kk, sc: sc * qq @ kk.T))(q[i, j], k, softmax_scale)  # [h, n]
-            with np.errstate(all="ignore"):
-                p, l = (softmax or _stable)(s)
-                out[i, j] = p @ k[:, :v_cols]
-            lse[i, :, j] = l
-    return (out, lse) if lse_layout == "bhs" else (out, np.transpose(lse, (0, 2, 1)))
-
-
-def _stable(s):
-    m = s.max(axis=1, keepdims=True)
-    lse = m[:, 0] + np.log(np.exp(s - m).sum(axis=1))
-    return np.exp(s - lse[:, None]), lse
-
-
-def _unstable(s):
-    e = np.exp(s)
-    total = e.sum(axis=1)
-    return e / total[:, None], np.log(total)
-
-
-def _all_minus_one_nan(q, kv_cache, indices, softmax_scale):
-    """Masks -1 with -inf over the whole list: a list with no valid entry gives 0/0."""
-    return _run(q, kv_cache, indices, softmax_scale, empty=(np.nan, np.nan))
-
-
-def _one_max_for_all(q, kv_cache, indices, softmax_scale):
-    """Subtracts one maximum for the whole call instead of each row's."""
-    flat = np.asarray(kv_cache).reshape(-1, ROW)
-    s_all = []
-    b, s_q, h_q, _ = q.shape
-    for i in range(b):
-        for j in range(s_q):
-            row = np.asarray(indices[i, j], dtype=np.int64)
-            keys = row[row != -1]
-            if keys.size:
-                s_all.append((softmax_scale * q[i, j] @ _decode(flat[keys]).T).max())
-    m = max(s_all) if s_all else 0.0
-
-    def softmax(s):
-        e = np.exp(s - m)
-        total = e.sum(axis=1)
-        return e / total[:, None], m + np.log(total)
-    return _run(q, kv_cache, indices, softmax_scale, softmax=softmax)
-
-
-MISTAKES = [
-    Mistake("-1 read as the last row",
-            "Your -1 entries were read as rows: in numpy, flat[-1] is the cache's LAST row. -1 means "
-            "no key -- drop those entries before you gather (keys = idx[idx != -1]).",
-            lambda q, kv_cache, indices, softmax_scale: _run(q, kv_cache, indices, softmax_scale,
-                                                              entries=lambda r: r)),
-    Mistake("-1 clamped to row 0 and attended",
-            "You replaced -1 by 0 to gather safely but then attended to row 0 as a key. Drop the -1 "
-            "entries (or give them score -inf) -- row 0 is somebody's real token, or poison.",
-            lambda q, kv_cache, indices, softmax_scale: _run(q, kv_cache, indices, softmax_scale,
-                                                              entries=lambda r: np.maximum(r, 0))),
-    Mistake("no valid entry gives NaN",
-            "A query token whose entries are all -1 came out NaN (a max over nothing, then 0/0). It "
-            "sees no key: return out = 0 and lse = -inf for it.", _all_minus_one_nan),
-    Mistake("softmax_scale left out",
-            "Multiply the scores q . k by softmax_scale before the softmax.",
-            lambda q, kv_cache, indices, softmax_scale: _run(q, kv_cache, indices, 1.0)),
-    Mistake("rope left out of the scores",
-            "The score is q . k over all 576 dims: the 512 latents AND the 64 rope values (the rope part "
-            "carries the position).",
-            lambda q, kv_cache, indices, softmax_scale: _run(
-                q, kv_cache, indices, softmax_scale,
-                scores=lambda qq, kk, sc: sc * qq[:, :D_LATENT] @ kk[:, :D_LATENT].T)),
-    Mistake("tile scales not applied",
-            "Each latent is its e4m3 value TIMES its tile's float32 scale (bytes 512-527, one per 128 "
-            "latents); you used the e4m3 values alone.",
-            lambda q, kv_cache, indices, softmax_scale: _run(q, kv_cache, indices, softmax_scale,
-                                                              decode=lambda r: _decode(r, scales=False))),
-    Mistake("one scale for the whole row",
-            "Each 128-latent tile has its own scale: latents 128t .. 128t+127 use scale t.",
-            lambda q, kv_cache, indices, softmax_scale: _run(q, kv_cache, indices, softmax_scale,
-                                                              decode=lambda r: _decode(r, one_scale=True))),
-    Mistake("rope read as float16",
-            "The 64 rope values are bfloat16 (the top 16 bits of a float32), not IEEE float16.",
-            lambda q, kv_cache, indices, softmax_scale: _run(q, kv_cache, indices, softmax_scale,
-                                                              decode=lambda r: _decode(r, rope_fp16=True))),
-    Mistake("V is the whole row",
-            "V is the latent part of each row only, k_r[:512]; out has 512 columns, not 576.",
-            lambda q, kv_cache, indices, softmax_scale: _run(q, kv_cache, indices, softmax_scale, v_cols=576)),
-    Mistake("lse laid out [b, s_q, h_q]",
-            "lse is [b, h_q, s_q] (FlashMLA's layout): lse[i, h, j] for head h of query token j.",
-            lambda q, kv_cache, indices, softmax_scale: _run(q, kv_cache, indices, softmax_scale,
-                                                              lse_layout="bsh")),
-    Mistake("duplicates counted once",
-            "Every entry other than -1 is one key: a row listed twice counts twice (do not np.unique "
-            "the list).",
-            lambda q, kv_cache, indices, softmax_scale: _run(q, kv_cache, indices, softmax_scale,
-                                                              entries=lambda r: np.unique(r[r != -1]))),
-    Mistake("softmax not stabilised",
-            "exp(score) overflows above 709: subtract each row's maximum score before exponentiating "
-            "(lse = m + log(sum exp(s - m))).",
-            lambda q, kv_cache, indices, softmax_scale: _run(q, kv_cache, indices, softmax_scale,
-                                                              softmax=_unstable)),
-    Mistake("one maximum shared by several rows",
-            "You subtracted one maximum shared by several rows (all heads of a token, or the whole call); "
-            "a row whose scores are near -750 while another's are near +750 then underflows to 0/0. "
-            "Subtract each row's own maximum (one head of one query token).", _one_max_for_all),
-]
+MISTAKES = load_mistakes(__file__)
 
 
 def _row_max_scores(a):
@@ -351,7 +213,7 @@ def _row_max_scores(a):
     for i, j in np.ndindex(*a["indices"].shape[:2]):
         keys = a["indices"][i, j][a["indices"][i, j] != -1]
         if keys.size:
-            s = a["softmax_scale"] * a["q"][i, j] @ _decode(flat[keys]).T  # [h, n]
+            s = a["softmax_scale"] * a["q"][i, j] @ unpack_fp8_row(flat[keys]).T  # [h, n]
             best.extend(s.max(axis=1).tolist())
     return np.array(best)
 

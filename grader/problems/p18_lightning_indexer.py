@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import (PASS, Case, Edge, Mistake, Problem, Verdict, another_int, as_array, compare_arrays, fail,
-                         memo_twins)
+from grader.spec import (Case, Edge, PASS, Problem, Verdict, another_int, as_array, compare_arrays, fail,
+                         load_mistakes, memo_twins)
 from mlacourse.attention import causal_mask
 from mlacourse.sparse import index_scores, index_topk
 
@@ -154,75 +154,7 @@ def check(case, result):
     return v if not v.passed else PASS
 
 
-# ---- plausible wrong attempts ----------------------------------------------------------------
-
-def _pick(scores, topk, visible, order_of):
-    out = np.full((scores.shape[0], topk), -1, dtype=np.int64)
-    for t in range(scores.shape[0]):
-        pick = order_of(scores[t, :visible[t]])[:topk]
-        out[t, :len(pick)] = pick
-    return out
-
-
-def _stable(row):
-    return np.lexsort((np.arange(len(row)), -row))
-
-
-def _run(q_idx, weights, k_idx, topk, combine=None, order_of=_stable, visible_shift=0, pad=-1):
-    logits = np.einsum("thd,sd->ths", q_idx, k_idx)  # [s_q, H, s_k]
-    if combine is None:
-        scores = index_scores(q_idx, weights, k_idx)
-    else:
-        scores = combine(weights[:, :, None], logits)
-    s_q, s_k = scores.shape
-    visible = np.clip(s_k - s_q + 1 + np.arange(s_q) + visible_shift, 0, s_k)
-    out = _pick(scores, topk, visible, order_of)
-    return np.where(out == -1, pad, out)
-
-
-def _position_order(q_idx, weights, k_idx, topk):
-    """The right set, each row sorted by position (the -1 padding kept at the end)."""
-    r = reference(q_idx, weights, k_idx, topk)
-    big = np.iinfo(np.int64).max
-    return np.where(np.sort(np.where(r == -1, big, r), axis=1) == big, -1, np.sort(np.where(r == -1, big, r), axis=1))
-
-
-MISTAKES = [
-    Mistake("ReLU left out",
-            "You summed the heads' weighted dot products without the ReLU: a head whose q . k is negative "
-            "must add nothing (sum_j w_j * ReLU(q_j . k)).",
-            lambda q_idx, weights, k_idx, topk: _run(q_idx, weights, k_idx, topk,
-                                                     combine=lambda w, lg: (w * lg).sum(axis=1))),
-    Mistake("ReLU applied after the weight",
-            "The ReLU acts on the dot product, before the weight: w_j * ReLU(q_j . k), not ReLU(w_j * q_j . k) "
-            "(the weights can be negative).",
-            lambda q_idx, weights, k_idx, topk: _run(q_idx, weights, k_idx, topk,
-                                                     combine=lambda w, lg: np.maximum(w * lg, 0).sum(axis=1))),
-    Mistake("heads combined by max",
-            "The heads' votes are summed (sum_j w_j * ReLU(q_j . k)), not maximised.",
-            lambda q_idx, weights, k_idx, topk: _run(q_idx, weights, k_idx, topk,
-                                                     combine=lambda w, lg: (w * np.maximum(lg, 0)).max(axis=1))),
-    Mistake("weights ignored",
-            "Each head's vote is scaled by its weight weights[t, j]; you summed the ReLUs unweighted.",
-            lambda q_idx, weights, k_idx, topk: _run(q_idx, weights, k_idx, topk,
-                                                     combine=lambda w, lg: np.maximum(lg, 0).sum(axis=1))),
-    Mistake("ties to the larger position",
-            "Equal scores go to the SMALLER position first. np.argsort(row)[::-1] reverses the ties; use "
-            "np.argsort(-row, kind='stable') or np.lexsort((positions, -row)).",
-            lambda q_idx, weights, k_idx, topk: _run(q_idx, weights, k_idx, topk,
-                                                     order_of=lambda row: np.argsort(row, kind="stable")[::-1])),
-    Mistake("positions returned in position order",
-            "Return each row in score order (highest first), not sorted by position.", _position_order),
-    Mistake("no causal limit among the new tokens",
-            "New token t sees only positions 0 .. s_k - s_q + t: not the new tokens after it.",
-            lambda q_idx, weights, k_idx, topk: _run(q_idx, weights, k_idx, topk, visible_shift=10**9)),
-    Mistake("a new token does not see itself",
-            "New token t sees itself too: positions 0 .. s_k - s_q + t, inclusive (s_k - s_q + 1 + t of them).",
-            lambda q_idx, weights, k_idx, topk: _run(q_idx, weights, k_idx, topk, visible_shift=-1)),
-    Mistake("padded with 0",
-            "When fewer than topk positions are visible, fill the rest with -1: 0 is a real position.",
-            lambda q_idx, weights, k_idx, topk: _run(q_idx, weights, k_idx, topk, pad=0)),
-]
+MISTAKES = load_mistakes(__file__)
 
 
 def _has_ties(a):

@@ -6,17 +6,14 @@
     .venv/bin/python tests/corpus/probe.py --since main --judge ../main -s 0-9
         # the attempts added since git ref `main`, graded by another checkout's judge.py
 
-Each attempt is graded exactly as a teacher would: ``judge.py N --file PATH --seed S``
-(exit code 0 means it passed). A HOLE is a file marked ``expect: fail`` that passes on
-some seed; a FALSE FAIL is a file marked ``expect: pass`` that fails on some seed. For
-files whose header names a ``mistake:``, the table also shows which mistake the judge
-named on the first failing seed ("-" when it named none), so a wrong or missing "Likely
-slip" line shows up too.
-
-Problem 10's contract is changing from ``(out, lse)`` to ``(out, lse, o_parts,
-lse_parts)``. The corpus is written to the new one; while the judge still has the old
-one (its statement does not mention ``o_parts``) each p10 attempt is graded through a
-shim that passes on only the first two values it returns, and the table says so.
+The attempts are the files of tests/corpus/pNN_slug/ and every problem's named mistakes
+(grader/problems/mistakes/pNN_slug/: each is a wrong attempt that the judge must name as
+itself). Each attempt is graded exactly as a teacher would: ``judge.py N --file PATH
+--seed S`` (exit code 0 means it passed). A HOLE is a file marked ``expect: fail`` that
+passes on some seed; a FALSE FAIL is a file marked ``expect: pass`` that fails on some
+seed. For files whose header names a ``mistake:``, the table also shows which mistake the
+judge named on the first failing seed ("-" when it named none), so a wrong or missing
+"Likely slip" line shows up too.
 
 The judge's own files must not change while the corpus runs (some attempts try to
 tamper with them); the probe compares ``git status`` of those paths before and after and
@@ -25,12 +22,9 @@ reports any change.
 from __future__ import annotations
 
 import argparse
-import ast
-import os
 import re
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -39,6 +33,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
+sys.path.insert(0, str(ROOT))  # the probe runs from anywhere
+from grader.spec import MISTAKE_KEYS, MISTAKES_DIR, read_header  # noqa: E402
 KEYS = ("expect", "slip", "mistake", "reason")
 REASONS = {"uses_reference", "timeout", "memory", "exit", "crash", "wrong_type", "wrong_shape",
            "not_finite", "mutated_input", "no_kernel", "tamper"}
@@ -57,40 +53,58 @@ class Attempt:
     runs: dict = field(default_factory=dict)  # seed -> (passed, named mistake, first line)
 
     @property
+    def is_named_mistake(self) -> bool:
+        """One of a problem's named mistakes (grader/problems/mistakes/), not a corpus file."""
+        return self.path.parent.parent == MISTAKES_DIR
+
+    @property
     def name(self) -> str:
-        return f"{self.path.parent.name}/{self.path.name}"
+        where = f"{self.path.parent.name}/{self.path.name}"
+        return f"mistakes/{where}" if self.is_named_mistake else where
 
 
 def parse_header(path: Path) -> dict:
     """The ``key: value`` lines at the top of the file's docstring."""
-    doc = ast.get_docstring(ast.parse(path.read_text()), clean=True) or ""
-    out = {}
-    for line in doc.splitlines():
-        m = re.match(r"^(\w+):\s*(.*)$", line.strip())
-        if not m or m.group(1) not in KEYS:
-            break
-        out[m.group(1)] = m.group(2).strip()
-    return out
+    return read_header(path, KEYS)
 
 
 def attempts(problems=None) -> list[Attempt]:
-    """Every attempt file of the corpus (optionally only some problem numbers)."""
+    """Every attempt: the corpus files, then each problem's named mistakes (a wrong
+    attempt whose header names itself), optionally only some problem numbers."""
     found = []
-    for folder in sorted(HERE.glob("p[0-9][0-9]_*")):
+    for folder in sorted(HERE.glob("p[0-9][0-9]_*")) + sorted(MISTAKES_DIR.glob("p[0-9][0-9]_*")):
         number, slug = int(folder.name[1:3]), folder.name[4:]
         if problems and number not in problems:
             continue
+        mistakes = folder.parent == MISTAKES_DIR
         for path in sorted(folder.glob("*.py")):
-            h = parse_header(path)
+            h = read_header(path, MISTAKE_KEYS) if mistakes else parse_header(path)
+            if mistakes:
+                h = {"expect": "fail", "slip": h.get("message", ""), **h}
             found.append(Attempt(path, number, slug, h.get("expect", ""), h.get("slip", ""),
                                  h.get("mistake"), h.get("reason")))
     return found
 
 
 def lint(items, specs) -> list[str]:
-    """Header problems: missing keys, names that do not match the file, unknown mistakes."""
+    """Header problems: missing keys, names that do not match the file, unknown mistakes.
+    (A named mistake's own header is checked where its spec loads it: grader.spec.load_mistakes.)"""
     bad = []
     for a in items:
+        spec = specs.get(a.number)
+        if spec is None:
+            bad.append(f"{a.name}: no problem {a.number}")
+            continue
+        if spec.slug != a.slug:
+            bad.append(f"{a.name}: folder slug {a.slug!r} but problem {a.number} is {spec.slug!r}")
+            continue
+        if a.reason and a.reason not in REASONS:
+            bad.append(f"{a.name}: unknown reason {a.reason!r}")
+        if a.mistake and a.mistake not in {m.name for m in spec.mistakes}:
+            bad.append(f"{a.name}: mistake {a.mistake!r} is not among problem {a.number}'s named "
+                       f"mistakes (grader/problems/mistakes/{a.path.parent.name}/)")
+        if a.is_named_mistake:
+            continue
         want = "pass" if a.path.name.startswith("right_") else "fail"
         if not a.path.name.startswith(("right_", "wrong_")):
             bad.append(f"{a.name}: file name must start with right_ or wrong_")
@@ -98,35 +112,7 @@ def lint(items, specs) -> list[str]:
             bad.append(f"{a.name}: 'expect: {a.expect}' but the file name says {want}")
         if not a.slip:
             bad.append(f"{a.name}: no 'slip:' line")
-        if a.reason and a.reason not in REASONS:
-            bad.append(f"{a.name}: unknown reason {a.reason!r}")
-        spec = specs.get(a.number)
-        if spec is None:
-            bad.append(f"{a.name}: no problem {a.number}")
-        elif spec.slug != a.slug:
-            bad.append(f"{a.name}: folder slug {a.slug!r} but problem {a.number} is {spec.slug!r}")
-        elif a.mistake and a.mistake not in {m.name for m in spec.mistakes}:
-            bad.append(f"{a.name}: mistake {a.mistake!r} is not among problem {a.number}'s "
-                       f"MISTAKES (not an error if the spec renamed it; update the header)")
     return bad
-
-
-def p10_new_contract(spec) -> bool:
-    return "o_parts" in spec.statement
-
-
-SHIM = '''
-import importlib.util as _u
-_spec = _u.spec_from_file_location("corpus_attempt", {path!r})
-_mod = _u.module_from_spec(_spec)
-_spec.loader.exec_module(_mod)
-
-def split_kv_decode(q, kv, d_v, scale, n_splits):
-    r = _mod.split_kv_decode(q, kv, d_v, scale, n_splits)
-    if isinstance(r, (tuple, list)) and len(r) == 4:
-        return tuple(r[:2])
-    return r
-'''
 
 
 def added_since(ref: str) -> set:
@@ -136,12 +122,8 @@ def added_since(ref: str) -> set:
     return {p.resolve() for p in HERE.glob("p[0-9][0-9]_*/*.py")} - {(ROOT / x).resolve() for x in out}
 
 
-def run_one(a: Attempt, seed: int, shim_dir: str | None, specs, judge: Path = ROOT) -> None:
+def run_one(a: Attempt, seed: int, specs, judge: Path = ROOT) -> None:
     path = str(a.path)
-    if shim_dir is not None:
-        shim = Path(shim_dir) / f"shim_{a.path.stem}.py"
-        shim.write_text(SHIM.format(path=path))
-        path = str(shim)
     cmd = [sys.executable, str(judge / "judge.py"), str(a.number), "--file", path, "--seed", str(seed)]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=judge)
@@ -206,8 +188,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     judge = Path(args.judge).resolve()
 
-    sys.path.insert(0, str(ROOT))
-    from grader.runner import discover  # noqa: E402 -- the probe runs from anywhere
+    from grader.runner import discover
     specs = {p.number: p for p in discover()}
     problems = {int(x) for x in args.problems.split(",")} if args.problems else None
     items = [a for a in attempts(problems) if not args.match or args.match in a.name]
@@ -227,13 +208,8 @@ def main(argv=None) -> int:
         seeds += list(range(int(lo), int(hi or lo) + 1))
     before = git_status()
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="corpus-shim-") as shim_dir:
-        def job(pair):
-            a, seed = pair
-            shim = shim_dir if a.number == 10 and not p10_new_contract(specs[10]) else None
-            run_one(a, seed, shim, specs, judge)
-        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            list(pool.map(job, [(a, s) for a in items for s in seeds]))
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        list(pool.map(lambda pair: run_one(pair[0], pair[1], specs, judge), [(a, s) for a in items for s in seeds]))
     after = git_status()
 
     holes, false_fails, named_wrong = [], [], []
@@ -264,10 +240,9 @@ def main(argv=None) -> int:
     for n in sorted({a.number for a in items}):
         mine = [a for a in items if a.number == n]
         r = sum(a.expect == "pass" for a in mine)
-        shim = " (p10 graded through the old-contract shim)" if n == 10 and not p10_new_contract(specs[10]) else ""
         print(f"  p{n:02d} {specs[n].slug:20} {r:3} right {len(mine) - r:3} wrong   "
               f"{sum(h[0].number == n for h in holes):3} holes {sum(f[0].number == n for f in false_fails):3} "
-              f"false fails{shim}")
+              f"false fails")
     print()
     print(f"HOLES (a wrong attempt passed): {len(holes)}")
     for a, on in holes:

@@ -1,6 +1,5 @@
 """expect: fail
-slip: exp(lse_i) without subtracting the largest lse -- overflows near lse 800.
-mistake: exp(lse) without subtracting the max
+slip: exp(lse_i) without subtracting the largest lse -- overflows near lse 800 -- and 0/0 for a row no part saw: two slips at once, so no single named mistake is named.
 """
 import numpy as np
 

@@ -1,0 +1,16 @@
+"""mistake: diagonal masked out
+message: Your mask hides the diagonal (key t from query t); a token must see itself, so keep
+  cols <= rows, not cols < rows.
+"""
+import numpy as np
+
+
+def expand_prefill(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale):
+    T = c_kv.shape[0]
+    k = np.einsum("tc,hcd->htd", c_kv, w_uk)
+    v = np.einsum("tc,hcd->htd", c_kv, w_uv)
+    s = (np.einsum("shd,htd->hst", q_nope, k) + np.einsum("shr,tr->hst", q_rope, k_rope)) * scale
+    s = np.where(np.tril(np.ones((T, T), dtype=bool), -1), s, -np.inf)   # slip: k=-1
+    with np.errstate(invalid="ignore"):
+        p = np.exp(s - s.max(-1, keepdims=True))
+        return np.einsum("hst,htd->shd", p / p.sum(-1, keepdims=True), v)

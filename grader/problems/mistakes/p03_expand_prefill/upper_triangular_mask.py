@@ -1,0 +1,15 @@
+"""mistake: upper-triangular mask
+message: Your mask is flipped: query t sees keys t..T-1; it must see keys 0..t (np.tril, not
+  np.triu).
+"""
+import numpy as np
+
+
+def expand_prefill(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale):
+    T = c_kv.shape[0]
+    k = np.einsum("tc,hcd->htd", c_kv, w_uk)
+    v = np.einsum("tc,hcd->htd", c_kv, w_uv)
+    s = (np.einsum("shd,htd->hst", q_nope, k) + np.einsum("shr,tr->hst", q_rope, k_rope)) * scale
+    s = np.where(np.triu(np.ones((T, T), dtype=bool)), s, -np.inf)       # slip
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return np.einsum("hst,htd->shd", p / p.sum(-1, keepdims=True), v)

@@ -1,0 +1,20 @@
+"""mistake: fp8 row of 576 bytes
+message: An FP8 row is 656 bytes, not 576: 512 fp8 latents + 4 float32 scales (16 bytes) +
+  64 bf16 rope values (128 bytes).
+"""
+from mlacourse.hardware import GPUS
+
+
+def decode_roofline(h_q, s_q, s_k, kv_dtype, gpu):
+    rows = h_q * s_q
+    flops = 2 * rows * s_k * (576 + 512)
+    row = 1152 if kv_dtype == "bf16" else 576                # slip
+    nbytes = rows * 576 * 2 + s_k * row + rows * 512 * 2
+    g = GPUS[gpu]
+    peak = g.bf16_tflops                 # TFLOP/s
+    bw = g.hbm_gbps                      # GB/s
+    intensity = flops / nbytes
+    ridge = peak * 1e12 / (bw * 1e9)
+    return {"flops": flops, "bytes": nbytes, "intensity": intensity,
+            "bound": "compute" if intensity >= ridge else "memory",
+            "attainable_tflops": min(peak, intensity * bw * 1e9 / 1e12)}

@@ -1,0 +1,26 @@
+"""mistake: empty split lse 0
+message: An empty split's lse_part must be -inf (the log of an empty sum), not 0: with 0 it
+  takes weight exp(0 - lse) in the combination.
+"""
+import math
+
+import numpy as np
+
+
+def _part(q, rows, d_v, scale):
+    if rows.shape[0] == 0:
+        return np.zeros((q.shape[0], d_v)), np.zeros(q.shape[0])                   # slip: lse 0
+    s = scale * (q @ rows.T)
+    m = s.max(axis=1)
+    e = np.exp(s - m[:, None])
+    return e @ rows[:, :d_v] / e.sum(axis=1)[:, None], m + np.log(e.sum(axis=1))
+
+
+def split_kv_decode(q, kv, d_v, scale, n_splits):
+    c = math.ceil(kv.shape[0] / n_splits)
+    parts = [_part(q, kv[j * c:(j + 1) * c], d_v, scale) for j in range(n_splits)]
+    o_parts = np.stack([o for o, _ in parts])                # [n_splits, h_q, d_v]
+    lse_parts = np.stack([l for _, l in parts])              # [n_splits, h_q]
+    lse = np.logaddexp.reduce(lse_parts, axis=0)
+    out = np.einsum("sh,shd->hd", np.exp(lse_parts - lse), o_parts)
+    return out, lse, o_parts, lse_parts

@@ -1,0 +1,22 @@
+"""mistake: copied with n_new = 0
+message: With n_new = 0 nothing is written, so nothing is copied and nothing changes.
+"""
+
+
+def append_slots(table, seqlen, n_new, page_size, refcount, free):
+    cow = bool(seqlen % page_size and refcount[table[-1]] > 1)
+    grow = -(-(seqlen + n_new) // page_size) - len(table)
+    if grow + cow > len(free):
+        return None, table, refcount, free
+    copies = []
+    if cow:
+        src, dst = table[-1], free.pop()
+        refcount[src] -= 1
+        refcount[dst] = 1
+        table[-1] = dst
+        copies.append((src, dst, seqlen % page_size))
+    for _ in range(grow):
+        page = free.pop()
+        refcount[page] = 1
+        table.append(page)
+    return copies, table, refcount, free

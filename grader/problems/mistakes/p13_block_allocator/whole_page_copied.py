@@ -1,0 +1,23 @@
+"""mistake: whole page copied
+message: The copy moves only the valid slots of the last page, seqlen % page_size, not
+  page_size.
+"""
+
+
+def append_slots(table, seqlen, n_new, page_size, refcount, free):
+    cow = bool(n_new > 0 and seqlen % page_size and refcount[table[-1]] > 1)
+    grow = -(-(seqlen + n_new) // page_size) - len(table)
+    if grow + cow > len(free):
+        return None, table, refcount, free
+    copies = []
+    if cow:
+        src, dst = table[-1], free.pop()
+        refcount[src] -= 1
+        refcount[dst] = 1
+        table[-1] = dst
+        copies.append((src, dst, page_size))
+    for _ in range(grow):
+        page = free.pop()
+        refcount[page] = 1
+        table.append(page)
+    return copies, table, refcount, free

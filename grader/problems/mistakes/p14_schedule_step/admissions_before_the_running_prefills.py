@@ -1,0 +1,26 @@
+"""mistake: admissions before the running prefills
+message: Prefills already under way come before new requests: serve them second, admit
+  waiting requests last.
+"""
+
+
+def schedule_step(running, waiting, token_budget, max_running=None):
+    left, plan = token_budget, []
+    for rid, n, is_decode in running:
+        if is_decode and left > 0:
+            plan.append((rid, 1))
+            left -= 1
+    holding = len(running)
+    for rid, n in waiting:
+        if left == 0 or (max_running is not None and holding >= max_running):
+            break
+        k = min(n, left)
+        plan.append((rid, k))
+        left -= k
+        holding += 1
+    for rid, n, is_decode in running:
+        if not is_decode and left > 0:
+            k = min(n, left)
+            plan.append((rid, k))
+            left -= k
+    return plan

@@ -1,0 +1,24 @@
+"""mistake: an admission takes the whole budget left
+message: An admitted request gets min(n_pending, budget left), not all of what is left.
+"""
+
+
+def schedule_step(running, waiting, token_budget, max_running=None):
+    left, plan = token_budget, []
+    for rid, n, is_decode in running:
+        if is_decode and left > 0:
+            plan.append((rid, 1))
+            left -= 1
+    for rid, n, is_decode in running:
+        if not is_decode and left > 0:
+            k = min(n, left)
+            plan.append((rid, k))
+            left -= k
+    holding = len(running)
+    for rid, n in waiting:
+        if left == 0 or (max_running is not None and holding >= max_running):
+            break
+        plan.append((rid, left))
+        left = 0
+        holding += 1
+    return plan

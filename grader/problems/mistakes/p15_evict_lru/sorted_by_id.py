@@ -1,0 +1,24 @@
+"""mistake: sorted by id
+message: Return the nodes in the order they are evicted, not sorted by id.
+"""
+import heapq
+
+
+def evict_lru(parent, tokens, last_access, in_use, n_needed):
+    kids = [0] * len(parent)
+    for p in parent:
+        if p >= 0:
+            kids[p] += 1
+    heap = [(int(last_access[k]), k) for k in range(len(parent)) if kids[k] == 0 and not in_use[k]]
+    heapq.heapify(heap)
+    gone, freed = set(), 0
+    while heap and freed < n_needed:
+        _, k = heapq.heappop(heap)
+        gone.add(k)
+        freed += int(tokens[k])
+        p = parent[k]
+        if p >= 0:
+            kids[p] -= 1
+            if kids[p] == 0 and not in_use[p]:
+                heapq.heappush(heap, (int(last_access[p]), int(p)))
+    return sorted(gone)

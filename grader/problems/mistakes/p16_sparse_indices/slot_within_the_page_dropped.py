@@ -1,0 +1,12 @@
+"""mistake: slot within the page dropped
+message: You returned the first row of the token's page; add the slot t % P.
+"""
+import numpy as np
+
+
+def sparse_indices(topk_pos, block_table, page_block_size):
+    pos = np.asarray(topk_pos, dtype=np.int64)
+    valid = pos >= 0
+    t = np.where(valid, pos, 0)
+    seq = np.arange(pos.shape[0])[:, None, None]
+    return np.where(valid, np.asarray(block_table, dtype=np.int64)[seq, t // page_block_size] * page_block_size, -1)

@@ -1,0 +1,17 @@
+"""mistake: heads combined by max
+message: The heads' votes are summed (sum_j w_j * ReLU(q_j . k)), not maximised.
+"""
+import numpy as np
+
+
+def lightning_indexer(q_idx, weights, k_idx, topk):
+    s_q, s_k = q_idx.shape[0], k_idx.shape[0]
+    logits = np.einsum("thd,sd->ths", q_idx, k_idx)
+    scores = (weights[:, :, None] * np.maximum(logits, 0)).max(axis=1)
+    out = np.full((s_q, topk), -1, dtype=np.int64)
+    for t in range(s_q):
+        n = s_k - s_q + 1 + t
+        order = np.lexsort((np.arange(n), -scores[t, :n]))
+        pick = order[:topk]
+        out[t, :len(pick)] = pick
+    return out

@@ -1,0 +1,17 @@
+"""mistake: no causal limit among the new tokens
+message: New token t sees only positions 0 .. s_k - s_q + t: not the new tokens after it.
+"""
+import numpy as np
+
+
+def lightning_indexer(q_idx, weights, k_idx, topk):
+    s_q, s_k = q_idx.shape[0], k_idx.shape[0]
+    logits = np.einsum("thd,sd->ths", q_idx, k_idx)
+    scores = np.einsum("th,ths->ts", weights, np.maximum(logits, 0))
+    out = np.full((s_q, topk), -1, dtype=np.int64)
+    for t in range(s_q):
+        n = s_k
+        order = np.lexsort((np.arange(n), -scores[t, :n]))
+        pick = order[:topk]
+        out[t, :len(pick)] = pick
+    return out

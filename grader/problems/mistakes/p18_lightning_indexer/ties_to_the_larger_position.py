@@ -1,0 +1,18 @@
+"""mistake: ties to the larger position
+message: Equal scores go to the SMALLER position first. np.argsort(row)[::-1] reverses the
+  ties; use np.argsort(-row, kind='stable') or np.lexsort((positions, -row)).
+"""
+import numpy as np
+
+
+def lightning_indexer(q_idx, weights, k_idx, topk):
+    s_q, s_k = q_idx.shape[0], k_idx.shape[0]
+    logits = np.einsum("thd,sd->ths", q_idx, k_idx)
+    scores = np.einsum("th,ths->ts", weights, np.maximum(logits, 0))
+    out = np.full((s_q, topk), -1, dtype=np.int64)
+    for t in range(s_q):
+        n = s_k - s_q + 1 + t
+        order = np.argsort(scores[t, :n], kind="stable")[::-1]
+        pick = order[:topk]
+        out[t, :len(pick)] = pick
+    return out
