@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from grader import cli, runner
-from grader.classroom import __main__ as classroom
-from grader.classroom import guide, readme, release
+from classroom import __main__ as classroom
+from classroom import guide, readme, release
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = runner.discover()
@@ -54,7 +54,7 @@ def test_the_student_readme_names_only_what_the_bundle_holds(bundle_files, stude
     assert not bad, bad
     # what the issue found, by plain search (independent of the reference parser)
     for gone in ("-m pytest", "--solutions", "CONTRIBUTING", "tests/", "web/", "pages.yml", "solutions/",
-                 "docs/", "--run-slow", "grader.classroom", "For teachers", "<!--", "student-only"):
+                 "docs/", "--run-slow", "grader.classroom", "-m classroom", "For teachers", "<!--", "student-only"):
         assert gone not in student_text, gone
     assert "Student edition" in student_text and "python practice/judge.py" in student_text
 
@@ -121,7 +121,7 @@ def test_release_says_truly_what_it_leaves_out(tmp_path):
     assert (bundle / ".github/workflows/classroom.yml").is_file()
     listed = re.sub(r" \([^)]*\)", "", line.split("not included: ", 1)[1])   # drop "(...)" notes
     named = [n.rstrip("/") for n in listed.split(", ")]
-    assert {"solutions", "tests", "docs", "grader/classroom", "web", "CONTRIBUTING.md"} <= set(named), named
+    assert {"solutions", "tests", "docs", "classroom", "grader/classroom", "web", "CONTRIBUTING.md"} <= set(named), named
     for name in named:
         assert (ROOT / name).exists(), name
         if name != ".github":

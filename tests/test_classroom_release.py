@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from grader import runner
-from grader.classroom import leaks, release
+from classroom import leaks, release
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -92,7 +92,7 @@ def test_a_solved_stub_stops_the_release(tmp_path, pristine_course):
 def test_student_readme_has_no_teacher_section(bundle):
     text = (bundle.folder / "README.md").read_text()
     assert "Student edition" in text
-    assert "For teachers" not in text and "grader.classroom" not in text
+    assert "For teachers" not in text and "-m classroom" not in text and "grader.classroom" not in text
     assert "model answers are in" not in text
 
 
@@ -299,7 +299,7 @@ def test_what_the_guide_calls_open_is_in_the_bundle(bundle):
     code the judge's reference runs, and says a release ships it: every function it names
     is defined at top level (or as a method of a class defined there) in the bundle's file,
     and the table has a row for every problem."""
-    from grader.classroom import guide
+    from classroom import guide
     problems = runner.discover()
     for p in problems:
         runs = [q for fn in p.functions for q in leaks.course_code_run(p.reference[fn])]

@@ -1,5 +1,5 @@
 """The README's two editions from one file: the repository's README.md, and the student
-bundle's README (``python -m grader.classroom release``).
+bundle's README (``python -m classroom release``).
 
 README.md carries the differences as HTML comments, invisible on GitHub:
 

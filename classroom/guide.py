@@ -1,8 +1,8 @@
 """The generated parts of docs/teaching.md: the course plan, what a release leaves open, and
 the problem reference.
 
-    python -m grader.classroom guide           rewrite them from the specs and chapters
-    python -m grader.classroom guide --check   exit 1 if the committed file is stale
+    python -m classroom guide           rewrite them from the specs and chapters
+    python -m classroom guide --check   exit 1 if the committed file is stale
 
 Each generated part sits between ``<!-- BEGIN GENERATED: name -->`` and
 ``<!-- END GENERATED: name -->``; everything outside the markers is written by hand.
@@ -21,7 +21,7 @@ import json
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "teaching.md"
 SECTIONS = ("plan", "open", "problems")
 

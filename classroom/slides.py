@@ -1,4 +1,4 @@
-"""Every chapter as a reveal.js lecture deck: ``python -m grader.classroom slides``.
+"""Every chapter as a reveal.js lecture deck: ``python -m classroom slides``.
 
 The chapters carry no slide metadata (their authors write for readers), so a deck is made
 at build time, on a copy, by rules (``lecture_metadata``) -- a lecture shows the headline
@@ -54,7 +54,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 SHORT_CODE = 8          # lines: code this short is shown
@@ -249,7 +249,7 @@ def tarball(asset: Asset, sources=(), cache: Path | None = None, log=print) -> t
     data, origin = _download(asset)
     if integrity(data) != asset.integrity:
         raise AssetError(f"{asset.package} {asset.version} from {origin} is not the published tarball "
-                         "(its sha512 differs from the one pinned in grader/classroom/slides.py)")
+                         "(its sha512 differs from the one pinned in classroom/slides.py)")
     cache.mkdir(parents=True, exist_ok=True)
     part = cache / f".{asset.tarball}.part"
     part.write_bytes(data)

@@ -1,5 +1,5 @@
-"""The teacher's side of the course: ``python -m grader.classroom COMMAND`` (see __main__.py
-and docs/teaching.md).
+"""The teacher's tools, a product of their own beside the judge students run (grader/):
+``python -m classroom COMMAND`` (see __main__.py and docs/teaching.md).
 
   release.py      the student bundle, checked for model answers (leaks.py); readme.py
                   makes its README from README.md (the student edition)
@@ -7,10 +7,13 @@ and docs/teaching.md).
                   turns a notebook hand-in into a practice file (statically) or refuses it
   grade.py        grade a class through the judge; pool.py + worker.py run the attempts
   gradebook.py    gradebook.csv, results/<id>.json, summary.md/.json/.png, matching.md
-  platforms.py    GitHub Classroom's workflow, Gradescope's autograder
+  platforms.py    GitHub Classroom's workflow, Gradescope's autograder (gradescope/ holds
+                  the autograder's setup.sh and run_autograder)
   slides.py       reveal.js lecture decks from the chapters
   guide.py        the generated sections of docs/teaching.md
-  synthetic.py    synthetic classes for the tests and for timing
+  committed.py    the course's files as of the last commit
 
-Nothing here ships to students: the release leaves grader/classroom out.
+Imports point down: classroom uses grader (the judge) and mlacourse; neither imports it.
+Nothing here ships to students: the release leaves classroom/ out. Synthetic classes for
+the tests and for timing are tests/synthetic_class.py.
 """

@@ -1,4 +1,4 @@
-"""The teacher's command line: ``python -m grader.classroom COMMAND ...``
+"""The teacher's command line: ``python -m classroom COMMAND ...``
 
   release    build the student bundle (folder + zip): no solutions, no model answers
   grade      grade a folder of submissions: gradebook, results.json per student, summary
@@ -18,7 +18,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-PROG = "python -m grader.classroom"
+PROG = "python -m classroom"
 
 
 def _numbers(text: str) -> list[int]:

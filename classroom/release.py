@@ -1,19 +1,19 @@
 """Build the student bundle: a folder and a zip with everything but the model answers.
 
-    python -m grader.classroom release --out dist/
+    python -m classroom release --out dist/
 
 What goes in (``INCLUDE``): the chapters, the practice stubs and the judge (with its
 public and hidden case generators: a teacher's secret seed, never shipped, is what makes
 the hidden cases unseen), the course's packages (mlacourse, kernels: the chapters import
 them), README, setup.sh and requirements. What stays out: solutions/, the tests (they
-import the solutions), the teacher's tools (grader/classroom, docs/, .github/, the
-Gradescope autograder), caches, and git history.
+import the solutions), the teacher's tools (classroom/, with the Gradescope autograder,
+and the old name's alias grader/classroom/), docs/, .github/, caches, and git history.
 
 The files come from the last commit (``git archive``-like, so a teacher's uncommitted
 edits -- say a practice file they solved -- never ship) when the course is a git
 checkout, else from the folder as it is. Before writing anything the build checks that
 (1) every practice stub still raises NotImplementedError in every graded function, and
-(2) no function in the bundle has a model answer's body (grader/classroom/leaks.py),
+(2) no function in the bundle has a model answer's body (classroom/leaks.py),
 apart from the reference implementation (mlacourse) and the entries in ``ALLOWED``,
 each with its reason. The zip is reproducible: sorted entries, fixed dates and modes.
 
@@ -39,7 +39,7 @@ from pathlib import Path
 
 from . import leaks, readme
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 BUNDLE_NAME = "mla-course-student"
 
 # top-level entries copied into the bundle (folders recursively)
@@ -202,7 +202,7 @@ def repository_files(root: Path = ROOT) -> set[str]:
 
 
 def left_out(repo_files, files) -> list[str]:
-    """The repository's top-level entries (and grader/classroom/) the bundle leaves out,
+    """The repository's top-level entries (and the grader/classroom/ alias) the bundle leaves out,
     whole or in part, as a teacher should read them: "solutions/", ".github/ (the bundle
     has its own .github/workflows/classroom.yml)"."""
     repo_files, shipped = set(repo_files), set(files)

@@ -1,7 +1,7 @@
 """Grade many attempts in parallel; a failure of the machinery is never an attempt's fault.
 
   conductor (this module, in the teacher's process)
-    -> N workers (``python -I`` running grader.classroom.worker, one job at a time)
+    -> N workers (``python -I`` running classroom.worker, one job at a time)
        -> one sandbox per attempt (``runner.grade``: bubblewrap + a cgroup, grader/jail.py)
 
 In the sandbox an attempt sees no other process: it cannot signal, stop or kill its
@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 MARGIN_S = 60.0
 RETRIES = 2          # further tries for an attempt whose worker or sandbox failed
 WORKER_ENV_DROP = ("MLA_CLASS_SEED",)   # the workers need no seed from the environment
@@ -84,7 +84,7 @@ class Worker:
         env = {k: v for k, v in os.environ.items() if k not in WORKER_ENV_DROP}
         # -I: no PYTHON* variables, no current folder or user site on sys.path
         boot = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
-                "from grader.classroom.worker import main; sys.exit(main())")
+                "from classroom.worker import main; sys.exit(main())")
         self.proc = subprocess.Popen([sys.executable, "-I", "-c", boot], cwd=str(ROOT),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
                                      start_new_session=True)

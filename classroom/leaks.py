@@ -273,7 +273,7 @@ def defined_functions(root: Path) -> dict:
         if not path.is_file() or "/." in "/" + rel or "__pycache__" in rel:
             continue
         names = []
-        if path.suffix == ".py" and rel.startswith(CODE_DIRS) and not rel.startswith("grader/classroom/"):
+        if path.suffix == ".py" and rel.startswith(CODE_DIRS):
             try:
                 tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
             except (SyntaxError, ValueError):

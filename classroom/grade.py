@@ -1,6 +1,6 @@
 """Grade a whole class: every student's attempt at every problem, through the judge.
 
-    python -m grader.classroom grade SUBMISSIONS/ --out grades/ [--seed-file secret.txt]
+    python -m classroom grade SUBMISSIONS/ --out grades/ [--seed-file secret.txt]
 
 Each attempt is graded by ``grader.runner.grade`` -- the judge itself: a fresh child
 process per (attempt, problem) with the spec's time limit per case and memory cap, all
