@@ -111,8 +111,10 @@ def judge_version() -> str:
     h = hashlib.sha256()
     root = runner.ROOT
     here = Path(__file__).resolve().parent   # the record format (record_of) lives here
-    files = sorted([*root.joinpath("grader").glob("*.py"), *root.joinpath("grader", "problems").glob("*.py"),
-                    *root.joinpath("mlacourse").glob("*.py"), here / "grade.py", here / "worker.py"])
+    # every file below grader/ and mlacourse/ (sub-packages such as mlacourse/engine and
+    # whatever a problem's folder holds included)
+    files = sorted([*root.joinpath("grader").rglob("*.py"), *root.joinpath("mlacourse").rglob("*.py"),
+                    here / "grade.py", here / "worker.py"])
     for f in files:
         h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
     h.update(platform.python_version().encode())

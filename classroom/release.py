@@ -173,16 +173,27 @@ def unsolved_stub_problems(files: dict) -> list[str]:
     return bad
 
 
+def source_file(where: str) -> str:
+    """The file a hit or an attempt comes from ("notebooks/04_x.ipynb cell 38:13" ->
+    "notebooks/04_x.ipynb"); the Chinese edition of a chapter counts as the chapter."""
+    return where.split(":", 1)[0].split(" cell ", 1)[0].replace("notebooks/zh/", "notebooks/")
+
+
+def allowance(answer: str, where: str) -> str | None:
+    """Why the model answer ``answer``'s body may stand at ``where`` (None: it may not)."""
+    where = source_file(where)
+    if where.startswith(REFERENCE_DIRS):
+        return "the course's reference implementation (import refused by the judge)"
+    return ALLOWED.get((answer, where))
+
+
 def leak_report(bundle: Path, answers: Path) -> tuple[list, list]:
     """(forbidden hits, allowed hits) of model-answer bodies in the bundle."""
     bad, ok = [], []
     for model, hit in leaks.find_leaks(answers, bundle):
-        where = hit.where.split(":", 1)[0].split(" cell ", 1)[0]
-        where = where.replace("notebooks/zh/", "notebooks/")   # the Chinese edition: the same chapter
-        if where.startswith(REFERENCE_DIRS):
-            ok.append((model.name, hit.where, "the course's reference implementation (import refused by the judge)"))
-        elif (model.name, where) in ALLOWED:
-            ok.append((model.name, hit.where, ALLOWED[(model.name, where)]))
+        why = allowance(model.name, hit.where)
+        if why is not None:
+            ok.append((model.name, hit.where, why))
         else:
             bad.append(f"{hit.where} ({hit.name}) has the body of the model answer {model.where} ({model.name})")
     return bad, ok
@@ -292,5 +303,5 @@ def zip_names(zip_path: Path) -> list[str]:
         return zf.namelist()
 
 
-__all__ = ["build", "collect", "wanted", "student_readme", "leak_report", "unsolved_stub_problems",
-           "Release", "ReleaseError", "ALLOWED", "BUNDLE_NAME", "zip_names"]
+__all__ = ["build", "collect", "wanted", "student_readme", "leak_report", "allowance", "source_file",
+           "unsolved_stub_problems", "Release", "ReleaseError", "ALLOWED", "BUNDLE_NAME", "zip_names"]

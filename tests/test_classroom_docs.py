@@ -8,7 +8,8 @@
 * docs/teaching.md counts no problems by hand, and every problem it names exists, with
   the requirements the specs give it.
 * `gradescope` refuses to invent a seed or to read one from inside --out, and writes the
-  seed nowhere but into the autograder zip."""
+  seed nowhere but into the autograder zip.
+* The old name `python -m grader.classroom` still runs the tools, saying the new name."""
 import contextlib
 import io
 import json
@@ -21,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import cli, runner
 from classroom import __main__ as classroom
 from classroom import guide, readme, release
+from grader import cli, runner
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = runner.discover()
@@ -256,3 +257,14 @@ def test_the_student_readme_commands_run_in_the_bundle(tmp_path, student_text):
         assert done.returncode in (0, 1) and "Traceback" not in done.stderr, (line, done.stdout[-1500:],
                                                                             done.stderr[-1500:])
         assert "problem 4" in done.stdout.lower() or "not started" in done.stdout, (line, done.stdout[-1500:])
+
+
+def test_the_old_name_runs_the_tools_and_says_the_new_one():
+    """One release of grace for scripts written before the move (grader/classroom/)."""
+    new = subprocess.run([sys.executable, "-m", "classroom", "guide", "--check"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    old = subprocess.run([sys.executable, "-m", "grader.classroom", "guide", "--check"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert (old.returncode, old.stdout) == (new.returncode, new.stdout) and new.stdout.strip(), (old, new)
+    assert "`python -m classroom`" in old.stderr and "grader.classroom" not in new.stderr
+    assert sorted(p.name for p in (ROOT / "grader" / "classroom").glob("*.py")) == ["__init__.py", "__main__.py"]
