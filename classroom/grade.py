@@ -366,7 +366,7 @@ def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: 
         return cache / f"p{key[0]:02d}-{key[1][:40]}.json"
 
     todo = [k for k in attempts if not (settings.use_cache and read_cached(cache_file(k), k) is not None)]
-    todo.sort(key=lambda k: (0 if any(m in ("torch", "triton") for m in by_number[k[0]].requires) else 1, k))
+    todo.sort(key=lambda k: (0 if by_number[k[0]].needs_torch else 1, k))
     log(f"{len(students)} submissions, {len(attempts)} distinct attempts "
         f"({len(attempts) - len(todo)} already graded), seed "
         f"{'<hidden>' if settings.hide_seed else settings.seed} ({settings.seed_from}), "

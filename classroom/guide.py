@@ -102,9 +102,8 @@ def problems() -> str:
             lim += f" ({', '.join(f'{m} MB' for m in caps)} on some cases)"
         lim += f"; at most {budget_for(p):.0f} s in all for one attempt."
         out.append(lim)
-        needs = [m for m in p.requires if m != "numpy"]
-        if needs:
-            out.append(f"- Needs {' and '.join(needs)} (on a CPU, Triton's interpreter).")
+        if p.needs_torch:
+            out.append(f"- Needs {' and '.join(_heavy(p))} (on a CPU, Triton's interpreter).")
         if p.may_import:
             out.append("- May import from the course: " + ", ".join(
                 f"`{m}.{n}`" for m, ns in p.may_import.items() for n in ns) + " (data only); any other "

@@ -138,8 +138,7 @@ def build_gradescope(out: Path, seed: int | None = None, points: dict | None = N
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     seed = secrets.randbelow(2**31) if seed is None else int(seed)
-    probs = [p for p in runner.discover()
-             if with_torch or not any(m in ("torch", "triton") for m in p.requires)]
+    probs = [p for p in runner.discover() if with_torch or not p.needs_torch]
     config = {"seed": seed, "problems": [p.number for p in probs],
               "points": {str(p.number): float((points or {}).get(p.number, 1)) for p in probs},
               "hide_seed": hide_seed, "with_torch": with_torch}
@@ -292,7 +291,7 @@ def gradescope_run(root: Path, workers: int | None = None) -> dict:
     records.update({n: nbs.refused_record(by_number[n], m.notebook) for n, m in matches.items()
                     if nbs.is_refused(m)})   # a notebook that cannot be used: the reason, no job
     isolation = gradescope_isolation(root)
-    user = sandbox.Isolation.parse(isolation) if isolation.startswith("user") else None
+    user = sandbox.Placement.parse(isolation) if isolation.startswith("user") else None
     if user is not None:
         _close_to_others(root, source)
     with tempfile.TemporaryDirectory(prefix="mla-gradescope-") as tmp:

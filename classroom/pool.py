@@ -49,7 +49,7 @@ class Job:
     protect: list         # extra folders graded code may not read
     budget_s: float       # wall-clock backstop for the whole attempt
     rename: dict = None   # {path prefix: label} applied to the record's texts (e.g. <grades>)
-    isolation: str = "jail"   # sandbox.Isolation text: jail, process, user:UID:GID
+    isolation: str = "jail"   # sandbox.Placement's text: jail, process, user:UID:GID
     sha256: str = ""      # what the staged file must hash to (checked by the worker)
 
 
@@ -57,7 +57,7 @@ def budget_for(problem) -> float:
     """Start-up, then every case at its limit plus the judge's gap between cases, plus a margin."""
     from grader import sandbox
     cases = problem.make_cases(0)
-    startup = sandbox.STARTUP_S["torch" if sandbox.is_heavy(problem) else "numpy"] + problem.timeout_s
+    startup = sandbox.STARTUP_S[sandbox.stack(problem)] + problem.timeout_s
     per_case = sum((c.timeout_s or problem.timeout_s) + sandbox.START_GAP_S for c in cases)
     return startup + per_case + MARGIN_S
 
