@@ -98,7 +98,7 @@ def requirement_text(problem: Problem, missing: list[str]) -> str:
     names = " and ".join(missing) if len(missing) < 3 else ", ".join(missing[:-1]) + " and " + missing[-1]
     verb = "is" if len(missing) == 1 else "are"
     gpu = (" It runs on a CUDA GPU, or on the CPU in Triton's interpreter (the judge sets "
-           "TRITON_INTERPRET=1 there)." if "triton" in problem.requires else "")
+           "TRITON_INTERPRET=1 there)." if problem.needs_torch else "")
     return (f"problem {problem.number} needs {names}, which {verb} not installed here: run "
             f"`bash setup.sh` (it installs them) or `pip install {' '.join(missing)}`.{gpu}")
 

@@ -196,7 +196,7 @@ def child_env(problem, scratch: str) -> dict:
         env[k] = scratch
     for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env[k] = "1"  # fast start, and memory use that does not depend on the core count
-    if "triton" in problem.requires and "TRITON_INTERPRET" not in env and not has_gpu():
+    if problem.needs_torch and "TRITON_INTERPRET" not in env and not has_gpu():
         env["TRITON_INTERPRET"] = "1"
     return env
 
@@ -260,7 +260,7 @@ def start_child(job: Job, problem, scratch: str, isolation: Placement, cases: li
                 job.payload["rlimits"] = fallback_rlimits(problem, cases)
             job_file = _write_job(job, scratch)
             argv = jail.command(str(CHILD), str(job_file), job.payload["path"], w_fd, heavy,
-                                interpret_triton="triton" in problem.requires and not has_gpu(),
+                                interpret_triton=problem.needs_torch and not has_gpu(),
                                 hide=[str(ROOT), *job.payload["protected"]], gpu=heavy and has_gpu())
             env, cwd, user = {}, scratch, None   # bwrap starts with nothing of ours
         elif isolation.kind is Isolation.USER:
@@ -301,7 +301,7 @@ def _as_user(job: Job, problem, cases: list, scratch: str, isolation: Placement,
     job_file = _write_job(job, scratch)
     os.chown(job_file, isolation.uid, isolation.gid)
     exe, _ = jail.interpreter()
-    env = jail.environment(problem.needs_torch, "triton" in problem.requires and not has_gpu())
+    env = jail.environment(problem.needs_torch, problem.needs_torch and not has_gpu())
     env.update({"HOME": str(work), "TMPDIR": str(work), "MPLCONFIGDIR": str(work / ".matplotlib"),
                 "XDG_CACHE_HOME": str(work / ".cache"), "TRITON_CACHE_DIR": str(work / ".triton")})
     argv = [exe, "-I", "-S", "-u", str(Path(scratch) / "child.py"), "--fd", str(w_fd), "--job", str(job_file),

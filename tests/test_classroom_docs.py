@@ -180,7 +180,7 @@ def test_teaching_guide_names_only_problems_that_exist_as_the_specs_say():
     for m in re.finditer(r"\bp(\d\d)_(\w+)\.py", text):
         p = runner.find(int(m.group(1)))
         assert p.filename == m.group(0), m.group(0)
-    heavy = {p.number for p in PROBLEMS if set(p.requires) - {"numpy"}}
+    heavy = {p.number for p in PROBLEMS if p.needs_torch}
     light = numbers - heavy
     for sentence in re.split(r"(?<=[.;])\s+", text):
         refs = problem_refs(sentence)
@@ -195,7 +195,7 @@ def test_teaching_guide_names_only_problems_that_exist_as_the_specs_say():
 def test_the_teaching_checks_catch_the_old_text():
     old = ("Chapters 1 to 5 and problems 1 to 11 need only numpy and matplotlib. "
            "200 students and all 12 problems took 10 minutes.")
-    light = {p.number for p in PROBLEMS if not set(p.requires) - {"numpy"}}
+    light = {p.number for p in PROBLEMS if not p.needs_torch}
     assert problem_refs(old.split(". ")[0]) != light
     assert re.findall(rf"\b(?:all\s+)?(?:\d+|{NUMBER_WORDS})\s+problems\b", old)
 
@@ -268,3 +268,21 @@ def test_the_old_name_runs_the_tools_and_says_the_new_one():
     assert (old.returncode, old.stdout) == (new.returncode, new.stdout) and new.stdout.strip(), (old, new)
     assert "`python -m classroom`" in old.stderr and "grader.classroom" not in new.stderr
     assert sorted(p.name for p in (ROOT / "grader" / "classroom").glob("*.py")) == ["__init__.py", "__main__.py"]
+
+
+def test_a_new_problem_fails_until_the_guide_and_the_workflow_are_regenerated(monkeypatch, capsys):
+    """The two generated files a new problem changes: docs/teaching.md's sections (`python
+    -m classroom guide`) and GitHub Classroom's workflow (`python -m classroom github`).
+    With a new spec and neither command run, both checks fail and name the command."""
+    import dataclasses
+    real = runner.discover()
+    assert classroom.main(["guide", "--check"]) == 0 and classroom.main(["github", "--check"]) == 0
+    fake = dataclasses.replace(real[0], number=99, slug="fake_problem", title="A fake problem")
+    monkeypatch.setattr(runner, "discover", lambda errors=None: [*real, fake])
+    capsys.readouterr()
+    assert classroom.main(["guide", "--check"]) == 1
+    assert "OUT OF DATE" in capsys.readouterr().out and set(guide.stale()) >= {"plan", "problems"}
+    assert classroom.main(["github", "--check"]) == 1
+    assert "OUT OF DATE: run python -m classroom github" in capsys.readouterr().out
+    text = guide.render(guide.GUIDE.read_text())
+    assert "### Problem 99 · `fake_problem`" in text and "99 `fake_problem`" in text
