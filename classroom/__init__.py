@@ -12,6 +12,8 @@
   slides.py       reveal.js lecture decks from the chapters
   guide.py        the generated sections of docs/teaching.md
   committed.py    the course's files as of the last commit
+  execute.py      run a chapter the one way the course does (the decks, the site's book,
+                  the tests)
 
 Imports point down: classroom uses grader (the judge) and mlacourse; neither imports it.
 Nothing here ships to students: the release leaves classroom/ out. Synthetic classes for

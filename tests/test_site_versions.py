@@ -94,4 +94,5 @@ def test_course_runs_on_the_browser_numpy_and_matplotlib(stubs):
     print(res.stdout)
     assert res.returncode == 0 and res.stdout.rstrip().endswith("ok"), res.stdout[-3000:] + res.stderr[-3000:]
     graded = [int(x) for x in res.stdout.split("problems [", 1)[1].split("]", 1)[0].split(",")]
-    assert set(range(1, 12)) <= set(graded), graded
+    from grader import runner
+    assert graded == [p.number for p in runner.discover() if not p.needs_torch], graded
