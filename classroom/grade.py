@@ -268,6 +268,16 @@ def missing_record(problem, expected: str) -> dict:
     return record_of(r, None)
 
 
+def refused_notebook_record(problem, ex: notebooks.Extraction) -> dict:
+    """The verdict record of a notebook hand-in that cannot be graded (notebooks.py says why)."""
+    r = ProblemResult(problem, FILE, given_path=True).broken(
+        f"NOT GRADED: the notebook {ex.notebook} could not be used for problem {problem.number} "
+        f"({problem.slug}): {ex.refused}. The grader never runs a notebook: it copies the "
+        f"top-level functions a problem asks for and what they use into a practice file. Fix "
+        f"the notebook, or hand in practice/{problem.filename}.", notebooks.REASON)
+    return record_of(r, None)
+
+
 # --------------------------------------------------------------------------- the class
 
 @dataclass
@@ -412,7 +422,7 @@ def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: 
             if m is None:
                 g.records[p.number] = missing_record(p, p.filename)
             elif notebooks.is_refused(m):
-                g.records[p.number] = notebooks.refused_record(p, m.notebook)
+                g.records[p.number] = refused_notebook_record(p, m.notebook)
             elif key in not_graded:
                 g.records[p.number] = not_graded[key]
             else:

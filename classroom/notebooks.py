@@ -8,7 +8,8 @@ Nothing from a notebook runs here. The .ipynb is read as JSON, each code cell is
 (the compiler's own scoping rules: comprehensions, closures, ``global``). The generated
 file is graded by the judge in its sandbox, as a handed-in .py would be.
 
-Which notebooks, for which problem (``notebook_matches``):
+Which notebooks, for which problem (submissions.notebook_matches, with this module's
+``own_definitions``):
   * by name, with the rules practice files use (``p04.ipynb``, ``choose_path.ipynb``,
     ``alice_p04_choose_path.ipynb``, ...; submissions.RULES);
   * by content: the notebook defines, at top level, one of the functions the problem asks
@@ -54,6 +55,8 @@ import warnings
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .fingerprint import fingerprint, is_trivial
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_NOTEBOOK_BYTES = 16 << 20   # outputs (plots) make notebooks large; code is capped below
@@ -524,7 +527,6 @@ def _render(nb: Notebook, problem, chosen: dict, aliases: dict, ex: Extraction) 
 def course_functions() -> tuple[frozenset, dict]:
     """(the course's chapter file names, {function name: fingerprints of the chapters' own
     definitions}): a chapter a student hands back unchanged is not their attempt."""
-    from . import leaks
     names, prints = set(), {}
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         names.add(path.name)
@@ -534,20 +536,19 @@ def course_functions() -> tuple[frozenset, dict]:
             continue
         for st in nb.statements:
             if st.kind == "def":
-                prints.setdefault(st.node.name, set()).add(leaks.fingerprint(st.node))
+                prints.setdefault(st.node.name, set()).add(fingerprint(st.node))
     return frozenset(names), prints
 
 
-def _own_definitions(nb: Notebook, problem) -> list[str]:
+def own_definitions(nb: Notebook, problem) -> list[str]:
     """The problem's functions this notebook defines at top level with a body of its own."""
-    from . import leaks
     _, course = course_functions()
     out = []
     for f in problem.functions:
         defs = [s for s in nb.definitions(f) if s.kind == "def"]
         try:
-            own = bool(defs) and not leaks._is_trivial(defs[-1].node) \
-                and leaks.fingerprint(defs[-1].node) not in course.get(f, set())
+            own = bool(defs) and not is_trivial(defs[-1].node) \
+                and fingerprint(defs[-1].node) not in course.get(f, set())
         except RecursionError:   # too deep to compare: it is not the course's code either
             own = True
         if own:
@@ -555,23 +556,10 @@ def _own_definitions(nb: Notebook, problem) -> list[str]:
     return out
 
 
-def _unparsed_definitions(nb: Notebook, problem) -> list[str]:
+def unparsed_definitions(nb: Notebook, problem) -> list[str]:
     """The problem's functions a cell that does not parse seems to define (``def f(``)."""
     return [f for f in problem.functions
             if any(re.search(rf"^(async\s+)?def\s+{re.escape(f)}\b", raw, re.M) for _, raw, _ in nb.broken)]
-
-
-def refused_record(problem, ex: Extraction) -> dict:
-    """The verdict record (grade.record_of's format) of a notebook that cannot be graded."""
-    from grader.records import ProblemResult
-
-    from .grade import FILE, record_of
-    r = ProblemResult(problem, FILE, given_path=True).broken(
-        f"NOT GRADED: the notebook {ex.notebook} could not be used for problem {problem.number} "
-        f"({problem.slug}): {ex.refused}. The grader never runs a notebook: it copies the "
-        f"top-level functions a problem asks for and what they use into a practice file. Fix "
-        f"the notebook, or hand in practice/{problem.filename}.", REASON)
-    return record_of(r, None)
 
 
 def relabel(rec, ex: Extraction, filename: str):
@@ -594,75 +582,6 @@ def relabel(rec, ex: Extraction, filename: str):
         return obj
 
     return walk(rec)
-
-
-def notebook_matches(cands: list, problems, taken: dict, stubs: dict, notes: list) -> dict:
-    """{problem number: submissions.Match} for the notebooks among ``cands`` (Candidates
-    whose name ends in .ipynb), given the practice files already matched (``taken``):
-    a notebook fills a problem that has no file, or only the unchanged stub."""
-    from .submissions import RULES, Match, rule_for
-    chapters, _ = course_functions()
-    found: dict = {}
-    for c in cands:
-        name = c.rel.rsplit("/", 1)[-1]
-        nb = read_notebook(c.rel, c.data)
-        by_name = {}
-        if name not in chapters:
-            stem_py = name[:-len(".ipynb")] + ".py"
-            hits = [(RULES.index(r), p) for p in problems if (r := rule_for(stem_py, p))]
-            if hits:
-                best = min(h[0] for h in hits)
-                top = [p for r, p in hits if r == best]
-                if len(top) == 1:
-                    by_name[top[0].number] = RULES[best]
-                else:
-                    notes.append(f"{c.rel}: the name fits problems {', '.join(str(p.number) for p in top)}; "
-                                 "matched by the functions it defines instead")
-        used = False
-        for p in problems:
-            rule = by_name.get(p.number)
-            if rule is None and not nb.error and (_own_definitions(nb, p) or _unparsed_definitions(nb, p)):
-                rule = "functions"
-            if rule is None:
-                continue
-            used = True
-            found.setdefault(p.number, []).append((c, nb, rule))
-        if not used:
-            why = f"not a readable notebook ({nb.error})" if nb.error else \
-                "it defines none of the problems' functions at top level (or only the course's own)"
-            notes.append(f"{c.rel}: notebook not graded: {why}")
-    out = {}
-    for p in problems:
-        if p.number not in found:
-            continue
-        prior = taken.get(p.number)
-        if prior is not None and "unchanged stub" not in prior.notes:
-            for c, _, _ in found[p.number]:
-                notes.append(f"{c.rel}: a notebook for problem {p.number}; the practice file {prior.rel} "
-                             "was graded instead")
-            continue
-        tried = []
-        for c, nb, rule in found[p.number]:
-            ex = extract(nb, p)
-            rank = RULES.index(rule) if rule in RULES else len(RULES)
-            parts = c.rel.split("/")
-            tried.append(((bool(ex.refused), rank, "practice" not in parts[:-1], len(parts), c.rel), c, ex, rule))
-        tried.sort(key=lambda t: t[0])
-        _, c, ex, rule = tried[0]
-        data = ex.data if not ex.refused else b""
-        sha = hashlib.sha256(data if data else b"refused\0" + c.data).hexdigest()
-        notes_m = list(ex.notes) if not ex.refused else [f"NOT GRADED: {ex.refused}"]
-        m = Match(p.number, c.rel, f"notebook: {rule if rule in RULES else 'defines the functions'}",
-                  sha, data, notes_m)
-        m.notebook = ex
-        for _, other, oex, _ in tried[1:]:
-            why = f" (could not be used: {oex.refused})" if oex.refused else ""
-            notes.append(f"{other.rel}: another notebook for problem {p.number}{why}; {c.rel} was used")
-        if prior is not None:
-            notes.append(f"{prior.rel}: the unchanged stub; the notebook {c.rel} was graded for "
-                         f"problem {p.number} instead")
-        out[p.number] = m
-    return out
 
 
 def stage(match, problem, folder: Path) -> Path:
@@ -710,6 +629,7 @@ def student_note(sub) -> str:
     return "; ".join(parts)
 
 
-__all__ = ["read_notebook", "extract", "notebook_matches", "refused_record", "relabel", "is_refused",
+__all__ = ["read_notebook", "extract", "own_definitions", "unparsed_definitions", "course_functions", "relabel",
+           "is_refused",
            "class_notebooks", "student_note", "python_source", "stage", "Extraction", "Notebook", "REASON",
            "MAX_NOTEBOOK_BYTES"]

@@ -272,7 +272,8 @@ def gradescope_run(root: Path, workers: int | None = None) -> dict:
     from . import notebooks as nbs
     from . import pool
     from . import submissions as sm
-    from .grade import FILE, missing_record, not_graded_record, replace_strings, stub_hashes
+    from .grade import (FILE, missing_record, not_graded_record, refused_notebook_record, replace_strings,
+                        stub_hashes)
     root = Path(root)
     source = Path(__file__).resolve().parent.parent
     config = json.loads((source / "config.json").read_text())
@@ -288,7 +289,7 @@ def gradescope_run(root: Path, workers: int | None = None) -> dict:
              for n, m in sorted(matches.items())]
     lines += [f"ignored: {x}" for x in notes + more]
     records = {p.number: missing_record(p, p.filename) for p in probs if p.number not in matches}
-    records.update({n: nbs.refused_record(by_number[n], m.notebook) for n, m in matches.items()
+    records.update({n: refused_notebook_record(by_number[n], m.notebook) for n, m in matches.items()
                     if nbs.is_refused(m)})   # a notebook that cannot be used: the reason, no job
     isolation = gradescope_isolation(root)
     user = sandbox.Placement.parse(isolation) if isolation.startswith("user") else None

@@ -20,20 +20,11 @@ kernel).
 from __future__ import annotations
 
 import shlex
-from pathlib import Path
 
 from . import cli, hints
+from .runner import browser_practice as practice_dir
 
 PROG = "%judge"
-
-
-def practice_dir() -> Path:
-    """Where the learner's practice files live in the browser's storage."""
-    here = Path.cwd()
-    for d in (here, here / "practice", here.parent / "practice", Path("/drive/practice")):
-        if any(d.glob("p[0-9][0-9]_*.py")):
-            return d
-    return here.parent / "practice" if here.name == "notebooks" else here / "practice"
 
 
 def judge(line: str = "") -> int:

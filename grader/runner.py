@@ -39,6 +39,16 @@ CAN_FORK = hasattr(os, "fork")              # not on Windows
 NO_SUBPROCESS = os.name == "nt"             # no select() on pipes: a child cannot be watched
 
 
+def browser_practice() -> Path:
+    """Where the learner's practice files live in the browser's storage (JupyterLite):
+    beside the open notebook, in practice/ beside or above it, or /drive/practice."""
+    here = Path.cwd()
+    for d in (here, here / "practice", here.parent / "practice", Path("/drive/practice")):
+        if any(d.glob("p[0-9][0-9]_*.py")):
+            return d
+    return here.parent / "practice" if here.name == "notebooks" else here / "practice"
+
+
 # --------------------------------------------------------------------------- discovery
 
 @dataclasses.dataclass
