@@ -46,6 +46,7 @@ from . import child as _child
 from . import jail, limits
 from .child import RunStatus
 from .records import Isolation
+from .spec import TORCH_STACK
 
 CHILD = Path(_child.__file__).resolve()
 OUTPUT_CAP = 8000            # characters of fd-level output kept per run
@@ -149,7 +150,7 @@ def build_job(problem, path: str, cases: list, protected: list, provided: dict) 
     token = secrets.token_hex(16)
     payload = {"token": token, "path": str(Path(path).resolve()), "cases": jobs,
                "memory_mb": memory_mb, "protected": protected, "provided": provided,
-               "preimport": ["numpy"] + (["torch", "triton"] if heavy else []), "rlimits": {}}
+               "preimport": ["numpy", *(TORCH_STACK if heavy else ())], "rlimits": {}}
     startup = STARTUP_S[stack(problem)] + problem.timeout_s
     return Job(token, jobs, timeouts, startup, payload)
 
