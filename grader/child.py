@@ -527,8 +527,9 @@ def install_guard(scratch: str, protected=(), readable=()):
     sys.addaudithook(hook)
 
 
-# the course's packages: graded code may not import them (except what a spec provides)
-COURSE_PACKAGES = ("mlacourse", "grader", "solutions", "kernels")
+# the course's packages: graded code may not import them (except what a spec provides);
+# the sandbox hides installed copies of them too (grader/jail.py)
+COURSE_PACKAGES = ("mlacourse", "grader", "classroom", "solutions", "kernels")
 
 
 class _CourseBlocker(importlib.abc.MetaPathFinder, importlib.abc.Loader):

@@ -11,6 +11,10 @@
                            (--output practice/results.json also writes it to a file)
   judge.py --solutions     course check: every solution passes, every stub is "not started"
 
+The browser's ``%judge`` (grader/browser.py) is this command line, on the browser's
+practice folder (``main(..., practice=...)``); there every problem is graded in this
+process, one after the other (no subprocesses, no threads).
+
 Exit codes. The overview (no problem, no --json) is a progress report: 0 whatever the
 progress, so a learner's first run does not end in an error (--strict: 1 unless all
 pass). One problem, --file and --json: 0 if and only if everything graded passes, 1
@@ -28,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import hints, report, runner
-from .records import ProblemStatus
+from .records import Isolation, ProblemStatus
 from .report import PROG
 
 
@@ -53,8 +57,16 @@ def reveal_hint(problem) -> str:
 # --------------------------------------------------------------------------- grading
 
 def grade_many(problems, path_of, seed, workers=None, on_result=None):
-    """Grade problems in parallel; call on_result in problem order as results arrive."""
-    workers = workers or max(1, min(len(problems), os.cpu_count() or 1))
+    """Grade problems in parallel (one after the other in the browser, which has no
+    threads); call on_result in problem order as results arrive."""
+    workers = 1 if runner.IN_BROWSER else workers or max(1, min(len(problems), os.cpu_count() or 1))
+    if workers == 1:
+        results = []
+        for p in problems:
+            results.append(runner.grade(p, path_of(p), seed))
+            if on_result:
+                on_result(results[-1])
+        return results
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = {}
         for p in sorted(problems, key=_heavy_first):  # slow starters first, report in order
@@ -71,7 +83,7 @@ def grade_many(problems, path_of, seed, workers=None, on_result=None):
 
 def _heavy_first(problem) -> int:
     """Problems whose child imports torch/triton take seconds to start: submit them first."""
-    return 0 if any(m in ("torch", "triton") for m in problem.requires) else 1
+    return 0 if problem.needs_torch else 1
 
 
 def _print(*a):
@@ -168,8 +180,14 @@ def _emit_json(data, args):
         Path(args.output).write_text(text + "\n")
 
 
-def grade_one(problem, args, prog) -> int:
-    r = runner.grade(problem, args.file, args.seed)  # None: the learner's practice file
+def _file_in(practice):
+    """The file to grade for a problem: in ``practice`` when given, else None (the judge's
+    default, practice/)."""
+    return lambda p: None if practice is None else Path(practice) / p.filename
+
+
+def grade_one(problem, args, prog, practice=None) -> int:
+    r = runner.grade(problem, args.file or _file_in(practice)(problem), args.seed)
     if args.json:
         _emit_json(report.to_json([r], prog, r.seed), args)
     else:
@@ -177,10 +195,13 @@ def grade_one(problem, args, prog) -> int:
     return 0 if r.passed else 1
 
 
-def grade_all(problems, args, prog) -> int:
+def grade_all(problems, args, prog, practice=None) -> int:
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     cb = None if args.json else (lambda r: _print(report.status_line(r)))
-    results = grade_many(problems, lambda p: None, seed, on_result=cb)  # None: practice/
+    note = report.isolation_note(runner.default_isolation())
+    if note and not args.json:
+        _print(note)   # once for the overview (the browser: no time limit)
+    results = grade_many(problems, _file_in(practice), seed, on_result=cb)
     if args.json:
         _emit_json(report.to_json(results, prog, seed), args)
     else:
@@ -196,7 +217,7 @@ def grade_all(problems, args, prog) -> int:
 def sandbox_note() -> None:
     """One line on stderr where attempts cannot run in the OS sandbox (grader/jail.py)."""
     from . import jail
-    if runner.IN_BROWSER or runner.NO_SUBPROCESS or jail.available():
+    if runner.default_isolation() is not Isolation.PROCESS:
         return
     print(f"note: no OS sandbox here ({jail.probe()}): your code runs in its own process behind "
           "the judge's Python-level guard -- fine for your own code; a teacher grading others' "
@@ -226,7 +247,9 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return ap
 
 
-def main(argv=None, prog: str | None = None) -> int:
+def main(argv=None, prog: str | None = None, practice=None) -> int:
+    """The command line; ``practice``: the folder of the learner's files (default
+    practice/; the browser passes its drive's)."""
     prog = prog or PROG
     args = build_parser(prog).parse_args(argv)
     errors: list = []
@@ -278,8 +301,8 @@ def main(argv=None, prog: str | None = None) -> int:
     if args.watch:
         return cmd_watch(problems, single, args, prog)
     if single is not None:
-        return grade_one(single, args, prog)
-    return grade_all(problems, args, prog)
+        return grade_one(single, args, prog, practice)
+    return grade_all(problems, args, prog, practice)
 
 
 if __name__ == "__main__":

@@ -31,8 +31,7 @@ def folder() -> Path:
         return _folder
     from . import runner
     if runner.IN_BROWSER:  # check() in a browser notebook: the drive's practice folder
-        from .browser import practice_dir
-        return practice_dir()
+        return runner.browser_practice()
     return runner.PRACTICE
 
 

@@ -32,6 +32,8 @@ import subprocess
 import sys
 from functools import lru_cache
 
+from . import child as _child
+
 INSIDE_UID = 65534                  # "nobody"
 JUDGE_DIR = "/judge"                # the child runner and the job, read-only
 TMP = "/tmp"                        # the private tmpfs
@@ -42,7 +44,7 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime")
 # the CPU layout (OpenBLAS and torch read it to size their thread pools): not secret
 SYSTEM_RO_TRY = ("/sys/devices/system/cpu",)
-COURSE_NAMES = ("mlacourse", "grader", "solutions", "kernels")
+COURSE_NAMES = _child.COURSE_PACKAGES   # installed copies of these are hidden
 INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; "
                 "Fedora: `sudo dnf install bubblewrap`); on macOS or Windows grade in a Linux VM, "
                 "a container that allows user namespaces, or on Gradescope")

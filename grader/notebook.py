@@ -13,7 +13,7 @@ from __future__ import annotations
 import types
 
 from . import hints, report, runner
-from .records import ProblemStatus
+from .records import Isolation, ProblemStatus
 
 
 def check(problem, namespace: dict | None = None, seed: int | None = None, display: bool = True,
@@ -40,7 +40,8 @@ def check(problem, namespace: dict | None = None, seed: int | None = None, displ
                         "namespace=globals()).")
     module = types.SimpleNamespace(**found)
     path = f"<notebook: {', '.join(found)}>"
-    result = runner.grade(prob, path=path, seed=seed, module=module, isolate=isolate)
+    result = runner.grade(prob, path=path, seed=seed, module=module,
+                          isolation=Isolation.NONE if isolate is False else None)
     missing = [n for n in prob.functions if n not in found]
     if missing and result.status is not ProblemStatus.PASSED:
         result.message = ""  # keep the per-case verdicts; say what was not given

@@ -4,6 +4,7 @@ Three levels, one Enum each (values are the words people read and JSON carries):
   RunStatus      one call in the sandbox (grader/child.py): ok, error, timeout, ...
   CaseStatus     one case after the checker:  pass, fail, not started, not run
   ProblemStatus  one problem for one learner: passed, failed, not started, missing, unavailable
+and where an attempt ran, ``Isolation`` (jail, process, user, fork, none).
 State changes are methods on the records (``CaseOutcome.fail``, ``ProblemResult.finish``),
 as in Exercism's test runner, so no caller spells a status by hand.
 """
@@ -21,6 +22,19 @@ class CaseStatus(str, Enum):
     FAIL = "fail"
     NOT_STARTED = "not started"  # the function still raises NotImplementedError
     NOT_RUN = "not run"          # an earlier case took the process down
+
+    def __str__(self):
+        return self.value
+
+
+class Isolation(str, Enum):
+    """Where an attempt runs: what runner.grade is asked for (or decides: runner.
+    default_isolation) and what its result records (grader/sandbox.py runs each)."""
+    JAIL = "jail"        # a bubblewrap sandbox in its own cgroup: the operating system is the boundary
+    PROCESS = "process"  # a fresh `python -I` behind the judge's Python guard (no bwrap: self-study)
+    USER = "user"        # a fresh process as another, unprivileged user (Gradescope without namespaces)
+    FORK = "fork"        # a fork of this process: functions defined in a notebook, same limits
+    NONE = "none"        # this process, without limits (the browser, Windows)
 
     def __str__(self):
         return self.value
@@ -80,14 +94,18 @@ class ProblemResult:
     message: str = ""         # for whole-file verdicts (missing, import error, unavailable)
     reason: str = ""          # a tag for whole-file verdicts (import_error, uses_reference, ...)
     elapsed: float = 0.0
-    in_process: bool = False  # ran in the caller's process: no time or memory limit
-    isolation: str = "process"  # "process" (a fresh child), "fork" (a notebook's copy) or "none"
+    isolation: Isolation = Isolation.PROCESS  # where the attempt ran
     output: str = ""          # printed below Python's level (os.write, C code), capped
     given_path: bool = False  # the file was named by the user (--file): shown as given
 
     @property
     def passed(self) -> bool:
         return self.status is ProblemStatus.PASSED
+
+    @property
+    def in_process(self) -> bool:
+        """Ran in the caller's process: no time or memory limit."""
+        return self.isolation is Isolation.NONE
 
     # ---- state changes
     def unavailable(self, message: str) -> "ProblemResult":
@@ -134,4 +152,4 @@ class ProblemResult:
         return sum(o.status is status for o in self.outcomes)
 
 
-__all__ = ["RunStatus", "CaseStatus", "ProblemStatus", "CaseOutcome", "ProblemResult"]
+__all__ = ["RunStatus", "CaseStatus", "ProblemStatus", "Isolation", "CaseOutcome", "ProblemResult"]

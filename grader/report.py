@@ -6,7 +6,7 @@ import html
 import os
 import sys
 
-from .records import CaseStatus, ProblemResult, ProblemStatus
+from .records import CaseStatus, Isolation, ProblemResult, ProblemStatus
 
 PROG = "python practice/judge.py"  # the one command every message names
 
@@ -52,17 +52,17 @@ def reproduce(r: ProblemResult, prog: str = PROG) -> str:
     return f"{prog} {r.problem.number}{file} --seed {r.seed}"
 
 
-def isolation_note(r: ProblemResult) -> str | None:
-    if r.isolation == "fork":
-        return None  # the same limits as the command line: nothing to warn about
-    if r.in_process and sys.platform == "emscripten":  # interrupting does not stop a loop there
+def isolation_note(isolation: Isolation) -> str | None:
+    """What a learner must know about where an attempt ran: only running in this process
+    (no limits) needs saying."""
+    if isolation is not Isolation.NONE:
+        return None  # a child or a fork: the command line's limits
+    if sys.platform == "emscripten":  # interrupting does not stop a loop there
         return ("(graded in-process, in this browser tab's Python: there is no time limit. If your "
                 "code runs forever, restart the kernel (Kernel > Restart Kernel), fix it, grade again.)")
-    if r.in_process:
-        return ("(graded inside this Python process: there is no time limit and no crash "
-                "protection. If your code runs forever, interrupt the kernel (the ■ button, or "
-                "Kernel > Interrupt); restart it if that does not help.)")
-    return None
+    return ("(graded inside this Python process: there is no time limit and no crash "
+            "protection. If your code runs forever, interrupt the kernel (the ■ button, or "
+            "Kernel > Interrupt); restart it if that does not help.)")
 
 
 def status_line(r: ProblemResult, prog: str = PROG) -> str:
@@ -89,7 +89,7 @@ def details(r: ProblemResult, prog: str = PROG, hints_shown: int = 0) -> str:
     p = r.problem
     lines = [f"Problem {p.number} · {p.slug} -- {p.title}",
              f"  file: {shown_path(r)}    chapter: {p.chapter}"]
-    note = isolation_note(r)
+    note = isolation_note(r.isolation)
     if note:
         lines.append("  " + note)
     if r.status in (ProblemStatus.MISSING, ProblemStatus.UNAVAILABLE) or (r.message and not r.outcomes):

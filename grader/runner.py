@@ -1,10 +1,11 @@
 """Find problem specs, run a learner's attempt on a problem's cases, and grade the results.
 
-A file is run in a fresh child process (grader/sandbox.py: a bubblewrap sandbox where
-bwrap works, else ``python -I`` with the judge's Python-level guard; a memory cap, a
-deadline per case); functions defined in a notebook run in
-a fork of the notebook's process with the same limits; where neither exists (the
-browser, Windows) the cases run in this process, without limits, and the result says so.
+Where an attempt runs is one decision, ``default_isolation`` (or the caller's ``isolation``):
+a file in a fresh child process (grader/sandbox.py: a bubblewrap sandbox where bwrap
+works, else ``python -I`` with the judge's Python-level guard; a memory cap, a deadline
+per case); functions defined in a notebook in a fork of the notebook's process with the
+same limits; where neither exists (the browser, Windows) in this process, without
+limits, and the result says so.
 Every verdict is computed here, from plain data and the spec -- never by graded code.
 """
 from __future__ import annotations
@@ -24,9 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from . import child as _child
-from . import sandbox
+from . import jail, sandbox
 from .child import RunStatus
-from .records import CaseOutcome, CaseStatus, ProblemResult, ProblemStatus
+from .records import CaseOutcome, CaseStatus, Isolation, ProblemResult, ProblemStatus
 from .spec import Case, Problem, same_answer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,10 +35,20 @@ PRACTICE = ROOT / "practice"
 SOLUTIONS = ROOT / "solutions"
 PROBLEMS_DIR = Path(__file__).resolve().parent / "problems"
 
-IN_BROWSER = sys.platform == "emscripten"
-CAN_FORK = hasattr(os, "fork") and not IN_BROWSER
-# no fork/select on pipes there: attempts run in-process (and the result says so)
-NO_SUBPROCESS = IN_BROWSER or os.name == "nt"
+# facts about this platform; default_isolation alone turns them into a decision
+IN_BROWSER = sys.platform == "emscripten"   # Pyodide: no processes, no threads
+CAN_FORK = hasattr(os, "fork")              # not on Windows
+NO_SUBPROCESS = os.name == "nt"             # no select() on pipes: a child cannot be watched
+
+
+def browser_practice() -> Path:
+    """Where the learner's practice files live in the browser's storage (JupyterLite):
+    beside the open notebook, in practice/ beside or above it, or /drive/practice."""
+    here = Path.cwd()
+    for d in (here, here / "practice", here.parent / "practice", Path("/drive/practice")):
+        if any(d.glob("p[0-9][0-9]_*.py")):
+            return d
+    return here.parent / "practice" if here.name == "notebooks" else here / "practice"
 
 
 # --------------------------------------------------------------------------- discovery
@@ -98,11 +109,23 @@ def missing_requirements(problem: Problem) -> list[str]:
     return [m for m in problem.requires if importlib.util.find_spec(m) is None]
 
 
+def unavailable_reason(problem: Problem) -> str | None:
+    """Why this machine cannot grade ``problem`` (None: it can). The browser never has
+    torch and Triton (Pyodide has no wheels of them), whatever the page has loaded."""
+    if IN_BROWSER and problem.needs_torch:
+        needs = " + ".join(m for m in problem.requires if m != "numpy")
+        return (f"problem {problem.number} needs {needs}, which do not run in the browser. Solve it "
+                f"where the course is installed (bash setup.sh), then: python practice/judge.py "
+                f"{problem.number}.")
+    missing = missing_requirements(problem)
+    return requirement_text(problem, missing) if missing else None
+
+
 def requirement_text(problem: Problem, missing: list[str]) -> str:
     names = " and ".join(missing) if len(missing) < 3 else ", ".join(missing[:-1]) + " and " + missing[-1]
     verb = "is" if len(missing) == 1 else "are"
     gpu = (" It runs on a CUDA GPU, or on the CPU in Triton's interpreter (the judge sets "
-           "TRITON_INTERPRET=1 there)." if "triton" in problem.requires else "")
+           "TRITON_INTERPRET=1 there)." if problem.needs_torch else "")
     return (f"problem {problem.number} needs {names}, which {verb} not installed here: run "
             f"`bash setup.sh` (it installs them) or `pip install {' '.join(missing)}`.{gpu}")
 
@@ -406,23 +429,45 @@ def _passes(problem: Problem, case: Case, answer) -> bool:
         return False
 
 
-def grade(problem: Problem, path=None, seed: int | None = None, in_process: bool | None = None,
-          module=None, isolate: bool | None = None, protect=(), isolation=None) -> ProblemResult:
+def default_isolation(module=None) -> Isolation:
+    """Where an attempt runs when the caller does not say: a notebook's functions in a fork
+    of this process (in this process where there is no fork); a file in the OS sandbox
+    where bubblewrap works, else behind the Python guard; in this process where there are
+    no subprocesses (the browser, Windows)."""
+    if IN_BROWSER:
+        return Isolation.NONE
+    if module is not None:
+        return Isolation.FORK if CAN_FORK else Isolation.NONE
+    if NO_SUBPROCESS:
+        return Isolation.NONE
+    return Isolation.JAIL if jail.available() else Isolation.PROCESS
+
+
+def grade(problem: Problem, path=None, seed: int | None = None, module=None, protect=(),
+          isolation=None) -> ProblemResult:
     """Grade one problem. ``path``: the learner's file (default practice/pNN_slug.py);
-    ``module``: an object holding the functions instead (a notebook): run in a fork of
-    this process where there is one (``isolate=False``: in this process). ``protect``:
-    more folders graded code may not read (a class's other submissions, the grades).
-    ``isolation``: a sandbox.Isolation (or its text: "jail", "process", "user:UID:GID")
-    for a file; by default the jail where bubblewrap works, else the Python guard. An
-    attempt the sandbox could not start is "unavailable" with reason "infrastructure"."""
+    ``module``: an object holding the functions instead (a notebook). ``protect``: more
+    folders graded code may not read (a class's other submissions, the grades).
+    ``isolation``: where the attempt runs -- an Isolation, a sandbox.Placement or its text
+    ("jail", "process", "user:UID:GID" for a file; "fork" for a module; "none" for either:
+    this process, no limits); by default ``default_isolation(module)``, and then a file
+    the jail could not start is graded behind the Python guard instead. One asked for is
+    never swapped: an attempt it could not start is "unavailable", reason "infrastructure".
+    The result records where it ran (``ProblemResult.isolation``)."""
     t0 = time.monotonic()
     given = path is not None
     path = str(path) if given else str(PRACTICE / problem.filename)
     seed = seed if seed is not None else secrets.randbelow(2**31)
     res = ProblemResult(problem, path, seed=seed, given_path=given)
-    missing = missing_requirements(problem)
-    if missing:
-        return res.unavailable(requirement_text(problem, missing))
+    asked = None if isolation is None else sandbox.Placement.parse(isolation)
+    where = asked or sandbox.Placement(default_isolation(module))
+    if (where.kind is Isolation.FORK) != (module is not None) and where.kind is not Isolation.NONE:
+        raise ValueError(f"isolation {where}: a file runs in jail, process, user or none; a notebook's "
+                         "functions (module=...) in fork or none")
+    res.isolation = where.kind
+    why = unavailable_reason(problem)
+    if why:
+        return res.unavailable(why)
     if module is None and not Path(path).is_file():
         return res.missing(f"there is no file {path}.")
     try:
@@ -431,35 +476,23 @@ def grade(problem: Problem, path=None, seed: int | None = None, in_process: bool
         return res.broken(f"the judge could not build the cases for problem {problem.number} "
                           f"({type(e).__name__}: {e}); please report this.", "judge_error")
     cases = [c for c in cases if not c.hidden] + [c for c in cases if c.hidden]
-    if module is not None:
-        fork = CAN_FORK and not IN_BROWSER and isolate is not False and not in_process
-        res.isolation = "fork" if fork else "none"
-    else:
-        no_processes = IN_BROWSER or NO_SUBPROCESS
-        res.isolation = "none" if (in_process or (in_process is None and no_processes)) else "process"
-    res.in_process = res.isolation == "none"
-    how = None
-    if res.isolation == "process":
-        how = (sandbox.Isolation.parse(isolation) if isinstance(isolation, str)
-               else isolation or sandbox.default_isolation())
-        res.isolation = {"jail": "sandbox", "user": "user"}.get(how.kind, "process")
-    if res.in_process:
+    if where.kind is Isolation.NONE:
         records = run_in_process(path, cases, module=module)
     else:
         protected = sorted(set(course_folders()) | {str(Path(f).resolve()) for f in protect})
         try:
             try:
                 records, res.output = sandbox.run(problem, path, cases, protected, provided_data(problem),
-                                                  module=module, isolation=how)
+                                                  where, module=module)
             except sandbox.InfrastructureError:
-                if isolation is not None or how is None or how.kind != "jail":
+                if asked is not None or where.kind is not Isolation.JAIL:
                     raise
                 # the learner's own judge, where bwrap is installed but failed on this file:
                 # grade it behind the Python guard rather than not at all
-                how = sandbox.Isolation("process")
-                res.isolation = "process"
+                where = sandbox.Placement(Isolation.PROCESS)
+                res.isolation = where.kind
                 records, res.output = sandbox.run(problem, path, cases, protected, provided_data(problem),
-                                                  module=module, isolation=how)
+                                                  where, module=module)
         except sandbox.InfrastructureError as e:
             res.unavailable(f"the judge could not run this attempt: {e}. This is not the "
                             "attempt's fault; grade it again (if it keeps happening, report it).")
@@ -487,5 +520,5 @@ def _import_message(problem: Problem, rec: dict) -> tuple[str, str]:
     return f"your file could not be imported:\n{rec.get('message', '')}", reason
 
 
-__all__ = ["discover", "find", "grade", "missing_requirements", "course_folders",
-           "ProblemResult", "ProblemStatus", "CaseOutcome", "CaseStatus", "RunStatus"]
+__all__ = ["discover", "find", "grade", "default_isolation", "missing_requirements", "course_folders",
+           "Isolation", "ProblemResult", "ProblemStatus", "CaseOutcome", "CaseStatus", "RunStatus"]

@@ -1,6 +1,7 @@
 """Run a learner's attempt away from the judge and bring back plain records.
 
-Where it runs (``Isolation``, chosen by runner.grade):
+Where it runs (``records.Isolation``, chosen by runner.grade; a ``Placement`` adds the
+account for "user"):
   jail     a bubblewrap sandbox (grader/jail.py) in a per-attempt cgroup
            (grader/limits.py): the operating system is the boundary. Classroom grading
            requires it; the learner's judge uses it wherever bwrap works.
@@ -9,7 +10,8 @@ Where it runs (``Isolation``, chosen by runner.grade):
            where there is no bwrap, not a security boundary.
   user     a fresh process as another, unprivileged user (Gradescope's container when it
            forbids namespaces): every process of that user is killed afterwards.
-  (a notebook's functions run in a fork of its kernel: ``start_fork``)
+  fork     a notebook's functions, in a fork of its kernel (``start_fork``), same limits.
+  (none, the caller's own process, is runner.run_in_process: nothing here)
 
 Four small steps, each its own function:
   build_job      what the child needs: the cases, its limits, what it may import
@@ -43,6 +45,8 @@ from pathlib import Path
 from . import child as _child
 from . import jail, limits
 from .child import RunStatus
+from .records import Isolation
+from .spec import TORCH_STACK
 
 CHILD = Path(_child.__file__).resolve()
 OUTPUT_CAP = 8000            # characters of fd-level output kept per run
@@ -66,27 +70,30 @@ class InfrastructureError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class Isolation:
-    """Where an attempt runs (see the top of this file)."""
-    kind: str                   # "jail" | "process" | "user"
-    uid: int | None = None      # for "user": the unprivileged account the attempt runs as
+class Placement:
+    """Where one attempt runs: an Isolation, and for USER the account it runs as. Its text
+    ("jail", "process", "user:UID:GID", "fork", "none") is how the classroom's workers
+    are told (``parse``)."""
+    kind: Isolation
+    uid: int | None = None      # USER: the unprivileged account the attempt runs as
     gid: int | None = None
 
     @classmethod
-    def parse(cls, text: str) -> "Isolation":
-        """"jail", "process" or "user:UID:GID"."""
-        kind, *ids = str(text).split(":")
-        if kind not in ("jail", "process", "user") or (kind == "user") != (len(ids) == 2):
-            raise ValueError(f"isolation {text!r}: expected jail, process or user:UID:GID")
-        return cls(kind, *(int(i) for i in ids)) if ids else cls(kind)
+    def parse(cls, value) -> "Placement":
+        """A Placement from itself, an Isolation, or its text."""
+        if isinstance(value, Placement):
+            return value
+        kind, *ids = str(value).split(":")
+        try:
+            iso = Isolation(kind)
+        except ValueError:
+            iso = None
+        if iso is None or (iso is Isolation.USER) != (len(ids) == 2):
+            raise ValueError(f"isolation {value!r}: expected one of jail, process, user:UID:GID, fork, none")
+        return cls(iso, *(int(i) for i in ids)) if ids else cls(iso)
 
     def __str__(self):
-        return self.kind if self.uid is None else f"{self.kind}:{self.uid}:{self.gid}"
-
-
-def default_isolation() -> Isolation:
-    """The jail where bubblewrap works here, else the Python-level guard."""
-    return Isolation("jail" if jail.available() else "process")
+        return str(self.kind) if self.uid is None else f"{self.kind}:{self.uid}:{self.gid}"
 
 
 @dataclass
@@ -126,14 +133,16 @@ def has_gpu() -> bool:
     return _GPU
 
 
-def is_heavy(problem) -> bool:
-    return any(m in ("torch", "triton") for m in problem.requires)
+def stack(problem) -> str:
+    """The key of the tables above: "torch" for a problem that needs torch and Triton
+    (Problem.needs_torch: a slower start, more memory and threads), else "numpy"."""
+    return "torch" if problem.needs_torch else "numpy"
 
 
 # --------------------------------------------------------------------------- 1. the job
 
 def build_job(problem, path: str, cases: list, protected: list, provided: dict) -> Job:
-    heavy = is_heavy(problem)
+    heavy = problem.needs_torch
     jobs = [(i, c.function, c.args, c.memory_mb) for i, c in enumerate(cases)]
     timeouts = {i: (c.timeout_s or problem.timeout_s) for i, c in enumerate(cases)}
     # CUDA's driver maps large private regions of host memory: no cap for GPU runs
@@ -141,30 +150,28 @@ def build_job(problem, path: str, cases: list, protected: list, provided: dict) 
     token = secrets.token_hex(16)
     payload = {"token": token, "path": str(Path(path).resolve()), "cases": jobs,
                "memory_mb": memory_mb, "protected": protected, "provided": provided,
-               "preimport": ["numpy"] + (["torch", "triton"] if heavy else []), "rlimits": {}}
-    startup = STARTUP_S["torch" if heavy else "numpy"] + problem.timeout_s
+               "preimport": ["numpy", *(TORCH_STACK if heavy else ())], "rlimits": {}}
+    startup = STARTUP_S[stack(problem)] + problem.timeout_s
     return Job(token, jobs, timeouts, startup, payload)
 
 
 def memory_cap_mb(problem, cases: list) -> int:
     """The cap on everything one attempt holds at once (cgroup, or RLIMIT_AS headroom)."""
-    heavy = is_heavy(problem)
-    if heavy and has_gpu():
+    if problem.needs_torch and has_gpu():
         return NO_CAP_MEMORY_MB
     biggest = max([c.memory_mb or problem.memory_mb or 0 for c in cases] + [problem.memory_mb or 0])
-    return BASE_MEMORY_MB["torch" if heavy else "numpy"] + biggest + jail.TMPFS_MB["torch" if heavy else "numpy"]
+    return BASE_MEMORY_MB[stack(problem)] + biggest + jail.TMPFS_MB[stack(problem)]
 
 
 def fallback_rlimits(problem, cases: list, uid: int | None = None) -> dict:
     """Where no cgroup holds the attempt: per-process limits the child sets on itself."""
-    heavy = is_heavy(problem)
     out = {"fsize": FILE_MB << 20}
-    if not (heavy and has_gpu()):
+    if not (problem.needs_torch and has_gpu()):
         out["as_headroom_mb"] = memory_cap_mb(problem, cases)
     if sys.platform.startswith("linux"):
         # RLIMIT_NPROC counts every process and thread of the user (or of the sandbox's
         # user namespace); as root it does not apply at all
-        out["nproc"] = MAX_PIDS["torch" if heavy else "numpy"] + _tasks_of(os.getuid() if uid is None else uid)
+        out["nproc"] = MAX_PIDS[stack(problem)] + _tasks_of(os.getuid() if uid is None else uid)
     return out
 
 
@@ -190,7 +197,7 @@ def child_env(problem, scratch: str) -> dict:
         env[k] = scratch
     for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env[k] = "1"  # fast start, and memory use that does not depend on the core count
-    if "triton" in problem.requires and "TRITON_INTERPRET" not in env and not has_gpu():
+    if problem.needs_torch and "TRITON_INTERPRET" not in env and not has_gpu():
         env["TRITON_INTERPRET"] = "1"
     return env
 
@@ -230,7 +237,7 @@ class Started:
     out_fd: int
     out_file: object = None            # the Popen pipe object (closed after), or None
     cgroup: limits.Cgroup | None = None
-    user: int | None = None            # "user" isolation: every process of this uid dies after
+    user: int | None = None            # USER isolation: every process of this uid dies after
 
 
 def _write_job(job: Job, folder: str) -> Path:
@@ -241,23 +248,23 @@ def _write_job(job: Job, folder: str) -> Path:
     return job_file
 
 
-def start_child(job: Job, problem, scratch: str, isolation: Isolation, cases: list) -> Started:
-    """A fresh interpreter running grader/child.py in ``isolation``."""
+def start_child(job: Job, problem, scratch: str, isolation: Placement, cases: list) -> Started:
+    """A fresh interpreter running grader/child.py in ``isolation`` (JAIL, USER or PROCESS)."""
     job.expect_alive = True
-    heavy = is_heavy(problem)
+    heavy = problem.needs_torch
     r_fd, w_fd = os.pipe()
     cg = None
     try:
-        if isolation.kind == "jail":
-            cg = limits.create(memory_cap_mb(problem, cases) << 20, MAX_PIDS["torch" if heavy else "numpy"])
+        if isolation.kind is Isolation.JAIL:
+            cg = limits.create(memory_cap_mb(problem, cases) << 20, MAX_PIDS[stack(problem)])
             if cg is None:
                 job.payload["rlimits"] = fallback_rlimits(problem, cases)
             job_file = _write_job(job, scratch)
             argv = jail.command(str(CHILD), str(job_file), job.payload["path"], w_fd, heavy,
-                                interpret_triton="triton" in problem.requires and not has_gpu(),
+                                interpret_triton=problem.needs_torch and not has_gpu(),
                                 hide=[str(ROOT), *job.payload["protected"]], gpu=heavy and has_gpu())
             env, cwd, user = {}, scratch, None   # bwrap starts with nothing of ours
-        elif isolation.kind == "user":
+        elif isolation.kind is Isolation.USER:
             argv, env, cwd = _as_user(job, problem, cases, scratch, isolation, w_fd)
             user = isolation.uid
         else:
@@ -282,7 +289,7 @@ def start_child(job: Job, problem, scratch: str, isolation: Isolation, cases: li
 ROOT = CHILD.parent.parent
 
 
-def _as_user(job: Job, problem, cases: list, scratch: str, isolation: Isolation, w_fd: int):
+def _as_user(job: Job, problem, cases: list, scratch: str, isolation: Placement, w_fd: int):
     """Gradescope without namespaces: the child as another user, who can read the child
     runner (a copy), the job and the attempt, and write only its own scratch folder."""
     os.chmod(scratch, 0o755)
@@ -295,8 +302,7 @@ def _as_user(job: Job, problem, cases: list, scratch: str, isolation: Isolation,
     job_file = _write_job(job, scratch)
     os.chown(job_file, isolation.uid, isolation.gid)
     exe, _ = jail.interpreter()
-    heavy = is_heavy(problem)
-    env = jail.environment(heavy, "triton" in problem.requires and not has_gpu())
+    env = jail.environment(problem.needs_torch, problem.needs_torch and not has_gpu())
     env.update({"HOME": str(work), "TMPDIR": str(work), "MPLCONFIGDIR": str(work / ".matplotlib"),
                 "XDG_CACHE_HOME": str(work / ".cache"), "TRITON_CACHE_DIR": str(work / ".triton")})
     argv = [exe, "-I", "-S", "-u", str(Path(scratch) / "child.py"), "--fd", str(w_fd), "--job", str(job_file),
@@ -574,16 +580,18 @@ def _output_text(seen: Watched) -> str:
 
 
 def run(problem, path: str | None, cases: list, protected: list, provided: dict,
-        module=None, isolation: Isolation | None = None) -> tuple[dict, str]:
-    """Run the cases isolated: a fresh child for a file (in ``isolation``, by default the
-    jail where bwrap works), a fork for ``module`` (an object holding a notebook's
-    functions). Returns ({case index: record}, output). Raises InfrastructureError when
-    the child never got as far as reading the attempt."""
-    isolation = isolation or default_isolation()
+        placement: Placement, module=None) -> tuple[dict, str]:
+    """Run the cases where ``placement`` says: a fresh child for a file (JAIL, PROCESS or
+    USER), a fork for ``module`` (FORK: an object holding a notebook's functions).
+    Returns ({case index: record}, output). Raises InfrastructureError when the child never
+    got as far as reading the attempt."""
+    if (placement.kind is Isolation.FORK) != (module is not None) or placement.kind is Isolation.NONE:
+        raise ValueError(f"cannot run {'a notebook' if module is not None else 'a file'} in {placement}: "
+                         "a file runs in jail, process or user, a notebook's functions in a fork")
     with tempfile.TemporaryDirectory(prefix="mla-judge-") as scratch:
         job = build_job(problem, path or "<notebook>", cases, protected, provided)
         if module is None:
-            started = start_child(job, problem, scratch, isolation, cases)
+            started = start_child(job, problem, scratch, placement, cases)
         else:
             job.payload["path"] = path or "<notebook>"
             job.startup_s = START_GAP_S + problem.timeout_s  # nothing to import
@@ -604,8 +612,8 @@ def run(problem, path: str | None, cases: list, protected: list, provided: dict,
     if job.expect_alive and not seen.alive:
         printed = _output_text(seen).strip()
         raise InfrastructureError(
-            f"the {isolation.kind} for this attempt did not start"
+            f"the {placement.kind} for this attempt did not start"
             + (" in time" if seen.killed_for == "timeout" else f" (exit code {started.proc.returncode})")
             + (f": {printed[-300:]}" if printed else ""))
-    explain_death(started.proc, job, seen, jailed=isolation.kind == "jail" and module is None, oom_cap_mb=oom)
+    explain_death(started.proc, job, seen, jailed=placement.kind is Isolation.JAIL, oom_cap_mb=oom)
     return seen.records, _output_text(seen)

@@ -284,6 +284,9 @@ class Edge:
     function: str | None = None
 
 
+TORCH_STACK = ("torch", "triton")   # the modules that make a problem need_torch
+
+
 @dataclass
 class Problem:
     number: int
@@ -318,6 +321,14 @@ class Problem:
     @property
     def filename(self) -> str:
         return f"p{self.number:02d}_{self.slug}.py"
+
+    @property
+    def needs_torch(self) -> bool:
+        """Needs torch and Triton (a GPU kernel; on a CPU, Triton's interpreter), from
+        ``requires``: the one place that decides it. Such a problem cannot run in the
+        browser, is left out of a --without-torch Gradescope zip, and gets the sandbox's
+        larger start-up time, memory and process allowances."""
+        return any(m in TORCH_STACK for m in self.requires)
 
     def mistakes_for(self, function: str):
         return [m for m in self.mistakes if (m.function or self.functions[0]) == function]

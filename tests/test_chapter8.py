@@ -1,20 +1,20 @@
 """Chapter 8 (the seesaw, batch invariance, the first GPU run): it executes (tests/test_notebooks.py
 runs it once per session), every figure it prints is re-derived here from mlacourse and the
-recorded compile report, its exercises run clean unanswered and their solutions pass, its
-pictures are drawn, it says which figures are published, modelled and measured, and it runs
-without torch and triton (the browser)."""
+recorded compile report, it says which figures are published, modelled and measured, and it
+runs without torch and triton (the browser). Its pictures and exercises are checked with
+every chapter's (tests/test_chapter_figures.py, tests/chapter_checklist.py)."""
 import re
-import time
 from pathlib import Path
 
 import nbformat
 import numpy as np
 import pytest
 
+from classroom import execute
 from mlacourse import batch_invariance as bi
 from mlacourse import schedule
 from mlacourse import seesaw as ss
-from tests.test_notebooks import EXECUTION_TIMES, OUTPUT_TEXT, run_chapter
+from tests.test_notebooks import EXECUTION_TIMES, OUTPUT_TEXT, run_as_in_browser, run_chapter
 
 ROOT = Path(__file__).resolve().parent.parent
 NB = ROOT / "notebooks" / "08_flashmla_next.ipynb"
@@ -145,20 +145,6 @@ def test_published_modelled_measured_table():
     assert "not yet run on a GPU" in text and "enable_batch_invariant" in text
 
 
-def test_pictures_and_exercises():
-    nb = run_chapter(NB)
-    images = sum(1 for c in nb.cells if c.cell_type == "code" for o in c.outputs
-                 if o.output_type == "display_data" and "image/png" in o.get("data", {}))
-    assert images >= 3, "register budget, seesaw timeline, split points"
-    raw = nbformat.read(NB, as_version=4)
-    labels = re.findall(r"\*\*Exercise (\d+\.\d+)", "\n".join(c.source for c in raw.cells if c.cell_type == "markdown"))
-    assert len(labels) >= 2
-    solutions = [c for c in raw.cells if c.cell_type == "code" and c.source.startswith("# Solution to exercise")]
-    assert len(solutions) == len(labels) and all(c.metadata["jupyter"]["source_hidden"] for c in solutions)
-    for label in labels:
-        assert f"Exercise {label}: not attempted yet" in printed() and f"Exercise {label}: correct" in printed()
-
-
 def test_a_wrong_exercise_answer_fails():
     from mlacourse.exercises import check
     with pytest.raises(AssertionError, match="Exercise 8.1"):
@@ -170,23 +156,11 @@ def test_under_a_minute():
     assert EXECUTION_TIMES[NB.name] < 60, f"chapter 8 took {EXECUTION_TIMES[NB.name]:.0f} s (budget 60 s)"
 
 
-BLOCK = 'import sys\nsys.modules["torch"] = None  # `import torch` raises ImportError, as in the browser\n' \
-        'sys.modules["triton"] = None'
-
-
 def test_runs_without_torch_and_triton():
-    """The browser has numpy and matplotlib only: every cell runs, the kernel cell says it is skipped."""
-    from nbclient import NotebookClient
-    nb = nbformat.read(NB, as_version=4)
-    nb.cells.insert(1, nbformat.v4.new_code_cell(BLOCK))
-    client = NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
-                            resources={"metadata": {"path": str(NB.parent)}})
-    t = time.perf_counter()
-    client.execute()
-    outs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
-    errors = [o for o in outs if o.output_type == "error"]
-    assert not errors, f"{errors[0]['ename']}: {errors[0]['evalue']}"
-    text = "\n".join(o.get("text", "") for o in outs if o.output_type == "stream")
+    """The browser has numpy and matplotlib only: every cell runs (tests/test_browser_ready.py),
+    the kernel cell says it is skipped, and the pictures are still drawn."""
+    nb = run_as_in_browser(NB)
+    assert not execute.errors(nb)
+    text = execute.printed(nb)
     assert "torch: False, triton: False" in text and "(skipped: this cell needs torch and triton" in text
-    assert sum("image/png" in o.get("data", {}) for o in outs) >= 3
-    print(f"chapter 8 without torch/triton: {time.perf_counter() - t:.1f} s")
+    assert len(execute.images(nb)) >= 3

@@ -1,7 +1,8 @@
 """The figures chapters 1-5 report, read back from what the executed
 chapters printed and compared with (a) the formula in mlacourse and (b) where it is honest,
-the number typed in from its published source. Also: every picture is drawn, every exercise
-runs clean unanswered and its collapsed solution passes.
+the number typed in from its published source (chapters 6-8 have their own files). Also,
+for every chapter there is: every picture is drawn, every exercise runs clean unanswered
+and its collapsed solution passes, text that introduces code is followed by it.
 
 The chapters are executed once per session by tests/test_notebooks.run_chapter."""
 import math
@@ -13,6 +14,7 @@ import pytest
 
 from mlacourse import cache, flops, hardware, rope, step
 from mlacourse.config import DEEPSEEK_V2, DEEPSEEK_V3
+from classroom import execute
 from tests.test_notebooks import NOTEBOOKS, OUTPUT_TEXT, run_chapter
 
 V3 = DEEPSEEK_V3
@@ -187,22 +189,22 @@ def test_ch5_flashmla_release_date():
 
 # ---- pictures and exercises ---------------------------------------------------------------
 
-@pytest.mark.parametrize("chapter,at_least", [("01", 3), ("02", 2), ("03", 2), ("04", 2), ("05", 3)])
-def test_every_picture_is_drawn(chapter, at_least):
-    nb = run_chapter(CHAPTER[chapter])
-    images = sum(1 for c in nb.cells if c.cell_type == "code" for o in c.outputs
-                 if o.output_type == "display_data" and "image/png" in o.get("data", {}))
-    assert images >= at_least, f"chapter {chapter} drew {images} pictures, expected at least {at_least}"
+@pytest.mark.parametrize("chapter", sorted(CHAPTER))
+def test_every_picture_is_drawn(chapter):
+    """As many pictures as the chapter's code shows (plt.show() calls), at least."""
+    shows = sum(c.source.count("plt.show()") for c in nbformat.read(CHAPTER[chapter], as_version=4).cells
+                if c.cell_type == "code")
+    images = len(execute.images(run_chapter(CHAPTER[chapter])))
+    assert shows and images >= shows, f"chapter {chapter} drew {images} pictures; its code shows {shows}"
 
 
-@pytest.mark.parametrize("chapter", ["01", "02", "03", "04", "05", "06"])
+@pytest.mark.parametrize("chapter", sorted(CHAPTER))
 def test_exercises_run_unanswered_and_their_solutions_pass(chapter):
+    """Each exercise's check says "not attempted yet" on the learner's cell and "correct" on
+    the collapsed solution (the static part is tests/chapter_checklist.py's "exercises")."""
     nb = nbformat.read(CHAPTER[chapter], as_version=4)
     labels = re.findall(r"\*\*Exercise (\d+\.\d+)", "\n".join(c.source for c in nb.cells if c.cell_type == "markdown"))
-    assert len(labels) >= 2, f"chapter {chapter} has {len(labels)} exercises, the issue asks for at least 2"
-    solutions = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith("# Solution to exercise")]
-    assert len(solutions) == len(labels)
-    assert all(c.metadata.get("jupyter", {}).get("source_hidden") for c in solutions), "solutions should be collapsed"
+    assert labels, f"chapter {chapter} has no exercises"
     text = printed(chapter)
     for label in labels:
         assert f"Exercise {label}: not attempted yet" in text
@@ -219,7 +221,7 @@ def _markdown(chapter):
     return "\n".join(c.source for c in _cells(chapter) if c.cell_type == "markdown")
 
 
-@pytest.mark.parametrize("chapter", ["01", "02", "03", "04", "05", "06", "07"])
+@pytest.mark.parametrize("chapter", sorted(CHAPTER))
 def test_text_that_introduces_code_is_followed_by_it(chapter):
     """A markdown cell that ends with a colon ("Computing that expression:") introduces the
     next cell, which must be that code -- not an exercise or another subsection."""

@@ -5,30 +5,21 @@ with one), and each figure it shows carries alt text, which the site's book turn
 from __future__ import annotations
 
 import copy
-import re
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 
+from tests import chapter_checklist as checklist
 from tests.test_notebooks import NOTEBOOKS, run_chapter
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAVY_IMPORT = re.compile(r"^\s*(import|from)\s+(numpy|matplotlib|mlacourse|torch|scipy)\b", re.M)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_first_code_cell_sets_one_blas_thread_before_numpy_loads(path):
-    nb = nbformat.read(path, as_version=4)
-    first = next(c.source for c in nb.cells if c.cell_type == "code")
-    where = first.find("OPENBLAS_NUM_THREADS")
-    heavy = HEAVY_IMPORT.search(first)
-    assert where >= 0, f"{path.name}: the first code cell does not set OPENBLAS_NUM_THREADS"
-    assert heavy is None or where < heavy.start(), \
-        f"{path.name}: OPENBLAS_NUM_THREADS is set after `{heavy.group(0).strip()}` (too late: numpy read it)"
-    assert "setdefault" in first[:heavy.start() if heavy else None], \
-        f"{path.name}: use os.environ.setdefault, so a reader's own setting wins"
+    problems = checklist.blas_thread(checklist.Course(problems=[], figures={}), path)
+    assert not problems, f"{path.name}: " + "; ".join(problems)
 
 
 def test_describe_figure_reads_titles_labels_and_legends():

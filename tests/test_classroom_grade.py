@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from grader import runner
-from grader.classroom import gradebook, submissions
-from grader.classroom import synthetic as sy
-from grader.classroom.grade import Settings, grade_class
+from classroom import gradebook, submissions
+from tests import synthetic_class as sy
+from classroom.grade import Settings, grade_class
 from tests.sandbox_support import require_sandbox
 
 PROBLEMS = [1, 4, 5]
@@ -235,7 +235,7 @@ def test_an_interrupted_run_resumes_without_regrading(graded, tmp_path):
 
 
 def test_the_cache_is_keyed_by_seed_and_judge_version(tmp_path):
-    from grader.classroom.grade import cache_dir
+    from classroom.grade import cache_dir
     a, b = cache_dir(tmp_path, settings(SEED), "v" * 64), cache_dir(tmp_path, settings(SEED + 1), "v" * 64)
     c = cache_dir(tmp_path, settings(SEED), "w" * 64)
     assert len({a, b, c}) == 3
@@ -265,7 +265,7 @@ def test_zip_entries_are_read_in_memory_and_never_extracted(tmp_path):
 
 
 def test_the_seed_comes_from_the_option_a_file_the_environment_or_the_last_run(tmp_path, monkeypatch):
-    from grader.classroom.grade import SEED_ENV, resolve_seed
+    from classroom.grade import SEED_ENV, resolve_seed
     monkeypatch.delenv(SEED_ENV, raising=False)
     secret = tmp_path / "secret.txt"
     secret.write_text("123456789\n")

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from grader import sandbox
-from grader.classroom import platforms
+from classroom import platforms
 from tests.hostile_class import MARK
 from tests.sandbox_support import require_sandbox
 from tests.test_classroom_hostile import live_processes, seed_forms, tree_digest

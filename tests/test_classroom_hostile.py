@@ -1,4 +1,4 @@
-"""A hostile class graded as a teacher grades: `python -m grader.classroom grade` with 2
+"""A hostile class graded as a teacher grades: `python -m classroom grade` with 2
 workers, a secret seed file (and the seed in $MLA_CLASS_SEED), HOME pointing at a folder
 of the test's. Honest students sit next to every attack of issue 16 (tests/hostile_class.py:
 dir_fd reads and writes, /proc, setsid daemons and double forks, signals to the workers,
@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from grader import jail
-from grader.classroom import synthetic as sy
+from tests import synthetic_class as sy
 from tests.hostile_class import ATTACKS, MARK, attack_source, honest_class
 from tests.sandbox_support import require_sandbox
 
@@ -113,7 +113,7 @@ def judge_cgroups() -> set:
 
 def of_the_run(cmd: bytes, out_dir: Path) -> bool:
     return (MARK.encode() in cmd or b"/judge/child.py" in cmd or cmd.startswith(b"bwrap\0")
-            or b"grader.classroom.worker" in cmd or str(out_dir).encode() in cmd)
+            or b"classroom.worker" in cmd or str(out_dir).encode() in cmd)
 
 
 def write_folder(root: Path, sid: str, files: dict):
@@ -128,7 +128,7 @@ def grade_cli(subs: Path, out: Path, secret: Path, home: Path, timeout: float):
     # what attempts did to it
     env = dict(os.environ, HOME=str(home), MLA_CLASS_SEED=str(SEED), PYTHONPATH=str(ROOT),
                MPLCONFIGDIR=str(home.parent / "mplconfig"))
-    cmd = [sys.executable, "-m", "grader.classroom", "grade", str(subs), "--out", str(out),
+    cmd = [sys.executable, "-m", "classroom", "grade", str(subs), "--out", str(out),
            "--seed-file", str(secret), "--workers", "2", "--problems", "1,4,5", "--hide-seed",
            "--no-progress"]
     t0 = time.monotonic()

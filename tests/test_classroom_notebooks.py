@@ -4,7 +4,7 @@ that cannot be used is refused with its reason in the console, summary.md, the g
 verdicts.csv, matching.md and the student's results file.
 
 The unit tests build notebooks in memory; one module fixture grades a small class of
-problem-4 notebooks through the real command line (`python -m grader.classroom grade`),
+problem-4 notebooks through the real command line (`python -m classroom grade`),
 and one test runs Gradescope's run_autograder on notebooks."""
 import csv
 import json
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from grader import runner
-from grader.classroom import __main__ as cli
-from grader.classroom import notebooks, platforms, submissions
+from classroom import __main__ as cli
+from classroom import notebooks, platforms, submissions
 
 ROOT = Path(__file__).resolve().parent.parent
 SOL4 = (ROOT / "solutions" / "p04_choose_path.py").read_text()

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from grader import runner
-from grader.classroom import platforms
+from classroom import platforms
 from tests.sandbox_support import require_sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,7 +33,7 @@ SPEC_INPUTS = {"test-name", "setup-command", "command", "timeout", "max-score"}
 
 def test_committed_workflow_is_generated_from_the_specs():
     assert platforms.WORKFLOW.read_text() == platforms.workflow_text(), \
-        "run: python -m grader.classroom github"
+        "run: python -m classroom github"
 
 
 def test_workflow_follows_the_documented_action_inputs():
@@ -67,7 +67,7 @@ def test_workflow_points_follow_the_option():
 
 
 def test_release_can_carry_the_workflow(tmp_path, pristine_course):
-    from grader.classroom import release
+    from classroom import release
     r = release.build(tmp_path, root=pristine_course, source="worktree", github_classroom=True)
     assert (r.folder / ".github/workflows/classroom.yml").read_text() == platforms.workflow_text()
 
@@ -88,7 +88,7 @@ def test_gradescope_zip_has_the_two_scripts_at_its_root(autograder):
         assert name in infos
         assert (infos[name].external_attr >> 16) & stat.S_IXUSR, f"{name} must be executable"
     assert not any(n.startswith(("solutions/", "tests/")) for n in infos)
-    assert "grader/runner.py" in infos and "grader/classroom/platforms.py" in infos
+    assert "grader/runner.py" in infos and "classroom/platforms.py" in infos
     assert config["seed"] == seed and config["points"]["4"] == 2.0
     assert config["problems"] == [p.number for p in runner.discover()]
 

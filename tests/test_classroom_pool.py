@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from grader import runner
-from grader.classroom import pool
+from classroom import pool
 from tests.sandbox_support import require_sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,7 +60,7 @@ def my_workers() -> list:
                 cmd = f.read()
         except (OSError, ValueError, IndexError):
             continue
-        if ppid == os.getpid() and b"grader.classroom.worker" in cmd:
+        if ppid == os.getpid() and b"classroom.worker" in cmd:
             found.append(int(pid))
     return found
 
@@ -151,7 +151,7 @@ def test_an_interrupted_run_grades_the_attempt_next_time(tmp_path):
     subs.mkdir(parents=True)
     (subs / "p04_choose_path.py").write_bytes(slow_right_p04(3.0))
     out = tmp_path / "grades"
-    cmd = [sys.executable, "-m", "grader.classroom", "grade", str(tmp_path / "subs"), "--out", str(out),
+    cmd = [sys.executable, "-m", "classroom", "grade", str(tmp_path / "subs"), "--out", str(out),
            "--seed", "5", "--problems", "4", "--workers", "1", "--no-progress"]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     for _ in range(2):

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from grader import jail, runner
-from grader.classroom import committed, gradebook, submissions
-from grader.classroom import synthetic as sy
-from grader.classroom.grade import SandboxMissing, Settings, grade_class, read_cached, stub_hashes
+from classroom import committed, gradebook, submissions
+from tests import synthetic_class as sy
+from classroom.grade import SandboxMissing, Settings, grade_class, read_cached, stub_hashes
 
 ROOT = Path(__file__).resolve().parent.parent
 P1 = runner.find(1)
@@ -152,7 +152,7 @@ def test_grade_refuses_untrusted_code_without_the_sandbox(small_class, tmp_path,
     monkeypatch.setattr(jail, "probe", lambda: "bubblewrap (bwrap) is not installed")
     with pytest.raises(SandboxMissing, match="apt-get install bubblewrap"):
         grade_class(small_class, tmp_path / "g", Settings(5, "test", [P1], workers=1), progress=False, log=quiet)
-    from grader.classroom.__main__ import main
+    from classroom.__main__ import main
     assert main(["grade", str(small_class), "--out", str(tmp_path / "g"), "--problems", "1", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "grade refused" in err and "--trust-submissions" in err and "macOS" in err
@@ -176,7 +176,7 @@ def test_the_submissions_folder_is_never_written(small_class, tmp_path):
 def test_an_attempt_the_machinery_failed_is_not_graded_not_zero(small_class, tmp_path, monkeypatch, capsys):
     """The pool hands an attempt back as not graded: the gradebook says so (no points,
     not 0), nothing is cached, `grade` exits with 3, and the next run grades it."""
-    from grader.classroom import pool
+    from classroom import pool
     real = pool.run_jobs
 
     def failing(jobs, workers, on_done, on_not_graded, **kw):
@@ -184,7 +184,7 @@ def test_an_attempt_the_machinery_failed_is_not_graded_not_zero(small_class, tmp
         on_not_graded(bob[0], "tried 3 times, and each time the grading machinery failed, not the attempt")
         return real([j for j in jobs if j not in bob], workers, on_done, on_not_graded, **kw)
     monkeypatch.setattr(pool, "run_jobs", failing)
-    from grader.classroom.__main__ import main
+    from classroom.__main__ import main
     out = tmp_path / "grades"
     args = ["grade", str(small_class), "--out", str(out), "--problems", "1", "--no-progress",
             "--trust-submissions", "--workers", "1", "--seed", "5"]

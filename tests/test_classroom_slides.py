@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.classroom import guide, slides
+from classroom import guide, slides
 
 CHAPTERS = slides.chapter_paths()
 
@@ -223,7 +223,7 @@ def test_the_default_build_is_self_contained_and_works_offline(tmp_path, monkeyp
     monkeypatch.setattr(slides, "ASSETS", table)
     monkeypatch.setattr(slides, "CACHE", tmp_path / "cache")
     monkeypatch.setattr(slides, "_download", lambda a: (_ for _ in ()).throw(slides.AssetError("offline")))
-    from grader.classroom import __main__ as cli
+    from classroom import __main__ as cli
     out = tmp_path / "slides"
     import contextlib
     import io
@@ -280,7 +280,7 @@ def test_an_executed_deck_shows_the_figure_not_the_code(tmp_path):
 
 
 def test_the_guide_is_generated_from_the_specs():
-    assert guide.stale() == [], "run: python -m grader.classroom guide"
+    assert guide.stale() == [], "run: python -m classroom guide"
     text = guide.GUIDE.read_text()
     for p in guide._problems():
         assert f"### Problem {p.number} · `{p.slug}`" in text

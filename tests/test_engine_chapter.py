@@ -17,6 +17,7 @@ from mlacourse import cache, flops, hardware
 from mlacourse import step as step_model
 from mlacourse.config import DEEPSEEK_V3
 from mlacourse.engine import Engine, ModelConfig, mix_stream, random_stream, submit, system_prompt_stream
+from tests import chapter_checklist as checklist
 from tests.test_notebooks import EXECUTION_TIMES, OUTPUT_TEXT, run_chapter
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,9 +48,7 @@ def grab(text, pattern, n=1):
 
 def test_committed_clean_with_the_course_heading_style():
     nb = nbformat.read(NB, as_version=4)
-    dirty = [i for i, c in enumerate(nb.cells)
-             if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)]
-    assert not dirty, f"code cells {dirty} carry outputs or execution counts; clear them before committing"
+    assert not checklist.clean(checklist.Course(problems=[], figures={}), NB)
     md = [c.source for c in nb.cells if c.cell_type == "markdown"]
     assert md[0].startswith("# Chapter 7 — ") and "**Questions this chapter answers**" in md[0]
     sections = [int(m.group(1)) for s in md for m in re.finditer(r"^## 7\.(\d+) ", s, re.M)]

@@ -45,7 +45,7 @@ REASONS = {
     "no_kernel": {"no_kernel"},
     "tamper": {"exception", "uses_reference", "import_error"},  # the write is refused
 }
-if runner.sandbox.default_isolation().kind == "jail":
+if runner.default_isolation() is runner.Isolation.JAIL:
     # In the OS sandbox the course is not there at all: an attempt that walks up its
     # folders looking for solutions/ or grader/ never finds them and runs out of time.
     REASONS["uses_reference"] = REASONS["uses_reference"] | {"timeout"}
@@ -74,7 +74,7 @@ def over_seeds(problem, seeds):
 
 def _grade(attempt):
     p = PROBLEMS[attempt.number]
-    seeds = SLOW_SEEDS if runner.sandbox.is_heavy(p) else SEEDS
+    seeds = SLOW_SEEDS if p.needs_torch else SEEDS
     return runner.grade(over_seeds(p, seeds), attempt.path, seed=seeds[0])
 
 

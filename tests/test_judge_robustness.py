@@ -281,6 +281,34 @@ def test_hidden_failure_reports_seed(graded):
     assert "public cases pass, but hidden case" in report.status_line(res)
 
 
+def test_where_an_attempt_runs_is_one_decision(monkeypatch):
+    """runner.default_isolation turns the platform's facts into one answer, for a file
+    and for a notebook's functions (module)."""
+    from grader import jail
+    from grader.records import Isolation
+    module = object()
+    monkeypatch.setattr(jail, "available", lambda: True)
+    assert (runner.default_isolation(), runner.default_isolation(module)) == (Isolation.JAIL, Isolation.FORK)
+    monkeypatch.setattr(jail, "available", lambda: False)
+    assert runner.default_isolation() is Isolation.PROCESS
+    monkeypatch.setattr(runner, "CAN_FORK", False)            # Windows has no fork ...
+    monkeypatch.setattr(runner, "NO_SUBPROCESS", True)        # ... and cannot watch a child's pipes
+    assert (runner.default_isolation(), runner.default_isolation(module)) == (Isolation.NONE, Isolation.NONE)
+    monkeypatch.setattr(runner, "CAN_FORK", True)
+    monkeypatch.setattr(runner, "NO_SUBPROCESS", False)
+    monkeypatch.setattr(runner, "IN_BROWSER", True)           # Pyodide: this process, always
+    assert (runner.default_isolation(), runner.default_isolation(module)) == (Isolation.NONE, Isolation.NONE)
+
+
+def test_an_isolation_that_cannot_hold_the_attempt_is_refused(tmp_path):
+    for isolation, module in (("fork", None), ("jail", object()), ("process", object()), ("cage", None),
+                              ("user:1", None)):
+        with pytest.raises(ValueError, match="isolation|cannot run"):
+            grade_src(tmp_path, GOOD, isolation=isolation, module=module)
+    res = grade_src(tmp_path, GOOD, isolation="none")
+    assert res.passed and res.isolation == "none" and res.in_process
+
+
 def test_in_process_mode_for_the_browser(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "IN_BROWSER", True)
     res = grade_src(tmp_path, GOOD)

@@ -44,7 +44,7 @@ def reports(tmp_path, body: str, problem=TOY) -> str:
 
 def test_it_runs_in_the_sandbox_and_passes_a_good_attempt(tmp_path):
     res = grade(tmp_path, "import numpy as np\ndef double(x):\n    return 2 * np.asarray(x)\n")
-    assert res.passed and res.isolation == "sandbox"
+    assert res.passed and res.isolation == "jail"
 
 
 def test_it_sees_only_its_own_processes_and_is_nobody(tmp_path):

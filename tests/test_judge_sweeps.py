@@ -107,7 +107,7 @@ def test_model_answers_pass_on_hundreds_of_seeds(problem):
         pytest.skip("a release without solutions/")
     hidden = _hidden_problem(problem)
     for seed in range(ANSWER_SEEDS.get(problem.slug, ANSWER_DEFAULT)):
-        res = runner.grade(problem if seed < 3 else hidden, _solution(problem), seed=seed, in_process=True)
+        res = runner.grade(problem if seed < 3 else hidden, _solution(problem), seed=seed, isolation="none")
         first = res.first_failure()
         assert res.status is ProblemStatus.PASSED, (
             f"{problem.slug} seed {seed}: the model answer fails: {first.message if first else res.message}")

@@ -4,36 +4,30 @@ cleanly (no error outputs, no tracebacks), and still show its pictures, the reco
 compile report and the recorded benchmark. The full run (torch + triton + interpreter)
 is tests/test_notebooks.py's."""
 import re
-import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from classroom import execute
+from tests.test_notebooks import BROWSER_TIMES, run_as_in_browser
+
 CHAPTER = Path(__file__).resolve().parent.parent / "notebooks" / "06_decode_kernel.ipynb"
-BLOCK = 'import sys\nsys.modules["torch"] = None  # `import torch` raises ImportError, as in the browser\n' \
-        'sys.modules["triton"] = None'
 
 
 @pytest.fixture(scope="module")
 def executed_without_torch():
-    from nbclient import NotebookClient
-    nb = nbformat.read(CHAPTER, as_version=4)
-    nb.cells.insert(1, nbformat.v4.new_code_cell(BLOCK))  # the kernel is a separate process: torch is blocked there
-    client = NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
-                            resources={"metadata": {"path": str(CHAPTER.parent)}})
-    start = time.perf_counter()
-    client.execute()
-    return nb, time.perf_counter() - start
+    """(the chapter run with torch and triton blocked, seconds): once per session."""
+    nb = run_as_in_browser(CHAPTER)
+    return nb, BROWSER_TIMES[CHAPTER.name]
 
 
 def _outputs(nb):
-    return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    return execute.outputs(nb)
 
 
 def _text(nb):
-    return "\n".join(o.get("text", "") if o.output_type == "stream" else o.get("data", {}).get("text/plain", "")
-                     for o in _outputs(nb))
+    return execute.printed(nb)
 
 
 def test_top_cell_says_what_needs_a_gpu():

@@ -1,34 +1,38 @@
 """Every chapter executes without error, and is committed clean.
 
-Execution uses nbclient with the notebook's own folder as the working directory, like
-a learner opening it in Jupyter. Each chapter runs once per session (run_chapter), and
-tests/test_chapter_figures.py reads the same executed notebooks. The time each chapter
+Execution is classroom/execute.py's (the slides and the site's book run chapters the same
+way): nbclient with the notebook's own folder as the working directory, like a learner
+opening it in Jupyter. Each chapter runs once per session (run_chapter; once more with
+torch and triton blocked where a test asks for the browser's view), and the chapter tests
+read the same executed notebooks. The time each chapter
 takes is printed at the end of the run (see conftest.py); the total must stay under the
 3-minute budget."""
-import os
-import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from classroom import execute
+
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 EXECUTION_TIMES: dict[str, float] = {}
 OUTPUT_TEXT: dict[str, str] = {}  # chapter -> everything its cells printed
 
-# The figures the foundation issue asks the chapters to show, as the published sources
-# state them (seeds 000/001, the DeepSeek papers, NVIDIA datasheets): (chapter, text).
-FIGURES = [
-    ("01", "1,966,080"), ("01", "56.9x"), ("01", "70,272"), ("01", "40,960"),
-    ("01", "128.8"), ("01", "515"), ("03", "40,960"),
-    ("02", "1/sqrt(192)"),
-    ("04", "81,920"), ("04", "278,528"), ("04", "3.4x"), ("04", "33.6M"),
-    ("04", "275.5"), ("04", "2.3"), ("04", "3,024.0"), ("04", "9,621.9"),
-    ("04", "1,273.6"), ("04", "586.8"), ("04", "2,501.8"), ("04", "4,726.7"),
-    ("04", "512/3"), ("04", "170.67"),
-    ("05", "241.8"), ("05", "8.0 FLOP/byte"), ("05", "295.3"), ("05", "206.1"),
-    ("05", "483.6"), ("05", "258"),
-]
+# The published figures each chapter prints, as their sources state them (seeds 000/001,
+# the DeepSeek papers and configs, NVIDIA datasheets, FlashMLA's README and blog), by
+# chapter number. Every chapter has an entry (tests/chapter_checklist.py, "figures").
+FIGURES = {
+    "01": ["1,966,080", "56.9x", "70,272", "40,960", "128.8", "515"],
+    "02": ["1/sqrt(192)"],
+    "03": ["40,960"],
+    "04": ["81,920", "278,528", "3.4x", "33.6M", "275.5", "2.3", "3,024.0", "9,621.9", "1,273.6", "586.8",
+           "2,501.8", "4,726.7", "512/3", "170.67"],
+    "05": ["241.8", "8.0 FLOP/byte", "295.3", "206.1", "483.6", "258"],
+    "06": ["656-byte FP8 rows", "132 SMs"],                   # FlashMLA's FP8 row; the H800's SMs
+    "07": ["(DeepSeek-V3: 576)", "70,272 bytes per token"],   # d_latent + d_rope; x 61 layers x 2 bytes
+    "08": ["32,768 registers = 50% of an SM's 65,536", "660 / 580 = 1.138x",   # datasheet; FlashMLA
+           "410 TFLOPS at top-k 2048", "'around 3000'"],                       # FlashMLA's README, blog
+}
 
 
 def test_there_are_chapters():
@@ -37,54 +41,43 @@ def test_there_are_chapters():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_is_committed_clean(path):
-    nb = nbformat.read(path, as_version=4)
-    dirty = [i for i, c in enumerate(nb.cells)
-             if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)]
-    assert not dirty, f"{path.name}: code cells {dirty} carry outputs or execution counts; clear them before committing"
-    assert "widgets" not in nb.metadata, f"{path.name}: remove the widget state from the notebook metadata"
-    first = nb.cells[0].source if nb.cells else ""
-    assert nb.cells and nb.cells[0].cell_type == "markdown" and first.lstrip().startswith("#"), \
-        f"{path.name}: the first cell should be a markdown title"
+    from tests import chapter_checklist as checklist
+    problems = checklist.clean(checklist.Course(problems=[], figures={}), path)
+    assert not problems, f"{path.name}: " + "; ".join(problems)
 
 
-_EXECUTED: dict[str, object] = {}  # chapter file name -> executed notebook (one run per session)
+_EXECUTED: dict[tuple, object] = {}  # (chapter file name, blocked modules) -> executed notebook
+BROWSER_TIMES: dict[str, float] = {}  # chapter -> seconds, run with torch and triton blocked
 
 
-def run_chapter(path: Path):
-    """Execute a chapter once per test session and return the executed notebook; later
-    callers (tests/test_chapter_figures.py) reuse it. Records the time and printed text."""
-    if path.name in _EXECUTED:
-        return _EXECUTED[path.name]
-    from nbclient import NotebookClient
+def run_chapter(path: Path, without: tuple = ()):
+    """Execute a chapter once per test session and return the executed notebook (errors
+    stay in the cells' outputs); later callers reuse it. ``without``: modules made
+    unimportable first, as in the browser (execute.run). Records the time and printed text
+    of the full run (EXECUTION_TIMES, OUTPUT_TEXT)."""
+    key = (path.name, tuple(without))
+    if key not in _EXECUTED:
+        nb, seconds = execute.chapter(path, allow_errors=True, without=without)
+        if without:
+            BROWSER_TIMES[path.name] = seconds
+        else:
+            EXECUTION_TIMES[path.name] = seconds
+            OUTPUT_TEXT[path.name] = execute.printed(nb)
+        _EXECUTED[key] = nb
+    return _EXECUTED[key]
 
-    # One BLAS thread per kernel: on a 2-core machine that is also running other tests,
-    # multi-threaded OpenBLAS oversubscribes the cores and a chapter can take 5x longer.
-    saved = {k: os.environ.get(k) for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
-    os.environ.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    try:
-        nb = nbformat.read(path, as_version=4)
-        client = NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
-                                resources={"metadata": {"path": str(path.parent)}})
-        start = time.perf_counter()
-        client.execute()
-        EXECUTION_TIMES[path.name] = time.perf_counter() - start
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    OUTPUT_TEXT[path.name] = "\n".join(
-        o.get("text", "") if o.output_type == "stream" else o.get("data", {}).get("text/plain", "")
-        for c in nb.cells if c.cell_type == "code" for o in c.outputs)
-    _EXECUTED[path.name] = nb
-    return nb
+
+def run_as_in_browser(path: Path):
+    """The chapter run with torch and triton unimportable (Pyodide has neither), once per
+    session."""
+    from grader.spec import TORCH_STACK
+    return run_chapter(path, without=TORCH_STACK)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_executes(path):
     nb = run_chapter(path)
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    errors = execute.errors(nb)
     assert not errors, f"{path.name}: {errors[0]['ename']}: {errors[0]['evalue']}"
     # the README's render command uses the same exporter: the executed chapter must render
     from nbconvert import HTMLExporter
@@ -93,13 +86,12 @@ def test_notebook_executes(path):
 
 
 def test_every_listed_figure_is_printed_by_its_chapter():
+    assert set(FIGURES) <= {p.name[:2] for p in NOTEBOOKS}, "FIGURES names a chapter that does not exist"
+    missing = []
     for path in NOTEBOOKS:
         run_chapter(path)
-    missing = []
-    for chapter, text in FIGURES:
-        name = next(n for n in OUTPUT_TEXT if n.startswith(chapter + "_"))
-        if text not in OUTPUT_TEXT[name]:
-            missing.append(f"{name}: {text!r}")
+        missing += [f"{path.name}: {text!r}" for text in FIGURES.get(path.name[:2], [])
+                    if text not in OUTPUT_TEXT[path.name]]
     assert not missing, "figures no cell printed:\n  " + "\n  ".join(missing)
 
 

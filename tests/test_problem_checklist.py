@@ -23,7 +23,7 @@ from typing import Callable
 import pytest
 
 from grader import runner, spec
-from grader.classroom import guide, platforms
+from classroom import guide, platforms
 from grader.report import PROG
 from tests import test_classroom_platforms, test_classroom_slides, test_course_map, test_judge_specs, test_problems
 
@@ -101,7 +101,7 @@ def _point_at(course: Path, monkeypatch) -> None:
 
 
 def _regenerate(course: Path, monkeypatch) -> None:
-    """The checklist's last step: `python -m grader.classroom guide` and `... github`."""
+    """The checklist's last step: `python -m classroom guide` and `... github`."""
     _point_at(course, monkeypatch)
     guide.write()
     platforms.WORKFLOW.write_text(platforms.workflow_text())
@@ -170,13 +170,13 @@ STEPS = [
     Step("a link in the chapter's practice list",
          lambda c: _edit(c / CHAPTER, "[problem 99](../practice/p99_scaled_sum.py)", "problem 99"),
          test_course_map.test_each_chapter_links_its_problems_and_only_real_ones, "does not link its problems"),
-    Step("python -m grader.classroom guide (docs/teaching.md)",
+    Step("python -m classroom guide (docs/teaching.md)",
          lambda c: shutil.copy2(guide.GUIDE, c / "docs" / "teaching.md"),
-         test_classroom_slides.test_the_guide_is_generated_from_the_specs, "python -m grader.classroom guide"),
-    Step("python -m grader.classroom github (.github/classroom/classroom.yml)",
+         test_classroom_slides.test_the_guide_is_generated_from_the_specs, "python -m classroom guide"),
+    Step("python -m classroom github (.github/classroom/classroom.yml)",
          lambda c: shutil.copy2(platforms.WORKFLOW, c / ".github/classroom/classroom.yml"),
          test_classroom_platforms.test_committed_workflow_is_generated_from_the_specs,
-         "python -m grader.classroom github"),
+         "python -m classroom github"),
 ]
 
 

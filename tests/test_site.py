@@ -36,11 +36,14 @@ def test_landing_page_lists_every_chapter_and_problem():
         assert f'href="book/{path.stem}.html"' in html
         assert f'href="lab/lab/index.html?path=notebooks/{path.name}"' in html
     problems = runner.discover()
+    assert any(p.needs_torch for p in problems)
     for p in problems:
         assert f"<code>{p.slug}</code>" in html and f"practice/{p.filename}" in html
-    p12 = next(p for p in problems if p.number == 12)
-    row = next(r for r in html.split("<tr>") if f"<code>{p12.slug}</code>" in r)
-    assert "needs torch + triton" in row
+        row = next(r for r in html.split("<tr>") if f"<code>{p.slug}</code>" in r)
+        if p.needs_torch:
+            assert "needs torch + triton" in row and "%judge" not in row, row
+        else:
+            assert f"<code>%judge {p.number}</code>" in row, row
     assert "this browser's storage" in html and "Download" in html and "Restart Kernel" in html
     assert "at most 31 MB" in html
     assert not re.search(r'(href|src)="(https?:)?//', html), "the landing page links outside the site"
@@ -224,7 +227,6 @@ def test_browser_judge_says_in_process_once_per_verdict(practice, capsys, monkey
     """Where there are no subprocesses (the browser) the verdict says it ran in-process:
     once, not once from %judge and again from the judge's report."""
     monkeypatch.setattr(runner, "IN_BROWSER", True)
-    monkeypatch.setattr(runner, "NO_SUBPROCESS", True)
     (practice / "p01_kv_cache_bytes.py").write_text(WRONG_P01)
     assert browser.judge("1 --seed 4") == 1
     got = capsys.readouterr().out
@@ -233,14 +235,21 @@ def test_browser_judge_says_in_process_once_per_verdict(practice, capsys, monkey
     assert "✗ FAILED" in got
 
 
-def test_browser_judge_all_problems_and_the_gpu_problem(practice, capsys):
+def test_browser_judge_all_problems_and_the_gpu_problem(practice, capsys, monkeypatch):
+    """In the browser (no processes, no threads, no torch) the overview is the command
+    line's, graded in this process one problem after the other: one note says so."""
+    monkeypatch.setattr(runner, "IN_BROWSER", True)
     shutil.copy2(ROOT / "solutions" / "p04_choose_path.py", practice / "p04_choose_path.py")
     assert browser.judge("--seed 1") == 0  # a progress report, as on the command line
     out = capsys.readouterr().out
     assert re.search(r"✓\s+4 choose_path\s+passed", out)
     assert re.search(r"·\s+1 kv_cache_bytes\s+not started", out)
-    assert re.search(r"-\s+12 triton_inner_loop\s+not in the browser: needs torch \+ triton", out)
-    assert "Next: `%judge 1`" in out
+    for p in runner.discover():
+        if p.needs_torch:
+            assert re.search(rf"-\s+{p.number} {p.slug}\s+unavailable: problem {p.number} needs torch \+ "
+                             "triton, which do not run in the browser", out), out
+    assert re.search(r"^Next: .*`%judge 1`", out, re.M)
+    assert len([l for l in out.splitlines() if IN_PROCESS_LINE.match(l)]) == 1, out
     assert browser.judge("12") == 1
     assert "needs torch + triton, which do not run in the browser" in capsys.readouterr().out
 

@@ -37,10 +37,10 @@ stubs = Path(os.environ["MLA_STUBS"])  # the committed stubs, not the learner's 
 assert not mlacourse.__file__.startswith(sys.prefix), "the checkout's mlacourse, not an installed one"
 done = []
 for p in runner.discover():
-    if set(p.requires) & {"torch", "triton"}:
+    if p.needs_torch:
         continue
     for folder, want_status in ((runner.ROOT / "solutions", "passed"), (stubs, "not started")):
-        r = runner.grade(p, folder / p.filename, seed=11, in_process=True)
+        r = runner.grade(p, folder / p.filename, seed=11, isolation="none")
         assert r.status == want_status, (p.number, folder, r.status, r.message,
                                          [o.message for o in r.outcomes if o.status != "pass"][:1])
     done.append(p.number)
@@ -94,4 +94,5 @@ def test_course_runs_on_the_browser_numpy_and_matplotlib(stubs):
     print(res.stdout)
     assert res.returncode == 0 and res.stdout.rstrip().endswith("ok"), res.stdout[-3000:] + res.stderr[-3000:]
     graded = [int(x) for x in res.stdout.split("problems [", 1)[1].split("]", 1)[0].split(",")]
-    assert set(range(1, 12)) <= set(graded), graded
+    from grader import runner
+    assert graded == [p.number for p in runner.discover() if not p.needs_torch], graded

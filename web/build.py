@@ -351,9 +351,9 @@ def render_page(exporter, nb, nb_path: Path, in_lab=()) -> str:
 
 
 def build_book(out: Path, npm_mathjax: Path, in_lab=()) -> dict[str, float]:
-    """Execute each chapter (in .venv, like the tests) and render it with web/book-template."""
-    from nbclient import NotebookClient
-    import nbformat
+    """Execute each chapter (in .venv, as the tests do: classroom/execute.py) and render it
+    with web/book-template."""
+    from classroom import execute
 
     out.mkdir(parents=True, exist_ok=True)
     with tarfile.open(npm_mathjax) as tar:  # MathJax 3, served from the site
@@ -365,14 +365,8 @@ def build_book(out: Path, npm_mathjax: Path, in_lab=()) -> dict[str, float]:
                 target.write_bytes(tar.extractfile(m).read())
     exporter = book_exporter()
     times = {}
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    os.environ.update(env)  # the kernels nbclient starts inherit it
     for nb_path in chapters():
-        nb = nbformat.read(nb_path, as_version=4)
-        t0 = time.perf_counter()
-        NotebookClient(nb, timeout=600, kernel_name="python3",
-                       resources={"metadata": {"path": str(nb_path.parent)}}).execute()
-        times[nb_path.name] = time.perf_counter() - t0
+        nb, times[nb_path.name] = execute.chapter(nb_path)
         (out / (nb_path.stem + ".html")).write_text(render_page(exporter, nb, nb_path, in_lab))
         log(f"book/{nb_path.stem}.html ({times[nb_path.name]:.1f} s to execute)")
     return times

@@ -89,9 +89,9 @@ def render_landing(book: bool = True, problems=None, runtime_mb: float = 0.0) ->
 
     prows = []
     for p in problems:
-        gpu = sorted(set(p.requires) & GPU_ONLY)
-        where = (f"needs {' + '.join(gpu)}: on a computer (<code>python practice/judge.py {p.number}</code>)"
-                 if gpu else f'<a href="{_e(lab_url("practice/" + p.filename))}">edit</a>, then '
+        needs = " + ".join(m for m in p.requires if m != "numpy")
+        where = (f"needs {needs}: on a computer (<code>python practice/judge.py {p.number}</code>)"
+                 if p.needs_torch else f'<a href="{_e(lab_url("practice/" + p.filename))}">edit</a>, then '
                              f"<code>%judge {p.number}</code>")
         prows.append(f"<tr><td>{p.number}</td><td><code>{_e(p.slug)}</code> — {_e(p.title)}</td>"
                      f'<td class="wide">{_e(Path(p.chapter).name[:2].lstrip("0"))}</td>'

@@ -5,7 +5,7 @@
 # built with problem 12 (config.json "with_torch"; Triton's interpreter runs it on the CPU).
 # It also installs bubblewrap, the sandbox every attempt runs in, and makes the account
 # `mla-attempt` that attempts run as instead where the container forbids namespaces
-# (run_autograder decides at each run; see grader/classroom/platforms.py).
+# (run_autograder decides at each run; see classroom/platforms.py).
 set -euo pipefail
 cd "$(dirname "$0")"
 export DEBIAN_FRONTEND=noninteractive

@@ -1,16 +1,3 @@
-"""The teacher's side of the course: ``python -m grader.classroom COMMAND`` (see __main__.py
-and docs/teaching.md).
-
-  release.py      the student bundle, checked for model answers (leaks.py); readme.py
-                  makes its README from README.md (the student edition)
-  submissions.py  find each student's files in a folder of folders and zips; notebooks.py
-                  turns a notebook hand-in into a practice file (statically) or refuses it
-  grade.py        grade a class through the judge; pool.py + worker.py run the attempts
-  gradebook.py    gradebook.csv, results/<id>.json, summary.md/.json/.png, matching.md
-  platforms.py    GitHub Classroom's workflow, Gradescope's autograder
-  slides.py       reveal.js lecture decks from the chapters
-  guide.py        the generated sections of docs/teaching.md
-  synthetic.py    synthetic classes for the tests and for timing
-
-Nothing here ships to students: the release leaves grader/classroom out.
-"""
+"""The old name of the teacher's tools: they are the top-level package ``classroom`` now.
+``python -m grader.classroom ...`` still runs them, saying the new name, for one release;
+remove this folder after it. Nothing else lives here."""

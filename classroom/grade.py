@@ -1,6 +1,6 @@
 """Grade a whole class: every student's attempt at every problem, through the judge.
 
-    python -m grader.classroom grade SUBMISSIONS/ --out grades/ [--seed-file secret.txt]
+    python -m classroom grade SUBMISSIONS/ --out grades/ [--seed-file secret.txt]
 
 Each attempt is graded by ``grader.runner.grade`` -- the judge itself: a fresh child
 process per (attempt, problem) with the spec's time limit per case and memory cap, all
@@ -111,8 +111,10 @@ def judge_version() -> str:
     h = hashlib.sha256()
     root = runner.ROOT
     here = Path(__file__).resolve().parent   # the record format (record_of) lives here
-    files = sorted([*root.joinpath("grader").glob("*.py"), *root.joinpath("grader", "problems").glob("*.py"),
-                    *root.joinpath("mlacourse").glob("*.py"), here / "grade.py", here / "worker.py"])
+    # every file below grader/ and mlacourse/ (sub-packages such as mlacourse/engine and
+    # whatever a problem's folder holds included)
+    files = sorted([*root.joinpath("grader").rglob("*.py"), *root.joinpath("mlacourse").rglob("*.py"),
+                    here / "grade.py", here / "worker.py"])
     for f in files:
         h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
     h.update(platform.python_version().encode())
@@ -266,6 +268,16 @@ def missing_record(problem, expected: str) -> dict:
     return record_of(r, None)
 
 
+def refused_notebook_record(problem, ex: notebooks.Extraction) -> dict:
+    """The verdict record of a notebook hand-in that cannot be graded (notebooks.py says why)."""
+    r = ProblemResult(problem, FILE, given_path=True).broken(
+        f"NOT GRADED: the notebook {ex.notebook} could not be used for problem {problem.number} "
+        f"({problem.slug}): {ex.refused}. The grader never runs a notebook: it copies the "
+        f"top-level functions a problem asks for and what they use into a practice file. Fix "
+        f"the notebook, or hand in practice/{problem.filename}.", notebooks.REASON)
+    return record_of(r, None)
+
+
 # --------------------------------------------------------------------------- the class
 
 @dataclass
@@ -364,7 +376,7 @@ def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: 
         return cache / f"p{key[0]:02d}-{key[1][:40]}.json"
 
     todo = [k for k in attempts if not (settings.use_cache and read_cached(cache_file(k), k) is not None)]
-    todo.sort(key=lambda k: (0 if any(m in ("torch", "triton") for m in by_number[k[0]].requires) else 1, k))
+    todo.sort(key=lambda k: (0 if by_number[k[0]].needs_torch else 1, k))
     log(f"{len(students)} submissions, {len(attempts)} distinct attempts "
         f"({len(attempts) - len(todo)} already graded), seed "
         f"{'<hidden>' if settings.hide_seed else settings.seed} ({settings.seed_from}), "
@@ -410,7 +422,7 @@ def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: 
             if m is None:
                 g.records[p.number] = missing_record(p, p.filename)
             elif notebooks.is_refused(m):
-                g.records[p.number] = notebooks.refused_record(p, m.notebook)
+                g.records[p.number] = refused_notebook_record(p, m.notebook)
             elif key in not_graded:
                 g.records[p.number] = not_graded[key]
             else:

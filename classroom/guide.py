@@ -1,8 +1,8 @@
 """The generated parts of docs/teaching.md: the course plan, what a release leaves open, and
 the problem reference.
 
-    python -m grader.classroom guide           rewrite them from the specs and chapters
-    python -m grader.classroom guide --check   exit 1 if the committed file is stale
+    python -m classroom guide           rewrite them from the specs and chapters
+    python -m classroom guide --check   exit 1 if the committed file is stale
 
 Each generated part sits between ``<!-- BEGIN GENERATED: name -->`` and
 ``<!-- END GENERATED: name -->``; everything outside the markers is written by hand.
@@ -21,7 +21,7 @@ import json
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "teaching.md"
 SECTIONS = ("plan", "open", "problems")
 
@@ -102,9 +102,8 @@ def problems() -> str:
             lim += f" ({', '.join(f'{m} MB' for m in caps)} on some cases)"
         lim += f"; at most {budget_for(p):.0f} s in all for one attempt."
         out.append(lim)
-        needs = [m for m in p.requires if m != "numpy"]
-        if needs:
-            out.append(f"- Needs {' and '.join(needs)} (on a CPU, Triton's interpreter).")
+        if p.needs_torch:
+            out.append(f"- Needs {' and '.join(_heavy(p))} (on a CPU, Triton's interpreter).")
         if p.may_import:
             out.append("- May import from the course: " + ", ".join(
                 f"`{m}.{n}`" for m, ns in p.may_import.items() for n in ns) + " (data only); any other "

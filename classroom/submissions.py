@@ -276,7 +276,7 @@ def match(cands: list[Candidate], problems, stubs: dict) -> tuple[dict, list]:
         for _, other in found[1:]:
             notes.append(f"{other.rel}: another file for problem {number}; {c.rel} was graded")
         out[number] = m
-    out.update(notebooks.notebook_matches(books, problems, out, stubs, notes))
+    out.update(notebook_matches(books, problems, out, stubs, notes))
     return dict(sorted(out.items())), notes
 
 
@@ -382,5 +382,74 @@ def discover(root: Path, problems, stubs: dict, roster: list | None = None) -> t
     return [subs[k] for k in sorted(subs)], notes
 
 
+
+def notebook_matches(cands: list, problems, taken: dict, stubs: dict, notes: list) -> dict:
+    """{problem number: Match} for the notebooks among ``cands`` (Candidates
+    whose name ends in .ipynb), given the practice files already matched (``taken``):
+    a notebook fills a problem that has no file, or only the unchanged stub."""
+    chapters, _ = notebooks.course_functions()
+    found: dict = {}
+    for c in cands:
+        name = c.rel.rsplit("/", 1)[-1]
+        nb = notebooks.read_notebook(c.rel, c.data)
+        by_name = {}
+        if name not in chapters:
+            stem_py = name[:-len(".ipynb")] + ".py"
+            hits = [(RULES.index(r), p) for p in problems if (r := rule_for(stem_py, p))]
+            if hits:
+                best = min(h[0] for h in hits)
+                top = [p for r, p in hits if r == best]
+                if len(top) == 1:
+                    by_name[top[0].number] = RULES[best]
+                else:
+                    notes.append(f"{c.rel}: the name fits problems {', '.join(str(p.number) for p in top)}; "
+                                 "matched by the functions it defines instead")
+        used = False
+        for p in problems:
+            rule = by_name.get(p.number)
+            if rule is None and not nb.error and (notebooks.own_definitions(nb, p) or notebooks.unparsed_definitions(nb, p)):
+                rule = "functions"
+            if rule is None:
+                continue
+            used = True
+            found.setdefault(p.number, []).append((c, nb, rule))
+        if not used:
+            why = f"not a readable notebook ({nb.error})" if nb.error else \
+                "it defines none of the problems' functions at top level (or only the course's own)"
+            notes.append(f"{c.rel}: notebook not graded: {why}")
+    out = {}
+    for p in problems:
+        if p.number not in found:
+            continue
+        prior = taken.get(p.number)
+        if prior is not None and "unchanged stub" not in prior.notes:
+            for c, _, _ in found[p.number]:
+                notes.append(f"{c.rel}: a notebook for problem {p.number}; the practice file {prior.rel} "
+                             "was graded instead")
+            continue
+        tried = []
+        for c, nb, rule in found[p.number]:
+            ex = notebooks.extract(nb, p)
+            rank = RULES.index(rule) if rule in RULES else len(RULES)
+            parts = c.rel.split("/")
+            tried.append(((bool(ex.refused), rank, "practice" not in parts[:-1], len(parts), c.rel), c, ex, rule))
+        tried.sort(key=lambda t: t[0])
+        _, c, ex, rule = tried[0]
+        data = ex.data if not ex.refused else b""
+        sha = hashlib.sha256(data if data else b"refused\0" + c.data).hexdigest()
+        notes_m = list(ex.notes) if not ex.refused else [f"NOT GRADED: {ex.refused}"]
+        m = Match(p.number, c.rel, f"notebook: {rule if rule in RULES else 'defines the functions'}",
+                  sha, data, notes_m)
+        m.notebook = ex
+        for _, other, oex, _ in tried[1:]:
+            why = f" (could not be used: {oex.refused})" if oex.refused else ""
+            notes.append(f"{other.rel}: another notebook for problem {p.number}{why}; {c.rel} was used")
+        if prior is not None:
+            notes.append(f"{prior.rel}: the unchanged stub; the notebook {c.rel} was graded for "
+                         f"problem {p.number} instead")
+        out[p.number] = m
+    return out
+
+
 __all__ = ["Submission", "Match", "Candidate", "discover", "match", "rule_for", "content_notes",
-           "student_id", "printable", "RULES", "MAX_ID"]
+           "student_id", "printable", "notebook_matches", "RULES", "MAX_ID"]

@@ -1,19 +1,19 @@
 """Build the student bundle: a folder and a zip with everything but the model answers.
 
-    python -m grader.classroom release --out dist/
+    python -m classroom release --out dist/
 
 What goes in (``INCLUDE``): the chapters, the practice stubs and the judge (with its
 public and hidden case generators: a teacher's secret seed, never shipped, is what makes
 the hidden cases unseen), the course's packages (mlacourse, kernels: the chapters import
 them), README, setup.sh and requirements. What stays out: solutions/, the tests (they
-import the solutions), the teacher's tools (grader/classroom, docs/, .github/, the
-Gradescope autograder), caches, and git history.
+import the solutions), the teacher's tools (classroom/, with the Gradescope autograder,
+and the old name's alias grader/classroom/), docs/, .github/, caches, and git history.
 
 The files come from the last commit (``git archive``-like, so a teacher's uncommitted
 edits -- say a practice file they solved -- never ship) when the course is a git
 checkout, else from the folder as it is. Before writing anything the build checks that
 (1) every practice stub still raises NotImplementedError in every graded function, and
-(2) no function in the bundle has a model answer's body (grader/classroom/leaks.py),
+(2) no function in the bundle has a model answer's body (classroom/leaks.py),
 apart from the reference implementation (mlacourse) and the entries in ``ALLOWED``,
 each with its reason. The zip is reproducible: sorted entries, fixed dates and modes.
 
@@ -39,7 +39,7 @@ from pathlib import Path
 
 from . import leaks, readme
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 BUNDLE_NAME = "mla-course-student"
 
 # top-level entries copied into the bundle (folders recursively)
@@ -173,16 +173,27 @@ def unsolved_stub_problems(files: dict) -> list[str]:
     return bad
 
 
+def source_file(where: str) -> str:
+    """The file a hit or an attempt comes from ("notebooks/04_x.ipynb cell 38:13" ->
+    "notebooks/04_x.ipynb"); the Chinese edition of a chapter counts as the chapter."""
+    return where.split(":", 1)[0].split(" cell ", 1)[0].replace("notebooks/zh/", "notebooks/")
+
+
+def allowance(answer: str, where: str) -> str | None:
+    """Why the model answer ``answer``'s body may stand at ``where`` (None: it may not)."""
+    where = source_file(where)
+    if where.startswith(REFERENCE_DIRS):
+        return "the course's reference implementation (import refused by the judge)"
+    return ALLOWED.get((answer, where))
+
+
 def leak_report(bundle: Path, answers: Path) -> tuple[list, list]:
     """(forbidden hits, allowed hits) of model-answer bodies in the bundle."""
     bad, ok = [], []
     for model, hit in leaks.find_leaks(answers, bundle):
-        where = hit.where.split(":", 1)[0].split(" cell ", 1)[0]
-        where = where.replace("notebooks/zh/", "notebooks/")   # the Chinese edition: the same chapter
-        if where.startswith(REFERENCE_DIRS):
-            ok.append((model.name, hit.where, "the course's reference implementation (import refused by the judge)"))
-        elif (model.name, where) in ALLOWED:
-            ok.append((model.name, hit.where, ALLOWED[(model.name, where)]))
+        why = allowance(model.name, hit.where)
+        if why is not None:
+            ok.append((model.name, hit.where, why))
         else:
             bad.append(f"{hit.where} ({hit.name}) has the body of the model answer {model.where} ({model.name})")
     return bad, ok
@@ -202,7 +213,7 @@ def repository_files(root: Path = ROOT) -> set[str]:
 
 
 def left_out(repo_files, files) -> list[str]:
-    """The repository's top-level entries (and grader/classroom/) the bundle leaves out,
+    """The repository's top-level entries (and the grader/classroom/ alias) the bundle leaves out,
     whole or in part, as a teacher should read them: "solutions/", ".github/ (the bundle
     has its own .github/workflows/classroom.yml)"."""
     repo_files, shipped = set(repo_files), set(files)
@@ -292,5 +303,5 @@ def zip_names(zip_path: Path) -> list[str]:
         return zf.namelist()
 
 
-__all__ = ["build", "collect", "wanted", "student_readme", "leak_report", "unsolved_stub_problems",
-           "Release", "ReleaseError", "ALLOWED", "BUNDLE_NAME", "zip_names"]
+__all__ = ["build", "collect", "wanted", "student_readme", "leak_report", "allowance", "source_file",
+           "unsolved_stub_problems", "Release", "ReleaseError", "ALLOWED", "BUNDLE_NAME", "zip_names"]

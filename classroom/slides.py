@@ -1,4 +1,4 @@
-"""Every chapter as a reveal.js lecture deck: ``python -m grader.classroom slides``.
+"""Every chapter as a reveal.js lecture deck: ``python -m classroom slides``.
 
 The chapters carry no slide metadata (their authors write for readers), so a deck is made
 at build time, on a copy, by rules (``lecture_metadata``) -- a lecture shows the headline
@@ -20,7 +20,7 @@ cell's output only. A ``slideshow.slide_type`` set in the notebook's metadata (J
 "Slide type" menu) also wins over the rules. New chapters (notebooks/NN_*.ipynb) are
 picked up automatically.
 
-By default the chapters are executed first (nbclient, as the tests do) so that plots and
+By default the chapters are executed first (execute.py, as the tests and the site do) so that plots and
 printed results are in the deck.
 
 The decks are self-contained: they load reveal.js, require.js, jQuery and MathJax from
@@ -54,7 +54,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 SHORT_CODE = 8          # lines: code this short is shown
@@ -249,7 +249,7 @@ def tarball(asset: Asset, sources=(), cache: Path | None = None, log=print) -> t
     data, origin = _download(asset)
     if integrity(data) != asset.integrity:
         raise AssetError(f"{asset.package} {asset.version} from {origin} is not the published tarball "
-                         "(its sha512 differs from the one pinned in grader/classroom/slides.py)")
+                         "(its sha512 differs from the one pinned in classroom/slides.py)")
     cache.mkdir(parents=True, exist_ok=True)
     part = cache / f".{asset.tarball}.part"
     part.write_bytes(data)
@@ -381,22 +381,6 @@ def link_decks(nb, decks: set) -> int:
 
 # --------------------------------------------------------------------------- building
 
-def _execute(nb, path: Path):
-    from nbclient import NotebookClient
-    env_keys = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
-    saved = {k: os.environ.get(k) for k in env_keys}
-    os.environ.update({k: "1" for k in env_keys})
-    try:
-        NotebookClient(nb, timeout=900, kernel_name="python3",
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
 def build_deck(path: Path, out: Path, execute: bool = True,
                asset_prefix: str | None = "_assets") -> tuple[Path, dict]:
     """Render one chapter into out/<stem>.slides.html; returns (path, info). The deck loads
@@ -411,7 +395,8 @@ def build_deck(path: Path, out: Path, execute: bool = True,
     stats = lecture_metadata(nb)
     relinked = link_decks(nb, {p.stem for p in chapter_paths()})
     if execute:
-        _execute(nb, path)
+        from . import execute as run_chapter
+        run_chapter.run(nb, path.parent, timeout=900)
     exporter = SlidesExporter(template_name="lecture", extra_template_basedirs=[str(TEMPLATES)])
     exporter.reveal_scroll = True
     exporter.reveal_number = "c/t"

@@ -1,5 +1,5 @@
 """The README's two editions from one file: the repository's README.md, and the student
-bundle's README (``python -m grader.classroom release``).
+bundle's README (``python -m classroom release``).
 
 README.md carries the differences as HTML comments, invisible on GitHub:
 
@@ -128,7 +128,7 @@ def _exists(path: str, files) -> bool:
 def _made_at_run_time(path: str) -> bool:
     """A file the course writes while it runs (the judge's hint counter, results.json):
     listed in the repository's .gitignore, so never shipped and never committed."""
-    ignore = Path(__file__).resolve().parents[2] / ".gitignore"
+    ignore = Path(__file__).resolve().parents[1] / ".gitignore"
     if not ignore.is_file():
         return False
     patterns = [ln.strip() for ln in ignore.read_text().splitlines() if ln.strip() and not ln.startswith("#")]

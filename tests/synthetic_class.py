@@ -1,8 +1,8 @@
 """Synthetic classes: folders of made-up submissions with known verdicts, for the tests and
 for timing the grader.
 
-    python -m grader.classroom.synthetic --students 200 --out /tmp/class200 [--problems 1-11]
-    python -m grader.classroom grade /tmp/class200 --out /tmp/grades200 --seed 1
+    python -m tests.synthetic_class --students 200 --out /tmp/class200 [--problems 1-11]
+    python -m classroom grade /tmp/class200 --out /tmp/grades200 --seed 1
 
 Each attempt kind below writes one practice file and says what the judge must conclude
 (``Attempt.status`` and ``Attempt.reason``). "right" attempts are the model answers from
@@ -18,7 +18,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass
@@ -229,8 +229,8 @@ def random_class(n: int, problems: list, seed: int = 0) -> list:
 
 
 def main(argv=None) -> int:
-    from .__main__ import _numbers
-    ap = argparse.ArgumentParser(prog="python -m grader.classroom.synthetic",
+    from classroom.__main__ import _numbers
+    ap = argparse.ArgumentParser(prog="python -m tests.synthetic_class",
                                  description="write a synthetic class of submissions")
     ap.add_argument("--students", type=int, default=200)
     ap.add_argument("--problems", default="1-12")

@@ -1,7 +1,7 @@
 """Grade many attempts in parallel; a failure of the machinery is never an attempt's fault.
 
   conductor (this module, in the teacher's process)
-    -> N workers (``python -I`` running grader.classroom.worker, one job at a time)
+    -> N workers (``python -I`` running classroom.worker, one job at a time)
        -> one sandbox per attempt (``runner.grade``: bubblewrap + a cgroup, grader/jail.py)
 
 In the sandbox an attempt sees no other process: it cannot signal, stop or kill its
@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 MARGIN_S = 60.0
 RETRIES = 2          # further tries for an attempt whose worker or sandbox failed
 WORKER_ENV_DROP = ("MLA_CLASS_SEED",)   # the workers need no seed from the environment
@@ -49,7 +49,7 @@ class Job:
     protect: list         # extra folders graded code may not read
     budget_s: float       # wall-clock backstop for the whole attempt
     rename: dict = None   # {path prefix: label} applied to the record's texts (e.g. <grades>)
-    isolation: str = "jail"   # sandbox.Isolation text: jail, process, user:UID:GID
+    isolation: str = "jail"   # sandbox.Placement's text: jail, process, user:UID:GID
     sha256: str = ""      # what the staged file must hash to (checked by the worker)
 
 
@@ -57,7 +57,7 @@ def budget_for(problem) -> float:
     """Start-up, then every case at its limit plus the judge's gap between cases, plus a margin."""
     from grader import sandbox
     cases = problem.make_cases(0)
-    startup = sandbox.STARTUP_S["torch" if sandbox.is_heavy(problem) else "numpy"] + problem.timeout_s
+    startup = sandbox.STARTUP_S[sandbox.stack(problem)] + problem.timeout_s
     per_case = sum((c.timeout_s or problem.timeout_s) + sandbox.START_GAP_S for c in cases)
     return startup + per_case + MARGIN_S
 
@@ -84,7 +84,7 @@ class Worker:
         env = {k: v for k, v in os.environ.items() if k not in WORKER_ENV_DROP}
         # -I: no PYTHON* variables, no current folder or user site on sys.path
         boot = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
-                "from grader.classroom.worker import main; sys.exit(main())")
+                "from classroom.worker import main; sys.exit(main())")
         self.proc = subprocess.Popen([sys.executable, "-I", "-c", boot], cwd=str(ROOT),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
                                      start_new_session=True)
