@@ -12,7 +12,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
+# keyed by the path under notebooks/: "01_kv_cache.ipynb", "zh/01_kv_cache.ipynb" (tests/test_i18n.py)
 EXECUTION_TIMES: dict[str, float] = {}
 OUTPUT_TEXT: dict[str, str] = {}  # chapter -> everything its cells printed
 
@@ -47,14 +49,16 @@ def test_notebook_is_committed_clean(path):
         f"{path.name}: the first cell should be a markdown title"
 
 
-_EXECUTED: dict[str, object] = {}  # chapter file name -> executed notebook (one run per session)
+_EXECUTED: dict[str, object] = {}  # chapter (path under notebooks/) -> executed notebook (one run per session)
 
 
 def run_chapter(path: Path):
     """Execute a chapter once per test session and return the executed notebook; later
     callers (tests/test_chapter_figures.py) reuse it. Records the time and printed text."""
-    if path.name in _EXECUTED:
-        return _EXECUTED[path.name]
+    path = Path(path).resolve()
+    key = path.relative_to(NOTEBOOKS_DIR).as_posix() if path.is_relative_to(NOTEBOOKS_DIR) else str(path)
+    if key in _EXECUTED:
+        return _EXECUTED[key]
     from nbclient import NotebookClient
 
     # One BLAS thread per kernel: on a 2-core machine that is also running other tests,
@@ -67,17 +71,17 @@ def run_chapter(path: Path):
                                 resources={"metadata": {"path": str(path.parent)}})
         start = time.perf_counter()
         client.execute()
-        EXECUTION_TIMES[path.name] = time.perf_counter() - start
+        EXECUTION_TIMES[key] = time.perf_counter() - start
     finally:
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    OUTPUT_TEXT[path.name] = "\n".join(
+    OUTPUT_TEXT[key] = "\n".join(
         o.get("text", "") if o.output_type == "stream" else o.get("data", {}).get("text/plain", "")
         for c in nb.cells if c.cell_type == "code" for o in c.outputs)
-    _EXECUTED[path.name] = nb
+    _EXECUTED[key] = nb
     return nb
 
 

@@ -83,7 +83,7 @@ def test_the_chinese_landing_page_lists_the_chinese_chapters():
         assert landing.title(zh) != landing.title(path) and re.search(r"[\u4e00-\u9fff]", landing.title(zh))
         row = next(r for r in html.split("<tr>") if f"book/zh/{path.stem}.html" in r)
         assert f"<td>{landing.title(zh)}" in row, row    # in the page's language: no lang span
-        assert f'href="../lab/lab/index.html?path=notebooks/zh/{path.name}"' in row
+        assert f'href="../lab/lab/index.html?path=notebooks/zh/{path.stem}.zh.ipynb"' in row
     for p in runner.discover():   # English titles until the judge translates them, marked so
         assert f'<span lang="en">{html_escape(p.title)}</span>' in html, p.title
         assert f'href="../lab/lab/index.html?path=practice/{p.filename}"' in html or p.requires
@@ -195,7 +195,8 @@ def test_book_pages_in_both_languages(pages):
         path = ROOT / "notebooks" / folder / "01_kv_cache.ipynb"
         assert f"<title>{landing.title(path)}</title>" in text
         up = "../" * (1 + folder.count("/"))
-        assert f'class="run-in-lab" href="{up}lab/lab/index.html?path=notebooks/{folder}01_kv_cache.ipynb"' in text
+        in_lab = landing.lab_notebook("01_kv_cache.ipynb", "zh-CN" if folder else "en")
+        assert f'class="run-in-lab" href="{up}lab/lab/index.html?path={in_lab}"' in text
         assert f'<a href="{up}{folder}index.html">' in text                     # the home in its language
         assert f'src="{"../" * folder.count("/")}mathjax/tex-chtml-full.js"' in text  # book/mathjax/, one copy
         assert ("link", {"href": f"{up}favicon.ico", "rel": "icon"}) in _Page(text).elements
@@ -523,9 +524,26 @@ def test_every_relative_link_of_both_books_reaches_a_page_of_the_site(tmp_path):
                 unmapped.append(f"{folder}/{path.name}: {target}")
     assert seen >= 2 * len(zh), "the chapters link less than expected: is the link pattern still right?"
     assert not unmapped, "links the site has no page for:\n  " + "\n  ".join(unmapped)
-    # the lab holds both editions, as relative links inside the lab expect
+    # the lab holds both editions, under different file names (landing.lab_notebook)
     for path in zh:
-        assert f"notebooks/zh/{path.name}" in in_lab and f"notebooks/{path.name}" in in_lab
+        assert f"notebooks/zh/{path.stem}.zh.ipynb" in in_lab and f"notebooks/{path.name}" in in_lab
+
+
+def test_every_relative_link_in_the_lab_opens_a_file_the_lab_has(tmp_path):
+    """In the lab a chapter's relative link opens a file of its contents: the practice files,
+    the chapters beside it (the Chinese ones renamed there), the other edition (the note's
+    switch). The README is not in the lab (a link to it is the one known exception)."""
+    import build
+    in_lab = set(build.stage_contents(tmp_path, language_info={"name": "python"}))
+    missing, seen = [], 0
+    for rel in sorted(f for f in in_lab if f.startswith("notebooks/")):
+        for target in _relative_links(json.loads((tmp_path / rel).read_text())):
+            path = os.path.normpath(os.path.join(os.path.dirname(rel), target.partition("#")[0]))
+            seen += 1
+            if path not in in_lab and os.path.basename(path) not in ("README.md", "README.zh.md"):
+                missing.append(f"{rel}: {target}")
+    assert seen >= 4 * len(landing.chapters())
+    assert not missing, "links to files the lab does not have:\n  " + "\n  ".join(missing)
 
 
 # --------------------------------------------------------------------------- what the build adds
@@ -566,7 +584,7 @@ def test_the_browser_note_is_in_the_chapters_language_and_switches_to_the_other(
     assert zh.startswith(site_i18n.translator("zh-CN")(build.BROWSER_NOTE)) and "浏览器" in zh
     # the lab's menus are English in both editions: the note names them as they read
     assert "*Kernel › Interrupt*" in zh and "*Kernel › Restart Kernel*" in zh
-    assert '<a href="zh/01_kv_cache.ipynb" hreflang="zh-CN" lang="zh-CN">中文</a>' in en
+    assert '<a href="zh/01_kv_cache.zh.ipynb" hreflang="zh-CN" lang="zh-CN">中文</a>' in en
     assert '<a href="../01_kv_cache.ipynb" hreflang="en" lang="en">English</a>' in zh
     assert build.browser_note("en", "99_untranslated.ipynb") == build.BROWSER_NOTE  # nothing to switch to
 
@@ -592,12 +610,15 @@ def test_every_staged_chapter_and_the_judge_notebook_are_ready_for_the_lab(tmp_p
     copied = build.stage_contents(tmp_path, language_info=info)
     for path in landing.chapters():
         for folder, lang in (("", "en"), ("zh/", "zh-CN")):
-            source = ROOT / "notebooks" / folder / path.name
-            nb = json.loads((tmp_path / "notebooks" / folder / path.name).read_text())
+            source = json.loads((ROOT / "notebooks" / folder / path.name).read_text())
+            in_lab = landing.lab_notebook(path.name, lang)
+            nb = json.loads((tmp_path / in_lab).read_text())
             assert nb["metadata"]["language_info"] == info and nb["cells"][0]["id"] == build.BROWSER_NOTE_ID
             assert "".join(nb["cells"][0]["source"]) == build.browser_note(lang, path.name)
-            assert nb["cells"][1:] == json.loads(source.read_text())["cells"]  # nothing else changed
-            assert f"notebooks/{folder}{path.name}" in copied
+            if lang != "en":   # its links to the other Chinese chapters follow their names in the lab
+                build.lab_links(source, lang)
+            assert nb["cells"][1:] == source["cells"]  # nothing else changed
+            assert in_lab in copied
     judge_nb = json.loads((tmp_path / "practice" / "judge.ipynb").read_text())
     assert judge_nb["metadata"]["language_info"] == info and judge_nb["cells"][0]["id"] != build.BROWSER_NOTE_ID
     assert "practice/judge.ipynb" in copied

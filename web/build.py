@@ -55,10 +55,11 @@ sys.path.insert(0, str(HERE))
 
 import posixpath  # noqa: E402
 
+import landing  # noqa: E402
 import pyodide_dist  # noqa: E402
 from i18n.site import N_, translator  # noqa: E402
-from landing import (EDITIONS, ZH_FONTS, chapter_in, chapters, edition, lab_url, other,  # noqa: E402
-                     render_landing, switch_html, title, up)
+from landing import (EDITIONS, ZH_FONTS, chapter_in, chapters, edition, lab_notebook, lab_url,  # noqa: E402
+                     other, render_landing, switch_html, title, up)
 
 CACHE = ROOT / ".site-cache"
 SITE_VENV = ROOT / ".venv-site"
@@ -223,12 +224,38 @@ def browser_note(lang: str, chapter_name: str) -> str:
     """The first cell of a chapter in lab/, in ``lang``: the note on Interrupt vs Restart,
     then the switch to the same chapter in the other language (a link relative to this
     notebook, which JupyterLab opens in the lab), where that chapter exists."""
-    here, there = edition(lang), other(lang)
+    there = other(lang)
     note = translator(lang)(BROWSER_NOTE)
     if not (ROOT / "notebooks" / there.folder / chapter_name).is_file():
         return note
-    href = posixpath.relpath(f"notebooks/{there.folder}{chapter_name}", f"notebooks/{here.folder}")
+    here_dir = posixpath.dirname(lab_notebook(chapter_name, lang))
+    href = posixpath.relpath(lab_notebook(chapter_name, there.lang), here_dir)
     return note + "\n\n" + switch_html(lang, href)
+
+
+def lab_links(nb: dict, lang: str) -> dict:
+    """A chapter's links to other chapters, as they must read in the lab (lab_notebook:
+    the Chinese chapters' file names differ there). Returns the notebook, changed in place."""
+    here_dir = posixpath.dirname(lab_notebook("x.ipynb", lang))        # notebooks or notebooks/zh
+
+    def fix(m):
+        path, hash_, anchor = m.group(2).partition("#")
+        if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", path) or not path:
+            return m.group(0)
+        target = _CHAPTER.fullmatch(posixpath.normpath(posixpath.join(f"notebooks/{edition(lang).folder}", path)))
+        if not target:
+            return m.group(0)
+        target_lang = next(e.lang for e in EDITIONS if e.folder == target.group(1))
+        new = posixpath.relpath(lab_notebook(target.group(2) + ".ipynb", target_lang), here_dir)
+        return m.group(1) + new + hash_ + anchor
+
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") == "markdown":
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            fixed = _LINK.sub(fix, source)
+            if fixed != source:
+                cell["source"] = fixed.splitlines(keepends=True)
+    return nb
 
 
 def for_the_lab(nb: dict, language_info: dict, note: str | None) -> dict:
@@ -275,7 +302,9 @@ def stage_contents(dest: Path, language_info: dict | None = None) -> list[str]:
             if lang != ed.lang:
                 continue  # not translated yet: the English one is the chapter
             nb = for_the_lab(json.loads(nb_path.read_text()), language_info, note=browser_note(lang, nb_path.name))
-            rel = f"notebooks/{ed.folder}{nb_path.name}"
+            rel = lab_notebook(nb_path.name, lang)
+            if rel != f"notebooks/{ed.folder}{nb_path.name}":
+                lab_links(nb, lang)   # its links to the chapters beside it, renamed there too
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             (dest / rel).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
             copied.append(rel)
@@ -400,10 +429,11 @@ def render_page(exporter, nb, nb_path: Path, in_lab=(), lang: str = "en") -> str
     book_links(nb, in_lab, f"notebooks/{here.folder}".rstrip("/"))
     nb.metadata["title"] = title(nb_path)
     translated = (ROOT / "notebooks" / there.folder / nb_path.name).is_file()
-    other_page = rel(f"book/{there.folder}{nb_path.stem}.html" if translated else f"{there.folder}index.html")
+    page = f"{page_dir}{nb_path.stem}.html"
+    other_page = rel(landing.other_page(page if translated else f"{here.folder}index.html", lang))
     _ = translator(lang)
     body, _resources = exporter.from_notebook_node(
-        nb, resources={"lab_url": up(page_dir) + lab_url(f"notebooks/{here.folder}{nb_path.name}"),
+        nb, resources={"lab_url": up(page_dir) + lab_url(lab_notebook(nb_path.name, lang)),
                        "chapter_file": nb_path.name, "lang": here.lang,
                        "favicon_url": rel("favicon.ico"), "book_mathjax": rel("book/mathjax") + "/",
                        "home_url": rel(f"{here.folder}index.html"), "other_url": other_page,

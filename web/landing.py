@@ -30,12 +30,13 @@ GPU_ONLY = {"torch", "triton"}
 
 @dataclass(frozen=True)
 class Edition:
-    lang: str      # the pages' lang attribute (BCP 47): "en", "zh-CN"
-    name: str      # the language's name in itself: what the switch to it says
-    folder: str    # its folder under site/, notebooks/ and book/: "" or "zh/"
+    lang: str        # the pages' lang attribute (BCP 47): "en", "zh-CN"
+    name: str        # the language's name in itself: what the switch to it says
+    folder: str      # its folder under site/, notebooks/ and book/: "" or "zh/"
+    lab_suffix: str  # added to a chapter's file name in the lab (lab_notebook)
 
 
-EDITIONS = (Edition("en", "English", ""), Edition("zh-CN", "中文", "zh/"))
+EDITIONS = (Edition("en", "English", "", ""), Edition("zh-CN", "中文", "zh/", ".zh"))
 
 # Chinese text's fonts: none ships with the site (a CJK font is 5-20 MB a weight, for the
 # few thousand characters a page uses); every system a Chinese reader uses has one of these
@@ -144,6 +145,15 @@ def problem_title(problem, lang: str) -> tuple[str, str]:
     return problem.title, "en"
 
 
+def lab_notebook(name: str, lang: str) -> str:
+    """Where chapter ``name`` (NN_slug.ipynb) of edition ``lang`` is in the lab's contents:
+    notebooks/NN_slug.ipynb, notebooks/zh/NN_slug.zh.ipynb. Not the same file name in both:
+    JupyterLite (0.6) gives a notebook the kernel session of any open notebook of the same
+    file name, so the Chinese chapter opened beside the English one took over its kernel."""
+    ed = edition(lang)
+    return f"notebooks/{ed.folder}{name.removesuffix('.ipynb')}{ed.lab_suffix}.ipynb"
+
+
 def lab_url(path_in_lab: str) -> str:
     """Site-relative: a file of the lab's contents opened in JupyterLite."""
     return f"lab/lab/index.html?path={path_in_lab}"
@@ -185,7 +195,7 @@ def render_landing(book: bool = True, problems=None, runtime_mb: float = 0.0, la
         links = []
         if book:
             links.append(f'<a href="{_e(root + "book/" + folder + path.stem)}.html">{_e(read)}</a>')
-        links.append(f'<a href="{_e(root + lab_url("notebooks/" + folder + path.name))}">{_e(run)}</a>')
+        links.append(f'<a href="{_e(root + lab_url(lab_notebook(path.name, chapter_lang)))}">{_e(run)}</a>')
         practice = ", ".join(str(p.number) for p in by_chapter.get(en_path.name, [])) or "–"
         rows.append(f"<tr><td>{_e(num)}</td><td>{_in(title(path), chapter_lang, lang)}{note}</td>"
                     f"<td>{' · '.join(links)}</td><td>{_e(practice)}</td></tr>")
@@ -243,10 +253,10 @@ def render_landing(book: bool = True, problems=None, runtime_mb: float = 0.0, la
             "(see the repository's README)."),
     }
     there = other(lang)
+    other_href = root + other_page(f"{ed.folder}index.html", lang)
     return PAGE.format(
         lang=ed.lang, course=_e(_(site_i18n.course_title(ROOT / "README.md"))), root=root,
-        font=ZH_FONTS, other_lang=there.lang, other_href=_e(root + there.folder + "index.html"),
-        switch=switch_html(lang, root + there.folder + "index.html"),
+        font=ZH_FONTS, other_lang=there.lang, other_href=_e(other_href), switch=switch_html(lang, other_href),
         chapter_rows="\n".join(rows), problem_rows="\n".join(prows), judge=judge,
         lab=_e(root + "lab/lab/index.html"), **words)
 
