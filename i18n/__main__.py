@@ -1,16 +1,19 @@
-"""python -m i18n update | build | check [chapter ...]
+"""python -m i18n update | build | check [chapter ... | site]
 
   update   bring each chapter's catalogue in step with its English notebook (new cells
-           become untranslated entries, changed cells fuzzy with the old English kept)
+           become untranslated entries, changed cells fuzzy with the old English kept),
+           and the site's (i18n/zh_CN/site.po) with the strings of web/*.py
   build    write notebooks/zh/ from the notebooks and the catalogues
   check    list what is untranslated, fuzzy or differs in numbers, formulas, code names or
-           links; exit 1 if anything does
+           links (the site's: {placeholders} and HTML tags); exit 1 if anything does
+
+Naming chapters (01, 02_mla...) does only those; `site` only the site's catalogue.
 """
 from __future__ import annotations
 
 import sys
 
-from . import notebooks
+from . import notebooks, site
 
 
 def main(argv=None) -> int:
@@ -21,6 +24,13 @@ def main(argv=None) -> int:
     what, keys = argv[0], argv[1:]
     chosen = [c for c in notebooks.chapters() if not keys or any(c.stem.startswith(k) for k in keys)]
     bad = 0
+    if not keys or "site" in keys:   # the site's own words (landing page, book bar, lab note)
+        if what == "update":
+            print("site: " + ", ".join(f"{v} {k}" for k, v in site.update().items()))
+        elif what == "check":
+            found = site.problems()
+            bad += len(found)
+            print("\n".join(found + [f"site: {'complete' if not found else f'{len(found)} to do'}"]))
     for ch in chosen:
         if what == "update":
             counts = notebooks.update(ch)

@@ -147,3 +147,36 @@ def test_every_chapter_follows_the_glossary():
     misses = [f"{ch.stem} {cid}: {m}" for ch in I.chapters() for cid, e in I.by_cell(I.load(ch)).items()
               if e.msgstr for m in glossary_misses(e.msgid, e.msgstr)]
     assert not misses, f"{len(misses)} glossary misses:\n  " + "\n  ".join(misses[:40])
+
+
+# --------------------------------------------------------------------------- the built edition
+
+CHINESE = sorted(I.BUILT.glob("[0-9][0-9]_*.ipynb"))
+
+
+def test_notebooks_zh_is_what_the_build_makes_now(tmp_path, monkeypatch):
+    """notebooks/zh/ is exactly `python -m i18n build` of today's notebooks and catalogues:
+    no chapter missing, none extra, none stale (an English cell or a translation changed
+    since the last build)."""
+    committed = {p.name: p.read_text(encoding="utf-8") for p in I.BUILT.iterdir()}
+    monkeypatch.setattr(I, "BUILT", tmp_path)
+    built = {I.build(ch).name: (tmp_path / ch.name).read_text(encoding="utf-8") for ch in I.chapters()}
+    assert len(built) >= 8 and set(committed) == set(built), \
+        f"notebooks/zh/ holds {sorted(set(committed) - set(built))} extra, lacks {sorted(set(built) - set(committed))}"
+    stale = sorted(name for name in built if built[name] != committed[name])
+    assert not stale, f"notebooks/zh/ is stale: {stale}; run `python -m i18n build`"
+
+
+@pytest.mark.parametrize("path", CHINESE, ids=[f"zh/{p.stem}" for p in CHINESE])
+def test_chinese_chapter_executes(path):
+    """Each Chinese chapter runs, from its own folder (one deeper than the English), with no
+    error: the same code as the English, so the same numbers (the build copies the code
+    cells; the test above keeps notebooks/zh/ in step)."""
+    from tests.test_notebooks import run_chapter
+    nb = run_chapter(path)
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors, f"zh/{path.name}: {errors[0]['ename']}: {errors[0]['evalue']}"
+    english = nbformat.read(I.NOTEBOOKS / path.name, as_version=4)
+    assert [c.source for c in nb.cells if c.cell_type == "code"] == \
+        [c.source for c in english.cells if c.cell_type == "code"]
+    assert any(c.outputs for c in nb.cells if c.cell_type == "code")

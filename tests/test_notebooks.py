@@ -14,7 +14,9 @@ import pytest
 
 from classroom import execute
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
+# keyed by the path under notebooks/: "01_kv_cache.ipynb", "zh/01_kv_cache.zh.ipynb" (tests/test_i18n.py)
 EXECUTION_TIMES: dict[str, float] = {}
 OUTPUT_TEXT: dict[str, str] = {}  # chapter -> everything its cells printed
 
@@ -46,25 +48,30 @@ def test_notebook_is_committed_clean(path):
     assert not problems, f"{path.name}: " + "; ".join(problems)
 
 
-_EXECUTED: dict[tuple, object] = {}  # (chapter file name, blocked modules) -> executed notebook
+_EXECUTED: dict[tuple, object] = {}  # (chapter's key, blocked modules) -> executed notebook
 BROWSER_TIMES: dict[str, float] = {}  # chapter -> seconds, run with torch and triton blocked
+
+
+def _key(path: Path) -> str:
+    path = Path(path).resolve()
+    return path.relative_to(NOTEBOOKS_DIR).as_posix() if path.is_relative_to(NOTEBOOKS_DIR) else str(path)
 
 
 def run_chapter(path: Path, without: tuple = ()):
     """Execute a chapter once per test session and return the executed notebook (errors
     stay in the cells' outputs); later callers reuse it. ``without``: modules made
     unimportable first, as in the browser (execute.run). Records the time and printed text
-    of the full run (EXECUTION_TIMES, OUTPUT_TEXT)."""
-    key = (path.name, tuple(without))
-    if key not in _EXECUTED:
-        nb, seconds = execute.chapter(path, allow_errors=True, without=without)
+    of the full run (EXECUTION_TIMES, OUTPUT_TEXT), keyed by the path under notebooks/."""
+    key = _key(path)
+    if (key, tuple(without)) not in _EXECUTED:
+        nb, seconds = execute.chapter(Path(path), allow_errors=True, without=without)
         if without:
-            BROWSER_TIMES[path.name] = seconds
+            BROWSER_TIMES[key] = seconds
         else:
-            EXECUTION_TIMES[path.name] = seconds
-            OUTPUT_TEXT[path.name] = execute.printed(nb)
-        _EXECUTED[key] = nb
-    return _EXECUTED[key]
+            EXECUTION_TIMES[key] = seconds
+            OUTPUT_TEXT[key] = execute.printed(nb)
+        _EXECUTED[(key, tuple(without))] = nb
+    return _EXECUTED[(key, tuple(without))]
 
 
 def run_as_in_browser(path: Path):

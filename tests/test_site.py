@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -68,6 +69,219 @@ def test_a_new_chapter_appears_without_edits(tmp_path, monkeypatch):
     assert "Chapter 7 — Serving at scale" in row and 'href="book/99_serving.html"' in row
     assert "path=notebooks/99_serving.ipynb" in row and "torch cells need a GPU" in row
     assert "notes.ipynb" not in html
+    # the Chinese page lists it too: not translated yet, so in English, marked so, linking the English page
+    zh = landing.render_landing(lang="zh-CN")
+    row = next(r for r in zh.split("<tr>") if "Serving at scale" in r)
+    assert '<span lang="en">Chapter 7 — Serving at scale</span>' in row and 'href="../book/99_serving.html"' in row
+    assert "path=notebooks/99_serving.ipynb" in row
+
+
+# --------------------------------------------------------------------------- two languages
+
+def test_the_chinese_landing_page_lists_the_chinese_chapters():
+    html = landing.render_landing(runtime_mb=31, lang="zh-CN")
+    assert html.startswith('<!DOCTYPE html>\n<html lang="zh-CN">')
+    for path in landing.chapters():
+        zh = ROOT / "notebooks" / "zh" / path.name
+        assert landing.title(zh) != landing.title(path) and re.search(r"[\u4e00-\u9fff]", landing.title(zh))
+        row = next(r for r in html.split("<tr>") if f"book/zh/{path.stem}.html" in r)
+        assert f"<td>{landing.title(zh)}" in row, row    # in the page's language: no lang span
+        assert f'href="../lab/lab/index.html?path=notebooks/zh/{path.stem}.zh.ipynb"' in row
+    for p in runner.discover():   # English titles until the judge translates them, marked so
+        assert f'<span lang="en">{html_escape(p.title)}</span>' in html, p.title
+        assert f'href="../lab/lab/index.html?path=practice/{p.filename}"' in html or p.requires
+    assert "最多下载 31 MB" in html and 'href="../favicon.ico"' in html
+    assert not re.search(r'(href|src)="(https?:)?//', html), "the landing page links outside the site"
+
+
+def test_other_page_swaps_the_language_folder():
+    pairs = [("index.html", "zh/index.html"), ("book/01_kv_cache.html", "book/zh/01_kv_cache.html")]
+    for en, zh in pairs:
+        assert landing.other_page(en, "en") == zh and landing.other_page(zh, "zh-CN") == en
+    assert landing.up("") == "" and landing.up("zh/") == "../" and landing.up("book/zh/") == "../../"
+    with pytest.raises(ValueError, match="no edition 'fr'"):
+        landing.edition("fr")
+
+
+class _Page(__import__("html.parser").parser.HTMLParser):
+    """What the tests read from a page, whatever the order of attributes (nbconvert's output
+    sorts them): each piece of text with its language (the nearest lang attribute), every
+    element's attributes, and the links inside the language switch with their text."""
+    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
+
+    def __init__(self, text: str):
+        super().__init__(convert_charrefs=True)
+        self.stack, self.texts, self.elements, self.switch = [], [], [], []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.elements.append((tag, attrs))
+        in_switch = "lang-switch" in (attrs.get("class") or "").split() or bool(self.stack and self.stack[-1][2])
+        if tag == "a" and in_switch:
+            self.switch.append(dict(attrs, text=""))
+        if tag not in self.VOID:
+            lang = attrs.get("lang") or (self.stack[-1][1] if self.stack else None)
+            self.stack.append((tag, lang, in_switch))
+
+    def handle_endtag(self, tag):
+        if any(t == tag for t, _, _ in self.stack):   # a stray end tag closes nothing
+            while self.stack.pop()[0] != tag:          # an unclosed element closes with its parent
+                pass
+
+    def handle_data(self, data):
+        if self.stack and self.stack[-1][0] == "a" and self.stack[-1][2]:
+            self.switch[-1]["text"] += data
+        if data.strip() and not (self.stack and self.stack[-1][0] in ("style", "script")):
+            self.texts.append((self.stack[-1][1] if self.stack else None, data.strip()))
+
+
+def html_escape(s):
+    import html
+    return html.escape(s)
+
+
+HAN = re.compile(r"[\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]")
+
+
+def _pages():
+    """The four kinds of page, as the build writes them: {site path: html}."""
+    import build
+    import nbformat
+    exporter = build.book_exporter()
+    out = {"index.html": landing.render_landing(runtime_mb=31),
+           "zh/index.html": landing.render_landing(runtime_mb=31, lang="zh-CN")}
+    for folder, lang in (("", "en"), ("zh/", "zh-CN")):
+        path = ROOT / "notebooks" / folder / "01_kv_cache.ipynb"
+        out[f"book/{folder}01_kv_cache.html"] = build.render_page(
+            exporter, nbformat.read(path, as_version=4), path, in_lab={"practice/p01_kv_cache_bytes.py"}, lang=lang)
+    return out
+
+
+@pytest.fixture(scope="module")
+def pages():
+    return _pages()
+
+
+def test_every_page_has_its_language_and_a_switch_to_the_same_page_in_the_other(pages):
+    for page, text in pages.items():
+        lang, other = ("zh-CN", "en") if "zh/" in page else ("en", "zh-CN")
+        parsed = _Page(text)
+        assert ("html", {"lang": lang}) in parsed.elements, f"{page}: not <html lang=\"{lang}\">"
+        assert len(parsed.switch) == 1, f"{page}: {len(parsed.switch)} language switches"
+        link = parsed.switch[0]
+        target = os.path.normpath(os.path.join(os.path.dirname(page), link["href"]))
+        assert (link["hreflang"], link["lang"], link["text"]) == (other, other, landing.edition(other).name), page
+        assert target == landing.other_page(page, lang) and target in pages, (page, link)
+        current = [t for lg, t in parsed.texts if t == landing.edition(lang).name and lg == lang]
+        assert current, f"{page}: the switch does not name the page's own language"
+        alternate = [a for tag, a in parsed.elements if tag == "link" and a.get("rel") == "alternate"]
+        assert alternate == [{"rel": "alternate", "hreflang": other, "href": link["href"]}], (page, alternate)
+
+
+def test_chinese_text_is_marked_chinese_and_the_reverse(pages):
+    """Han characters only inside lang="zh-CN" (the switch on an English page, a whole
+    Chinese page); the English problem titles on the Chinese page inside lang="en"."""
+    for page, text in pages.items():
+        parsed = _Page(text)
+        assert parsed.texts, page
+        unmarked = [t for lang, t in parsed.texts if HAN.search(t) and lang != "zh-CN"]
+        assert not unmarked, f"{page}: Chinese text outside lang=\"zh-CN\": {unmarked[:5]}"
+    english = {t for lang, t in _Page(pages["zh/index.html"]).texts if lang == "en"}
+    assert {p.title for p in runner.discover()} <= english and "English" in english
+    assert ("zh-CN", "中文") in _Page(pages["index.html"]).texts
+
+
+def test_book_pages_in_both_languages(pages):
+    en, zh = pages["book/01_kv_cache.html"], pages["book/zh/01_kv_cache.html"]
+    for text, folder in ((en, ""), (zh, "zh/")):
+        path = ROOT / "notebooks" / folder / "01_kv_cache.ipynb"
+        assert f"<title>{landing.title(path)}</title>" in text
+        up = "../" * (1 + folder.count("/"))
+        in_lab = landing.lab_notebook("01_kv_cache.ipynb", "zh-CN" if folder else "en")
+        assert f'class="run-in-lab" href="{up}lab/lab/index.html?path={in_lab}"' in text
+        assert f'<a href="{up}{folder}index.html">' in text                     # the home in its language
+        assert f'src="{"../" * folder.count("/")}mathjax/tex-chtml-full.js"' in text  # book/mathjax/, one copy
+        assert ("link", {"href": f"{up}favicon.ico", "rel": "icon"}) in _Page(text).elements
+        assert f"path=practice/p01_kv_cache_bytes.py" in text
+    assert "课程首页" in zh and "在浏览器中运行本章" in zh and "Course home" in en
+    assert 'href="../../lab/lab/index.html?path=practice/p01_kv_cache_bytes.py"' in zh   # ../../practice/ rewritten
+
+
+def test_chinese_text_uses_system_fonts_and_no_page_loads_one(pages):
+    """A system-font stack for Chinese (landing.ZH_FONTS), nothing downloaded: no @font-face,
+    no @import, no font or style from another site."""
+    assert "PingFang SC" in landing.ZH_FONTS and "Microsoft YaHei" in landing.ZH_FONTS
+    assert landing.ZH_FONTS.rstrip().endswith("sans-serif")
+    for page, text in pages.items():
+        assert landing.ZH_FONTS in text, f"{page}: no Chinese font stack"
+        assert "@font-face" not in text and "@import" not in text, page
+        assert not re.search(r'url\(\s*["\']?(https?:)?//', text), f"{page}: a url() to another site"
+        assert not re.search(r'<(link|script)[^>]+(href|src)="(https?:)?//', text), f"{page}: loads from another site"
+
+
+# --------------------------------------------------------------------------- the site's catalogue
+
+def test_the_sites_catalogue_is_complete():
+    """i18n/zh_CN/site.po: every string the site's code marks is translated, not fuzzy, and
+    keeps its {placeholders} and HTML tags (`python -m i18n check site`)."""
+    from i18n import site
+    found = site.problems()
+    assert not found, "the site's catalogue (python -m i18n update site, then translate):\n  " + "\n  ".join(found)
+    assert len(site.messages()) >= 25
+
+
+def test_every_string_the_pages_translate_is_in_the_catalogue(monkeypatch, pages):
+    """The extractor finds every string the code hands the translator (a string built in an
+    f-string, say, would be missed by it and silently stay English)."""
+    import build
+    from i18n import site
+    asked, real = set(), site.translator
+
+    def recording(lang, *args, **kw):
+        t = real(lang, *args, **kw)
+        return lambda s: (asked.add(s), t(s))[1]
+
+    monkeypatch.setattr(site, "translator", recording)
+    monkeypatch.setattr(build, "translator", recording)
+    for book in (True, False):
+        landing.render_landing(book=book, lang="zh-CN")
+    build.render_page(build.book_exporter(), _notebook_with_figures(["a plot"]),
+                      ROOT / "notebooks" / "zh" / "01_kv_cache.ipynb", lang="zh-CN")
+    build.browser_note("zh-CN", "01_kv_cache.ipynb")
+    assert len(asked) >= 25
+    missing = asked - set(site.messages())
+    assert not missing, f"strings translated but not extracted (write them as _(\"...\") literals): {missing}"
+
+
+def test_the_site_catalogue_check_and_update_can_fail(tmp_path):
+    from i18n import site
+    po = tmp_path / "site.po"
+    assert site.update(po)["new"] == len(site.messages())
+    assert all("not translated" in p for p in site.problems(po))
+    real = {e.msgid: e.msgstr for e in site.load()}
+    cat = site.load(po)
+    for e in cat:
+        e.msgstr = real[e.msgid]
+    intro = next(e for e in cat if "{runtime_mb}" in e.msgid)
+    intro.msgstr = intro.msgstr.replace("{runtime_mb}", "31")                  # a placeholder lost
+    read = next(e for e in cat if e.msgid == "read")
+    read.msgid = "read it"                                                     # as if the English changed
+    cat.save(str(po))
+    found = site.problems(po)
+    assert any("placeholders differ" in p for p in found)
+    assert any("'read' is not in the catalogue" in p for p in found)
+    assert any("'read it' is in the catalogue but no longer in the code" in p for p in found)
+    counts = site.update(po)
+    assert counts["fuzzy"] == 1, counts                                          # 'read it' -> 'read'
+    entry = next(e for e in site.load(po) if e.msgid == "read")
+    assert "fuzzy" in entry.flags and entry.previous_msgid == "read it" and entry.msgstr == real["read"]
+    assert any("'read' fuzzy" in p for p in site.problems(po))
+    assert site.translator("zh-CN", po)("read") == "read"                      # a fuzzy entry is not used
+    assert site.same_markup("<b>x</b> {n}", '<b lang="en">y</b> <span lang="en">z</span> {n}') == []
+    assert site.same_markup("<b>x</b>", "y") and site.same_markup("{a}", "{b}")
+    with pytest.raises(ValueError, match="no catalogue for language 'fr'"):
+        site.translator("fr")
 
 
 # --------------------------------------------------------------------------- Pyodide lock
@@ -268,16 +482,77 @@ def test_browser_judge_refuses_watch_and_keeps_hints_in_the_drive(practice, caps
 
 def test_book_links_point_into_the_site():
     import build
-    names, in_lab = {"05_roofline.ipynb"}, {"practice/p01_kv_cache_bytes.py"}
-    link = lambda t: build.book_link(t, names, in_lab)  # noqa: E731
+    in_lab = {"practice/p01_kv_cache_bytes.py"}
+    link = lambda t, folder="notebooks": build.book_link(t, in_lab, folder)  # noqa: E731
     assert link("05_roofline.ipynb#5.2-Ridge") == "05_roofline.html#5.2-Ridge"
     assert link("../practice/p01_kv_cache_bytes.py") == "../lab/lab/index.html?path=practice/p01_kv_cache_bytes.py"
     assert link("../README.md") == "../index.html"   # the course's map is the landing page
-    for kept in ("https://arxiv.org/abs/2405.04434", "#top", "../mlacourse/cache.py"):
+    for kept in ("https://arxiv.org/abs/2405.04434", "#top", "../mlacourse/cache.py", "99_no_such_chapter.ipynb"):
         assert link(kept) == kept  # outside links stay; an unknown file is left for the link test to name
     md = "[ch5](05_roofline.ipynb) and <a href=\"../practice/p01_kv_cache_bytes.py\">p1</a>"
     assert build._LINK.sub(lambda m: m.group(1) + link(m.group(2)), md) == \
         "[ch5](05_roofline.html) and <a href=\"../lab/lab/index.html?path=practice/p01_kv_cache_bytes.py\">p1</a>"
+
+
+def test_the_chinese_books_links_are_one_folder_deeper():
+    """notebooks/zh/ links ../../practice/x and ../../README.zh.md (i18n.notebooks.relink);
+    from book/zh/ they must reach the lab, the Chinese landing page and the Chinese pages."""
+    import build
+    in_lab = {"practice/p01_kv_cache_bytes.py"}
+    link = lambda t: build.book_link(t, in_lab, "notebooks/zh")  # noqa: E731
+    assert link("05_roofline.ipynb#x") == "05_roofline.html#x"                    # a Chinese chapter
+    assert link("../05_roofline.ipynb") == "../05_roofline.html"                  # an English one
+    assert link("../../practice/p01_kv_cache_bytes.py") == \
+        "../../lab/lab/index.html?path=practice/p01_kv_cache_bytes.py"
+    assert link("../../README.zh.md") == "../../zh/index.html"                    # the Chinese map
+    assert link("../../README.md") == "../../index.html"
+    assert link("../practice/p01_kv_cache_bytes.py") == "../practice/p01_kv_cache_bytes.py"  # not there: kept
+
+
+def _relative_links(nb: dict) -> list[str]:
+    text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    import build
+    return [m.group(2) for m in build._LINK.finditer(text)
+            if not re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:|^#", m.group(2))]
+
+
+def test_every_relative_link_of_both_books_reaches_a_page_of_the_site(tmp_path):
+    """Every chapter's relative links, in both languages, map to a page the site has: a
+    book page, a landing page, a file in the lab (the browser test follows them all)."""
+    import build
+    in_lab = set(build.stage_contents(tmp_path, language_info={"name": "python"}))
+    zh = sorted((ROOT / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb"))
+    assert len(zh) == len(landing.chapters()), "a chapter without its Chinese edition: python -m i18n build"
+    unmapped, seen = [], 0
+    for path in landing.chapters() + zh:
+        folder = path.parent.relative_to(ROOT).as_posix()
+        for target in _relative_links(json.loads(path.read_text())):
+            seen += 1
+            rel = os.path.normpath(os.path.join(folder, target.partition("#")[0]))
+            if build.site_target(rel, in_lab) is None:
+                unmapped.append(f"{folder}/{path.name}: {target}")
+    assert seen >= 2 * len(zh), "the chapters link less than expected: is the link pattern still right?"
+    assert not unmapped, "links the site has no page for:\n  " + "\n  ".join(unmapped)
+    # the lab holds both editions, under different file names (landing.lab_notebook)
+    for path in zh:
+        assert f"notebooks/zh/{path.stem}.zh.ipynb" in in_lab and f"notebooks/{path.name}" in in_lab
+
+
+def test_every_relative_link_in_the_lab_opens_a_file_the_lab_has(tmp_path):
+    """In the lab a chapter's relative link opens a file of its contents: the practice files,
+    the chapters beside it (the Chinese ones renamed there), the other edition (the note's
+    switch). The README is not in the lab (a link to it is the one known exception)."""
+    import build
+    in_lab = set(build.stage_contents(tmp_path, language_info={"name": "python"}))
+    missing, seen = [], 0
+    for rel in sorted(f for f in in_lab if f.startswith("notebooks/")):
+        for target in _relative_links(json.loads((tmp_path / rel).read_text())):
+            path = os.path.normpath(os.path.join(os.path.dirname(rel), target.partition("#")[0]))
+            seen += 1
+            if path not in in_lab and os.path.basename(path) not in ("README.md", "README.zh.md"):
+                missing.append(f"{rel}: {target}")
+    assert seen >= 4 * len(landing.chapters())
+    assert not missing, "links to files the lab does not have:\n  " + "\n  ".join(missing)
 
 
 # --------------------------------------------------------------------------- what the build adds
@@ -299,13 +574,28 @@ def test_lab_notebooks_carry_the_kernels_language_info_and_the_browser_note():
     nb = {"cells": [{"cell_type": "markdown", "id": "t", "metadata": {}, "source": ["# Chapter 1"]}],
           "metadata": {"kernelspec": {"name": "python3"}, "language_info": {"name": "python"}},
           "nbformat": 4, "nbformat_minor": 5}
-    lab = build.for_the_lab(nb, info, note=True)
+    note = build.browser_note("en", "01_kv_cache.ipynb")
+    lab = build.for_the_lab(nb, info, note=note)
     assert lab["metadata"]["language_info"] == info and lab["metadata"]["kernelspec"] == build.PYODIDE_KERNEL
     assert lab["cells"][0]["id"] == build.BROWSER_NOTE_ID and lab["cells"][1]["id"] == "t"
-    assert "Kernel › Interrupt" in lab["cells"][0]["source"][0] and "Restart" in lab["cells"][0]["source"][0]
-    assert build.for_the_lab(lab, info, note=True)["cells"] == lab["cells"]  # added once
+    assert "".join(lab["cells"][0]["source"]) == note
+    assert "Kernel › Interrupt" in note and "Restart" in note
+    assert build.for_the_lab(lab, info, note=note)["cells"] == lab["cells"]  # added once
     assert nb["cells"][0]["id"] == "t" and nb["metadata"]["language_info"] == {"name": "python"}  # a copy
-    assert len(build.for_the_lab(nb, info, note=False)["cells"]) == 1  # the judge notebook: no note
+    assert len(build.for_the_lab(nb, info, note=None)["cells"]) == 1  # the judge notebook: no note
+
+
+def test_the_browser_note_is_in_the_chapters_language_and_switches_to_the_other():
+    import build
+    from i18n import site as site_i18n
+    en, zh = build.browser_note("en", "01_kv_cache.ipynb"), build.browser_note("zh-CN", "01_kv_cache.ipynb")
+    assert en.startswith(build.BROWSER_NOTE)
+    assert zh.startswith(site_i18n.translator("zh-CN")(build.BROWSER_NOTE)) and "浏览器" in zh
+    # the lab's menus are English in both editions: the note names them as they read
+    assert "*Kernel › Interrupt*" in zh and "*Kernel › Restart Kernel*" in zh
+    assert '<a href="zh/01_kv_cache.zh.ipynb" hreflang="zh-CN" lang="zh-CN">中文</a>' in en
+    assert '<a href="../01_kv_cache.ipynb" hreflang="en" lang="en">English</a>' in zh
+    assert build.browser_note("en", "99_untranslated.ipynb") == build.BROWSER_NOTE  # nothing to switch to
 
 
 def test_the_kernels_language_info_is_read_from_its_extension(tmp_path):
@@ -328,9 +618,16 @@ def test_every_staged_chapter_and_the_judge_notebook_are_ready_for_the_lab(tmp_p
     info = {"name": "python", "version": "3.8"}
     copied = build.stage_contents(tmp_path, language_info=info)
     for path in landing.chapters():
-        nb = json.loads((tmp_path / "notebooks" / path.name).read_text())
-        assert nb["metadata"]["language_info"] == info and nb["cells"][0]["id"] == build.BROWSER_NOTE_ID
-        assert nb["cells"][1:] == json.loads(path.read_text())["cells"]  # nothing else changed
+        for folder, lang in (("", "en"), ("zh/", "zh-CN")):
+            source = json.loads((ROOT / "notebooks" / folder / path.name).read_text())
+            in_lab = landing.lab_notebook(path.name, lang)
+            nb = json.loads((tmp_path / in_lab).read_text())
+            assert nb["metadata"]["language_info"] == info and nb["cells"][0]["id"] == build.BROWSER_NOTE_ID
+            assert "".join(nb["cells"][0]["source"]) == build.browser_note(lang, path.name)
+            if lang != "en":   # its links to the other Chinese chapters follow their names in the lab
+                build.lab_links(source, lang)
+            assert nb["cells"][1:] == source["cells"]  # nothing else changed
+            assert in_lab in copied
     judge_nb = json.loads((tmp_path / "practice" / "judge.ipynb").read_text())
     assert judge_nb["metadata"]["language_info"] == info and judge_nb["cells"][0]["id"] != build.BROWSER_NOTE_ID
     assert "practice/judge.ipynb" in copied

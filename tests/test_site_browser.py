@@ -1,9 +1,12 @@
 """The browser version, in a real browser: builds the site (web/build.sh), serves it on
 127.0.0.1, and drives Debian's chromium with Playwright.
 
-- every chapter runs cell by cell in JupyterLite's Pyodide kernel, with no error output and
-  nothing on stderr (matplotlib's font list is prebuilt); it opens unmodified (closing it
-  untouched does not ask to save) and starts with the note on Interrupt vs Restart;
+- every chapter, English (notebooks/) and Chinese (notebooks/zh/, in the lab
+  notebooks/zh/NN_slug.zh.ipynb), runs cell by cell in
+  JupyterLite's Pyodide kernel, with no error output and nothing on stderr (matplotlib's
+  font list is prebuilt); it opens unmodified (closing it untouched does not ask to save)
+  and starts with the note on Interrupt vs Restart in its language, whose switch opens the
+  same chapter in the other language in the lab, beside it, each with its own kernel;
 - in the browser, one practice file is written wrong and another right (in the editor,
   saved to the browser's storage), graded with %judge, and the feedback matches the local
   judge's for the same files and seed, line for line (minus the lines that must differ:
@@ -13,9 +16,11 @@
   in-process once;
 - no request leaves 127.0.0.1 (every other request is aborted and listed; canaries from
   the page and from the kernel prove that such requests are seen);
-- the landing page and every book page have no broken link, and math renders; each book
-  page is titled with its chapter's title; the landing page's problem table fits a 390 px
-  phone with its "edit" links on screen; no request of the site answers 404 (favicon);
+- the landing pages (index.html, zh/index.html) and every book page (book/, book/zh/) have
+  no broken link or anchor, and math renders; each page has its lang and each book page is
+  titled with its chapter's title; the language switch goes to the same page in the other
+  language and back, on a landing page and a book page; the landing pages' problem table
+  fits a 390 px phone with its "edit" links on screen; no request of the site answers 404;
 - a screenshot of a chapter with a plot is saved (.site-test/chapter-with-plot.png), and
   the build time, first kernel start and each chapter's time are printed.
 
@@ -25,6 +30,7 @@ instead of building one.
 """
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -40,6 +46,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "web"))
+import build  # noqa: E402
 import landing  # noqa: E402
 import serve  # noqa: E402
 
@@ -48,6 +55,8 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = ROOT / ".site-test"
 CHAPTERS = [p.name for p in landing.chapters()]
+# the Chinese edition, as the lab holds it (notebooks/zh/): the same code, so the same run
+ZH_CHAPTERS = [f"zh/{name}" for name in CHAPTERS if (ROOT / "notebooks" / "zh" / name).is_file()]
 SEED = 5
 CELL_TIMEOUT_MS = 900_000  # one cell; chapter 4's CPU timing sweep is the slowest
 # stderr a chapter may print in the browser: none (matplotlib's font cache is prebuilt)
@@ -144,7 +153,7 @@ def report_times(request):
         lines.append(f"  build (web/build.sh, with book/)        {TIMES['build']:7.1f} s, site {TIMES.get('size_mb', 0):.1f} MB")
     if "first_kernel" in TIMES:
         lines.append(f"  first kernel start (cold browser cache)  {TIMES['first_kernel']:7.1f} s")
-    for name in CHAPTERS:
+    for name in CHAPTERS + ZH_CHAPTERS:
         if f"nb:{name}" in TIMES:
             lines.append(f"  {name:40s} {TIMES[f'nb:{name}']:7.1f} s (kernel start {TIMES[f'kernel:{name}']:.1f} s)")
     if "grading" in TIMES:
@@ -297,9 +306,10 @@ def _bad_outputs(cells) -> list[str]:
 
 # --------------------------------------------------------------------------- chapters
 
-@pytest.mark.parametrize("chapter", CHAPTERS)
+@pytest.mark.parametrize("chapter", CHAPTERS + ZH_CHAPTERS)
 def test_chapter_runs_in_the_browser(lab, chapter):
-    path = f"notebooks/{chapter}"
+    lang = "zh-CN" if chapter.startswith("zh/") else "en"
+    path = landing.lab_notebook(Path(chapter).name, lang)   # notebooks/zh/NN_slug.zh.ipynb in Chinese
     t0 = time.perf_counter()
     kernel_ms = lab.evaluate(OPEN, path)
     TIMES.setdefault("first_kernel", kernel_ms / 1000)
@@ -325,9 +335,86 @@ def test_chapter_runs_in_the_browser(lab, chapter):
     close(lab)
     assert not opened["dirty"], f"{chapter} shows as modified right after opening (closing it would ask to save)"
     assert "Kernel › Interrupt" in opened["first"] and "Restart" in opened["first"], opened["first"]
+    assert opened["first"] == build.browser_note(lang, Path(chapter).name), opened["first"]
     bad = _bad_outputs(cells)
     assert not bad, f"{chapter} in the browser:\n" + "\n".join(bad)
     assert cells, f"{chapter}: no code cells ran"
+
+
+SWITCH_IN_NOTE = """async () => {
+  // the current chapter's first cell (the note), rendered: follow its language switch
+  const app = window.jupyterapp;
+  const w = app.shell.currentWidget, from = w.context.path;
+  const t0 = performance.now();
+  let a = null;
+  while (!a && performance.now() - t0 < 30000) {
+    a = w.content.widgets[0].node.querySelector('.jp-RenderedMarkdown a');
+    if (!a) await new Promise(r => setTimeout(r, 200));
+  }
+  if (!a) return {found: false, html: w.content.widgets[0].node.innerHTML};
+  const info = {found: true, text: a.textContent, lang: a.getAttribute('lang'),
+                hreflang: a.getAttribute('hreflang'), span: a.closest('[lang]') && a.closest('[lang]').getAttribute('lang')};
+  a.click();
+  while (performance.now() - t0 < 120000) {
+    const cur = app.shell.currentWidget;
+    if (cur && cur.context && cur.context.path !== from) {
+      await cur.context.ready;
+      info.opened = cur.context.path;
+      // its kernel started and idle, as OPEN leaves a chapter (closing it earlier leaves
+      // JupyterLab's kernel callbacks on a disposed notebook: page errors)
+      const kernel = () => cur.sessionContext && cur.sessionContext.session && cur.sessionContext.session.kernel;
+      while (!(kernel() && kernel().status === 'idle') && performance.now() - t0 < 300000) {
+        await new Promise(r => setTimeout(r, 100));
+      }
+      info.kernel = kernel() ? kernel().status : 'none';
+      info.ms = performance.now() - t0;
+      break;
+    }
+    await new Promise(r => setTimeout(r, 200));
+  }
+  return info;
+}"""
+
+CLOSE_PATH = """async (path) => {
+  // save and close one open document (not the current one) and shut its kernel down
+  const app = window.jupyterapp;
+  for (const w of Array.from(app.shell.widgets('main'))) {
+    if (!w.context || w.context.path !== path) continue;
+    const session = w.sessionContext && w.sessionContext.session;
+    const id = session && session.id;
+    await w.context.save();
+    w.dispose();
+    // JupyterLite may have shut the session down with the widget already: gone either way
+    if (id) await app.serviceManager.sessions.shutdown(id).catch(() => null);
+  }
+}"""
+
+
+def _close_path(page, path: str) -> None:
+    """close() for a document that is not the current one."""
+    n = len(STATE["page_errors"])
+    page.evaluate(CLOSE_PATH, path)
+    page.wait_for_timeout(1500)
+    STATE["page_errors"][n:] = [e for e in STATE["page_errors"][n:]
+                                if not re.fullmatch(r"Session [0-9a-f-]+ not found", e)]
+
+
+def test_the_chapters_note_switches_language_in_the_lab(lab):
+    """The switch in a chapter's first cell opens the same chapter in the other language,
+    in the lab, both ways; the link is marked with the language it leads to."""
+    en, zh = (landing.lab_notebook(CHAPTERS[0], lang) for lang in ("en", "zh-CN"))
+    lab.evaluate(OPEN, en)
+    to_zh = lab.evaluate(SWITCH_IN_NOTE)      # both open now, each with its own kernel
+    _close_path(lab, en)
+    to_en = lab.evaluate(SWITCH_IN_NOTE) if to_zh.get("opened") else {}
+    if to_en.get("opened"):
+        _close_path(lab, zh)
+    close(lab)
+    print("the note's switch, in the lab:", to_zh, to_en)
+    assert to_zh.get("found"), f"no link in the note of {en}: {to_zh}"
+    assert (to_zh["text"], to_zh["lang"], to_zh.get("opened"), to_zh.get("kernel")) == ("中文", "zh-CN", zh, "idle"), to_zh
+    assert (to_en.get("text"), to_en.get("lang"), to_en.get("opened"), to_en.get("kernel")) == \
+        ("English", "en", en, "idle"), to_en
 
 
 # --------------------------------------------------------------------------- grading
@@ -503,11 +590,15 @@ def _check_links(page, page_url: str, site: Path) -> tuple[list[str], list[str]]
         try:
             with urllib.request.urlopen(url.split("#")[0], timeout=30) as r:
                 ok = r.status == 200
+                body = r.read() if "#" in url and url.split("#")[0].endswith(".html") else b""
         except urllib.error.URLError:
             ok = False
         if not ok:
             broken.append(href)
             continue
+        fragment = urllib.parse.unquote(url.partition("#")[2])
+        if body and fragment and f'id="{html.escape(fragment)}"'.encode() not in body:
+            broken.append(f"{href} (no such anchor in that page)")
         q = urllib.parse.parse_qs(urllib.parse.urlparse(url).query)
         if "/lab/lab/" in url and "path" in q:  # a file opened in the lab must be in its contents
             if not (site / "lab" / "files" / q["path"][0]).is_file():
@@ -548,18 +639,76 @@ def test_landing_page_and_book_have_no_broken_links(browser, server, site):
     page.close()
 
 
-def test_landing_page_fits_a_phone(browser, server):
+def test_the_chinese_landing_page_and_book_have_no_broken_links(browser, server, site):
+    """The Chinese edition: zh/index.html and book/zh/ (links one folder deeper than the
+    English; ../../README.zh.md is the Chinese landing page), every link and anchor."""
+    page = browser.new_page()
+    page.goto(server + "zh/index.html")
+    assert page.evaluate("() => document.documentElement.lang") == "zh-CN"
+    broken, external = _check_links(page, server + "zh/index.html", site)
+    assert not broken, f"zh/index.html: broken links {broken}"
+    text, hrefs = page.inner_text("body"), _links(page)
+    for name in ZH_CHAPTERS:
+        zh = ROOT / "notebooks" / name
+        assert landing.title(zh) in text, f"zh/index.html lacks chapter {name}"
+        assert f"../book/{Path(name).with_suffix('.html')}" in hrefs
+        assert f"../lab/lab/index.html?path={landing.lab_notebook(zh.name, 'zh-CN')}" in hrefs
+    for name in ZH_CHAPTERS:
+        zh = ROOT / "notebooks" / name
+        url = f"{server}book/{Path(name).with_suffix('.html')}"
+        page.goto(url)
+        page.wait_for_load_state("load")
+        broken, ext = _check_links(page, url, site)
+        external += ext
+        assert not broken, f"book/{name}: broken links {broken}"
+        assert page.evaluate("() => document.documentElement.lang") == "zh-CN", f"book/{name}: lang"
+        assert page.title() == landing.title(zh), f"book/{name} is titled {page.title()!r}"
+        run = page.get_attribute("a.run-in-lab", "href")
+        assert run and run.endswith(f"path={landing.lab_notebook(zh.name, 'zh-CN')}"), run
+        if "$" in zh.read_text():
+            page.wait_for_selector("mjx-container", timeout=60_000)
+        assert "Traceback" not in page.inner_text("body"), f"book/{name} shows a traceback"
+    print("external links of the Chinese book (not followed, never requested):", sorted(set(external)))
+    page.close()
+
+
+SWITCH = "nav .lang-switch a"
+
+
+def test_the_language_switch_goes_both_ways(browser, server):
+    """On a landing page and on a book page: the switch leads to the same page in the other
+    language (its lang set), and that page's switch leads back."""
+    page = browser.new_page()
+    for start, other in (("index.html", "zh/index.html"), ("book/01_kv_cache.html", "book/zh/01_kv_cache.html")):
+        page.goto(server + start)
+        assert page.evaluate("() => document.documentElement.lang") == "en"
+        assert page.get_attribute(SWITCH, "lang") == "zh-CN"
+        page.click(SWITCH)
+        page.wait_for_load_state("load")
+        assert page.url == server + other, f"{start}: the switch went to {page.url}"
+        assert page.evaluate("() => document.documentElement.lang") == "zh-CN"
+        assert page.get_attribute(SWITCH, "lang") == "en"
+        page.click(SWITCH)
+        page.wait_for_load_state("load")
+        assert page.url == server + start, f"{other}: the switch went to {page.url}"
+        assert page.evaluate("() => document.documentElement.lang") == "en"
+    page.close()
+
+
+@pytest.mark.parametrize("index", ["index.html", "zh/index.html"])
+def test_landing_page_fits_a_phone(browser, server, index):
     """On a 390 px wide screen nothing scrolls sideways and every "edit" link is on screen."""
     page = browser.new_page()
     page.set_viewport_size({"width": 390, "height": 844})
-    page.goto(server + "index.html")
-    got = page.evaluate("""() => ({width: document.documentElement.scrollWidth,
-        edits: [...document.querySelectorAll('a')].filter(a => a.textContent === 'edit')
-               .map(a => a.getBoundingClientRect()).map(r => [r.left, r.right, r.width])})""")
+    page.goto(server + index)
+    edit = "edit" if index == "index.html" else "编辑"
+    got = page.evaluate("""(edit) => ({width: document.documentElement.scrollWidth,
+        edits: [...document.querySelectorAll('a')].filter(a => a.textContent === edit)
+               .map(a => a.getBoundingClientRect()).map(r => [r.left, r.right, r.width])})""", edit)
     ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "landing-390px.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / f"landing-390px{'-zh' if 'zh' in index else ''}.png"), full_page=True)
     page.close()
-    assert got["width"] <= 390, f"the landing page is {got['width']} px wide on a 390 px phone"
+    assert got["width"] <= 390, f"{index} is {got['width']} px wide on a 390 px phone"
     assert got["edits"] and all(0 <= left and right <= 390 and w > 0 for left, right, w in got["edits"]), got
 
 

@@ -3,7 +3,9 @@
     bash web/build.sh                 # = .venv/bin/python web/build.py --out site
 
     site/index.html   landing page: chapter map + problem table, generated from
-                      notebooks/NN_*.ipynb (titles = first heading) and the problem specs
+                      notebooks/NN_*.ipynb (titles = first heading) and the problem specs;
+    site/zh/index.html  the same in Chinese (chapters from notebooks/zh/, the page's words
+                      from i18n/zh_CN/site.po); every page has a switch to the other language
     site/lab/         JupyterLite with a Pyodide 0.27.7 kernel: every chapter, every
                       practice file, the judge (practice/judge.ipynb, `%judge N`), and the
                       course (mlacourse + grader) as a wheel built from this checkout.
@@ -15,6 +17,10 @@
     site/book/        the chapters executed here and rendered to HTML (nbconvert), each page
                       titled by its chapter, figures with their alt text, linking to the
                       same chapter in lab/
+    site/book/zh/     the Chinese chapters (notebooks/zh/, built by `python -m i18n build`),
+                      executed and rendered the same way, <html lang="zh-CN">
+    lab/ also holds notebooks/zh/: the Chinese chapters, each with the browser note in
+    Chinese; the note of each chapter links to the same chapter in the other language.
 
 Everything the browser loads is in the folder: no CDN, no PyPI at run time. Inputs come
 from the registries, pinned: web/requirements-site.txt (build tools, .venv-site),
@@ -47,8 +53,13 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
+import posixpath  # noqa: E402
+
+import landing  # noqa: E402
 import pyodide_dist  # noqa: E402
-from landing import chapters, render_landing, title  # noqa: E402
+from i18n.site import N_, translator  # noqa: E402
+from landing import (EDITIONS, ZH_FONTS, chapter_in, chapters, edition, lab_notebook, lab_url,  # noqa: E402
+                     other, render_landing, switch_html, title, up)
 
 CACHE = ROOT / ".site-cache"
 SITE_VENV = ROOT / ".venv-site"
@@ -68,10 +79,11 @@ COURSE_DEPENDS = ("numpy", "matplotlib")
 PYODIDE_KERNEL = {"name": "python", "display_name": "Python (Pyodide)", "language": "python"}
 KERNEL_EXTENSION = "share/jupyter/labextensions/@jupyterlite/pyodide-kernel-extension/static"
 # The first cell of every chapter in lab/ (added here, not in notebooks/): what a learner
-# must know before running anything in the browser.
+# must know before running anything in the browser, and the switch to the same chapter in
+# the other language. The lab's menus are English in both editions.
 BROWSER_NOTE_ID = "mla-browser-note"
-BROWSER_NOTE = ("**In this browser tab:** *Kernel › Interrupt* cannot stop an endless loop here: "
-                "use *Kernel › Restart Kernel* (your saved files are kept).")
+BROWSER_NOTE = N_("**In this browser tab:** *Kernel › Interrupt* cannot stop an endless loop here: "
+                  "use *Kernel › Restart Kernel* (your saved files are kept).")
 
 
 def log(msg: str) -> None:
@@ -208,16 +220,54 @@ def js_object(text: str) -> dict:
     return json.loads(re.sub(r"([{,])\s*([A-Za-z_$][\w$]*)\s*:", r'\1"\2":', text))
 
 
-def for_the_lab(nb: dict, language_info: dict, note: bool) -> dict:
+def browser_note(lang: str, chapter_name: str) -> str:
+    """The first cell of a chapter in lab/, in ``lang``: the note on Interrupt vs Restart,
+    then the switch to the same chapter in the other language (a link relative to this
+    notebook, which JupyterLab opens in the lab), where that chapter exists."""
+    there = other(lang)
+    note = translator(lang)(BROWSER_NOTE)
+    if not (ROOT / "notebooks" / there.folder / chapter_name).is_file():
+        return note
+    here_dir = posixpath.dirname(lab_notebook(chapter_name, lang))
+    href = posixpath.relpath(lab_notebook(chapter_name, there.lang), here_dir)
+    return note + "\n\n" + switch_html(lang, href)
+
+
+def lab_links(nb: dict, lang: str) -> dict:
+    """A chapter's links to other chapters, as they must read in the lab (lab_notebook:
+    the Chinese chapters' file names differ there). Returns the notebook, changed in place."""
+    here_dir = posixpath.dirname(lab_notebook("x.ipynb", lang))        # notebooks or notebooks/zh
+
+    def fix(m):
+        path, hash_, anchor = m.group(2).partition("#")
+        if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", path) or not path:
+            return m.group(0)
+        target = _CHAPTER.fullmatch(posixpath.normpath(posixpath.join(f"notebooks/{edition(lang).folder}", path)))
+        if not target:
+            return m.group(0)
+        target_lang = next(e.lang for e in EDITIONS if e.folder == target.group(1))
+        new = posixpath.relpath(lab_notebook(target.group(2) + ".ipynb", target_lang), here_dir)
+        return m.group(1) + new + hash_ + anchor
+
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") == "markdown":
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            fixed = _LINK.sub(fix, source)
+            if fixed != source:
+                cell["source"] = fixed.splitlines(keepends=True)
+    return nb
+
+
+def for_the_lab(nb: dict, language_info: dict, note: str | None) -> dict:
     """A notebook as lab/ serves it: the Pyodide kernel's spec and language_info, and
-    (chapters) the browser note as the first cell."""
+    (chapters) ``note`` (browser_note) as the first cell."""
     nb = json.loads(json.dumps(nb))
     meta = nb.setdefault("metadata", {})
     meta["kernelspec"] = PYODIDE_KERNEL
     meta["language_info"] = language_info
     if note and not any(c.get("id") == BROWSER_NOTE_ID for c in nb.get("cells", [])):
         nb["cells"].insert(0, {"cell_type": "markdown", "id": BROWSER_NOTE_ID, "metadata": {},
-                               "source": [BROWSER_NOTE]})
+                               "source": note.splitlines(keepends=True)})
     return nb
 
 
@@ -242,20 +292,27 @@ def practice_files(root: Path = ROOT) -> dict[str, bytes]:
 
 
 def stage_contents(dest: Path, language_info: dict | None = None) -> list[str]:
-    """What the learner sees in lab/: chapters, practice files, the judge, kernels/."""
+    """What the learner sees in lab/: chapters (notebooks/ and the Chinese notebooks/zh/),
+    practice files, the judge, kernels/."""
     language_info = language_info if language_info is not None else pyodide_language_info()
     copied = []
-    for nb_path in chapters():
-        nb = for_the_lab(json.loads(nb_path.read_text()), language_info, note=True)
-        out = dest / "notebooks" / nb_path.name
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
-        copied.append(f"notebooks/{nb_path.name}")
+    for en_path in chapters():
+        for ed in EDITIONS:
+            nb_path, lang = chapter_in(en_path, ed.lang)
+            if lang != ed.lang:
+                continue  # not translated yet: the English one is the chapter
+            nb = for_the_lab(json.loads(nb_path.read_text()), language_info, note=browser_note(lang, nb_path.name))
+            rel = lab_notebook(nb_path.name, lang)
+            if rel != f"notebooks/{ed.folder}{nb_path.name}":
+                lab_links(nb, lang)   # its links to the chapters beside it, renamed there too
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            (dest / rel).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+            copied.append(rel)
     (dest / "practice").mkdir(parents=True, exist_ok=True)
     for name, data in practice_files(ROOT).items():
         (dest / "practice" / name).write_bytes(data)
         copied.append(f"practice/{name}")
-    judge_nb = for_the_lab(json.loads((HERE / "judge.ipynb").read_text()), language_info, note=False)
+    judge_nb = for_the_lab(json.loads((HERE / "judge.ipynb").read_text()), language_info, note=None)
     (dest / "practice" / "judge.ipynb").write_text(json.dumps(judge_nb, indent=1, ensure_ascii=False) + "\n")
     copied.append("practice/judge.ipynb")
     # chapter 6 shows the kernel sources and the recorded benchmarks from kernels/
@@ -309,52 +366,91 @@ def add_favicons(site: Path) -> None:
 # --------------------------------------------------------------------------- book/
 
 _LINK = re.compile(r"(\]\(|href=[\"'])([^)\"'\s]+)")
+# the course's map, in each language: on the site, the landing page
+LANDING_FOR = {"README.md": "index.html", "README.zh.md": "zh/index.html"}
+_CHAPTER = re.compile(r"notebooks/((?:[a-z]{2}/)?)([0-9][0-9]_[^/]+)\.ipynb")
 
 
-def book_link(target: str, chapter_names: set, in_lab: set) -> str:
-    """A chapter's relative link, as it must read from book/: another chapter -> its page,
-    a file the lab holds (practice/, kernels/) -> that file opened in the lab, the README
-    (the course's map) -> the landing page."""
+def site_target(rel: str, in_lab) -> str | None:
+    """The site's page for a file of the repository (both paths from the root), or None:
+    a chapter (notebooks/ or notebooks/zh/) -> its book page, the README -> the landing
+    page in its language, a file the lab holds (practice/, kernels/) -> it, opened in the lab."""
+    if rel in LANDING_FOR:
+        return LANDING_FOR[rel]
+    m = _CHAPTER.fullmatch(rel)
+    if m and (ROOT / rel).is_file():
+        return f"book/{m.group(1)}{m.group(2)}.html"
+    if rel in in_lab:
+        return lab_url(rel)
+    return None
+
+
+def book_link(target: str, in_lab, notebook_dir: str = "notebooks") -> str:
+    """A relative link of a chapter in ``notebook_dir`` (notebooks or notebooks/zh), as it
+    must read from that chapter's book page (book/ or book/zh/); see site_target. Outside
+    links, anchors in the page and files the site lacks are left as written (the browser
+    test reports a broken one)."""
     if target.startswith("#") or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", target):
         return target
     path, hash_, anchor = target.partition("#")
-    if path in chapter_names:
-        return Path(path).stem + ".html" + hash_ + anchor
-    rel = os.path.normpath(os.path.join("notebooks", path))
-    if rel == "README.md":   # the map of the course: on the site, its landing page
-        return "../index.html"
-    if rel in in_lab:
-        return f"../lab/lab/index.html?path={rel}"
-    return target  # left as written: the browser test reports it if it is broken
+    found = site_target(posixpath.normpath(posixpath.join(notebook_dir, path)), in_lab)
+    if found is None:
+        return target
+    page_dir = "book" + notebook_dir.removeprefix("notebooks")          # book or book/zh
+    file, q, query = found.partition("?")
+    return posixpath.relpath(file, page_dir) + q + query + hash_ + anchor
 
 
-def book_links(nb, in_lab: set) -> None:
-    names = {p.name for p in chapters()}
+def book_links(nb, in_lab, notebook_dir: str = "notebooks") -> None:
+    in_lab = set(in_lab)
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            cell.source = _LINK.sub(lambda m: m.group(1) + book_link(m.group(2), names, set(in_lab)), cell.source)
+            cell.source = _LINK.sub(lambda m: m.group(1) + book_link(m.group(2), in_lab, notebook_dir), cell.source)
+
 
 def book_exporter():
     from nbconvert import HTMLExporter
     return HTMLExporter(template_name="book", extra_template_basedirs=[str(HERE / "templates")])
 
 
-def render_page(exporter, nb, nb_path: Path, in_lab=()) -> str:
-    """One executed chapter as its book page: titled with the chapter's title (nbconvert
-    says "Notebook" otherwise), links rewritten for the site, figures with their alt text."""
-    book_links(nb, in_lab)
+BOOK_BAR = {"home": N_("Course home"), "run": N_("Run this chapter in the browser"),
+            "read_only": N_("(a read-only page: code and outputs as run when the site was built)")}
+
+
+def render_page(exporter, nb, nb_path: Path, in_lab=(), lang: str = "en") -> str:
+    """One executed chapter as its book page (book/NAME.html, or book/zh/NAME.html for
+    lang="zh-CN"): <html lang> its language, titled with the chapter's title (nbconvert says
+    "Notebook" otherwise), links rewritten for the site, figures with their alt text, and a
+    bar with the course's home, the chapter in the lab and the switch to the same page in the
+    other language (the landing page there when the chapter is not translated)."""
+    here, there = edition(lang), other(lang)
+    page_dir = f"book/{here.folder}"
+    rel = lambda site_path: posixpath.relpath(site_path, page_dir)  # noqa: E731  site-relative -> from this page
+    book_links(nb, in_lab, f"notebooks/{here.folder}".rstrip("/"))
     nb.metadata["title"] = title(nb_path)
-    body, _ = exporter.from_notebook_node(
-        nb, resources={"lab_url": f"../lab/lab/index.html?path=notebooks/{nb_path.name}",
-                       "chapter_file": nb_path.name})
+    translated = (ROOT / "notebooks" / there.folder / nb_path.name).is_file()
+    page = f"{page_dir}{nb_path.stem}.html"
+    other_page = rel(landing.other_page(page if translated else f"{here.folder}index.html", lang))
+    _ = translator(lang)
+    body, _resources = exporter.from_notebook_node(
+        nb, resources={"lab_url": up(page_dir) + lab_url(lab_notebook(nb_path.name, lang)),
+                       "chapter_file": nb_path.name, "lang": here.lang,
+                       "favicon_url": rel("favicon.ico"), "book_mathjax": rel("book/mathjax") + "/",
+                       "home_url": rel(f"{here.folder}index.html"), "other_url": other_page,
+                       "other_lang": there.lang, "switch": switch_html(lang, other_page),
+                       "zh_fonts": ZH_FONTS, "bar": {k: _(v) for k, v in BOOK_BAR.items()}})
+    if lang != "en":   # nbconvert writes <html lang="en"> and takes ISO 639-1 codes only ("zh", not "zh-CN")
+        if '<html lang="en">' not in body:
+            raise RuntimeError("nbconvert's page has no <html lang=\"en\">: update web/build.py's render_page")
+        body = body.replace('<html lang="en">', f'<html lang="{here.lang}">', 1)
     return body
 
 
 def build_book(out: Path, npm_mathjax: Path, in_lab=()) -> dict[str, float]:
-    """Execute each chapter (in .venv, as the tests do: classroom/execute.py) and render it
-    with web/book-template."""
+    """Execute each chapter, in each language it exists in (in .venv, as the tests do:
+    classroom/execute.py), and render it with the book template: book/NAME.html,
+    book/zh/NAME.html."""
     from classroom import execute
-
     out.mkdir(parents=True, exist_ok=True)
     with tarfile.open(npm_mathjax) as tar:  # MathJax 3, served from the site
         for m in tar.getmembers():
@@ -365,10 +461,17 @@ def build_book(out: Path, npm_mathjax: Path, in_lab=()) -> dict[str, float]:
                 target.write_bytes(tar.extractfile(m).read())
     exporter = book_exporter()
     times = {}
-    for nb_path in chapters():
-        nb, times[nb_path.name] = execute.chapter(nb_path)
-        (out / (nb_path.stem + ".html")).write_text(render_page(exporter, nb, nb_path, in_lab))
-        log(f"book/{nb_path.stem}.html ({times[nb_path.name]:.1f} s to execute)")
+    for en_path in chapters():
+        for ed in EDITIONS:
+            nb_path, lang = chapter_in(en_path, ed.lang)
+            if lang != ed.lang:
+                continue  # not translated yet: the Chinese landing page links the English page
+            key = f"{ed.folder}{nb_path.name}"
+            nb, times[key] = execute.chapter(nb_path)
+            page = out / ed.folder / (nb_path.stem + ".html")
+            page.parent.mkdir(parents=True, exist_ok=True)
+            page.write_text(render_page(exporter, nb, nb_path, in_lab, lang), encoding="utf-8")
+            log(f"book/{ed.folder}{nb_path.stem}.html ({times[key]:.1f} s to execute)")
     return times
 
 
@@ -393,7 +496,10 @@ def build(out: Path, book: bool = True) -> dict:
         in_lab = build_lab(out / "lab", wheel, npm_pyodide, wasm)
     times = build_book(out / "book", npm_mathjax, in_lab) if book else {}
     runtime_mb = folder_size(out / "lab" / "static" / "pyodide") / 1e6
-    (out / "index.html").write_text(render_landing(book=book, runtime_mb=runtime_mb))
+    for ed in EDITIONS:   # index.html, zh/index.html
+        (out / ed.folder).mkdir(parents=True, exist_ok=True)
+        (out / ed.folder / "index.html").write_text(render_landing(book=book, runtime_mb=runtime_mb, lang=ed.lang),
+                                                    encoding="utf-8")
     add_favicons(out)
     (out / ".nojekyll").write_text("")  # GitHub Pages: serve folders starting with _ too
     info = {"seconds": round(time.perf_counter() - t0, 1), "bytes": folder_size(out),
