@@ -116,12 +116,19 @@ def _hide(path: str) -> list[str]:
     return ["--ro-bind", "/dev/null", path]
 
 
-def base_args() -> list[str]:
-    """Namespaces, identity, environment and the read-only system view."""
+def base_args(tmp_bytes: int | None = None) -> list[str]:
+    """Namespaces, identity, environment, the scratch /tmp and the read-only system view.
+
+    The scratch tmpfs comes before the binds: bwrap mounts in order, and a venv or an
+    interpreter that lives under /tmp (a pytest tmp_path, a teacher's throwaway venv) would
+    otherwise vanish under it (numpy then 'not installed' inside the sandbox)."""
     exe, prefix = interpreter()
     args = ["--unshare-all", "--unshare-user", "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID),
             "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--hostname", "judge",
             "--proc", "/proc", "--dev", "/dev"]
+    if tmp_bytes is not None and supports("--size"):
+        args += ["--size", str(tmp_bytes)]
+    args += ["--tmpfs", TMP, "--dir", WORK, "--dir", HOME]
     # (bwrap itself is started with an empty environment: --clearenv only where it exists)
     args += [opt for opt in ("--disable-userns", "--clearenv") if supports(opt)]
     bound = []
@@ -160,7 +167,7 @@ def command(child: str, job_file: str, attempt: str | None, fd: int, heavy: bool
             interpret_triton: bool, hide=(), gpu: bool = False) -> list[str]:
     """The full command line: bwrap, its options, then the child's interpreter."""
     exe, _ = interpreter()
-    args = [bwrap_path() or "bwrap", *base_args()]
+    args = [bwrap_path() or "bwrap", *base_args(TMPFS_MB["torch" if heavy else "numpy"] << 20)]
     if gpu:   # CUDA needs its device files and reads /sys (its libraries are under /usr).
         # Not tried on a GPU yet: problem 12 on a CUDA machine is the case to check.
         for dev in sorted(os.listdir("/dev")):
@@ -172,9 +179,7 @@ def command(child: str, job_file: str, attempt: str | None, fd: int, heavy: bool
     for h in hide:
         if os.path.exists(h) and any(_under(os.path.realpath(h), b) for b in _bound(args)):
             args += _hide(os.path.realpath(h))
-    size = TMPFS_MB["torch" if heavy else "numpy"] << 20
-    args += (["--size", str(size)] if supports("--size") else []) + ["--tmpfs", TMP, "--dir", WORK, "--dir", HOME,
-             "--ro-bind", child, f"{JUDGE_DIR}/child.py", "--ro-bind", job_file, f"{JUDGE_DIR}/job.pkl"]
+    args += ["--ro-bind", child, f"{JUDGE_DIR}/child.py", "--ro-bind", job_file, f"{JUDGE_DIR}/job.pkl"]
     if attempt is not None:
         real = os.path.realpath(attempt)
         args += ["--ro-bind", real, real]
@@ -198,13 +203,17 @@ def probe() -> str | None:
     if bwrap_path() is None:
         return "bubblewrap (bwrap) is not installed"
     exe, _ = interpreter()
-    argv = [bwrap_path(), *base_args(), "--tmpfs", TMP,
-            "--remount-ro", "/", "--", exe, "-I", "-S", "-c", "import os; print(os.getuid())"]
+    # the uid, and that the site-packages are visible inside (a bind hidden by a later mount
+    # would leave numpy "not installed" in every attempt)
+    check = f"import os; print(os.getuid() if all(map(os.path.isdir, {site_dirs()!r})) else 'no site-packages')"
+    argv = [bwrap_path(), *base_args(1 << 20), "--remount-ro", "/", "--", exe, "-I", "-S", "-c", check]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
                               env={"PATH": "/usr/bin:/bin"})
     except (OSError, subprocess.SubprocessError) as e:
         return f"bwrap could not be run ({e})"
+    if done.stdout.strip() == "no site-packages":
+        return "bwrap starts, but the sandbox does not show this Python's site-packages (grader/jail.py)"
     if done.returncode != 0 or done.stdout.strip() != str(INSIDE_UID):
         why = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
         return f"bwrap is installed but cannot make a sandbox here ({why[:200]})"

@@ -238,7 +238,12 @@ def test_the_command_binds_no_course_file():
                         hide=[str(runner.ROOT)])
     sources = [argv[i + 1] for i, a in enumerate(argv[:-2]) if a in ("--ro-bind", "--bind", "--dev-bind")]
     root = str(runner.ROOT)
-    assert all(not (s == root or s.startswith(root + "/")) or s == str(sandbox.CHILD) for s in sources), sources
+    # A venv inside the repository (.venv, what setup.sh makes) is bound as its site-packages
+    # only, with the course's own entries there hidden (checked below); nothing else of the repo.
+    sites = [s + "/" for s in jail.site_dirs()]
+    inside = [s for s in sources if (s == root or s.startswith(root + "/")) and s != str(sandbox.CHILD)
+              and not any((s + "/").startswith(site) for site in sites)]
+    assert not inside, inside
     assert "--unshare-all" in argv and "--die-with-parent" in argv and "--new-session" in argv
     assert ("--clearenv" in argv) == jail.supports("--clearenv")
     assert ("--disable-userns" in argv) == jail.supports("--disable-userns")
@@ -246,3 +251,16 @@ def test_the_command_binds_no_course_file():
         for name in os.listdir(site):
             if name.endswith(".pth") or name.startswith("__editable__"):
                 assert os.path.join(site, name) in argv, name   # hidden
+
+
+def test_a_venv_under_tmp_stays_visible(monkeypatch, tmp_path):
+    """bwrap mounts in order: the scratch /tmp must come before the binds, or a venv under
+    /tmp (pytest's tmp_path in CI's light-install test) vanishes and numpy is 'not installed'
+    inside every attempt."""
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    monkeypatch.setattr(jail, "site_dirs", lambda: [str(site)])
+    argv = jail.command(str(sandbox.CHILD), "/tmp/job.pkl", None, 5, False, False)
+    scratch = next(i for i, a in enumerate(argv) if a == "--tmpfs" and argv[i + 1] == jail.TMP)
+    bind = next(i for i, a in enumerate(argv) if a == "--ro-bind" and argv[i + 1] == str(site))
+    assert scratch < bind, "the site-packages under /tmp would be hidden by the scratch tmpfs"
