@@ -33,6 +33,13 @@ the first build, building needs no network. ``--assets DIR`` takes the tarballs 
 folder instead (a copy of that cache, for a machine that never had the network);
 ``--cdn`` renders decks that load the same libraries from CDNs when viewed (the old way).
 Links between chapters point at the other decks (``link_decks``).
+
+``--lang zh`` (``build_all(lang="zh")``) builds the decks from the Chinese chapters
+(notebooks/zh/NN_slug.ipynb, built by ``python -m i18n build``) into slides/zh/: the slide
+rules are applied to the English chapter and its decisions carried to the Chinese one by
+cell id (the translation has the same cells), so both decks have the same slides; the
+page says ``lang="zh-CN"`` and sets the Chinese font stack the site uses (system fonts,
+none downloaded: i18n/fonts.py).
 """
 from __future__ import annotations
 
@@ -381,18 +388,68 @@ def link_decks(nb, decks: set) -> int:
 
 # --------------------------------------------------------------------------- building
 
+LANGS = {"en": "en", "zh": "zh-CN"}   # --lang -> the deck's html lang attribute
+
+
+def chapter_in(lang: str, english: Path) -> Path:
+    """The chapter a deck of language ``lang`` is built from."""
+    if lang == "en":
+        return english
+    from i18n import notebooks as zh
+    path = zh.built_path(english)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: run `python -m i18n build` first")
+    return path
+
+
+def _same_slides_as(nb, english) -> dict:
+    """The slide rules decided on the English chapter, carried to its translation by cell id."""
+    stats = lecture_metadata(english)
+    decided = {c.get("id"): c.get("metadata", {}) for c in english.cells}
+    for cell in nb.cells:
+        meta = decided.get(cell.get("id"))
+        if meta is None:
+            raise ValueError(f"cell {cell.get('id')!r} of the translation is not in the English chapter")
+        cell.metadata = copy.deepcopy(meta)
+    return stats
+
+
+def _set_language(body: str, lang: str) -> str:
+    """The page's lang attribute, and for Chinese the site's font stack on the slides."""
+    def tag(m):   # nbconvert writes <html lang="en">: replace the attribute, keep the others
+        rest = re.sub(r"\s+lang=(\"[^\"]*\"|'[^']*'|\S+)", "", m.group(1))
+        return f'<html lang="{LANGS[lang]}"{rest}>'
+    body, n = re.subn(r"<html((?:\s[^>]*)?)>", tag, body, count=1)
+    if n != 1:
+        raise ValueError("the deck has no <html> tag to set its language on")
+    if lang == "zh":
+        from i18n.fonts import ZH_FONTS
+        style = (f"<style>/* Chinese: system fonts only (i18n/fonts.py) */\n"
+                 f".reveal, .reveal h1, .reveal h2, .reveal h3, .reveal h4, .reveal h5, .reveal h6 "
+                 f"{{ font-family: {ZH_FONTS}; }}</style>\n")
+        body = body.replace("</head>", style + "</head>", 1)
+    return body
+
+
 def build_deck(path: Path, out: Path, execute: bool = True,
-               asset_prefix: str | None = "_assets") -> tuple[Path, dict]:
+               asset_prefix: str | None = "_assets", lang: str = "en") -> tuple[Path, dict]:
     """Render one chapter into out/<stem>.slides.html; returns (path, info). The deck loads
     reveal.js, require.js, jQuery and MathJax from ``asset_prefix`` (a folder beside it,
-    filled by ``install_assets``), or from nbconvert's CDN defaults when it is None."""
+    filled by ``install_assets``), or from nbconvert's CDN defaults when it is None.
+    ``lang`` "zh": ``path`` is the English chapter; the deck is its Chinese edition's."""
     import nbformat
     from nbconvert import SlidesExporter
     from nbconvert.preprocessors import TagRemovePreprocessor
 
-    nb = nbformat.read(path, as_version=4)
-    nb = copy.deepcopy(nb)
-    stats = lecture_metadata(nb)
+    english = nbformat.read(path, as_version=4)
+    if lang == "en":
+        nb = copy.deepcopy(english)
+        stats = lecture_metadata(nb)
+    else:
+        source = chapter_in(lang, path)
+        nb = nbformat.read(source, as_version=4)
+        stats = _same_slides_as(nb, copy.deepcopy(english))
+        path = source
     relinked = link_decks(nb, {p.stem for p in chapter_paths()})
     if execute:
         from . import execute as run_chapter
@@ -407,6 +464,7 @@ def build_deck(path: Path, out: Path, execute: bool = True,
     strip = TagRemovePreprocessor(remove_input_tags={HIDE_INPUT}, enabled=True)
     exporter.register_preprocessor(strip, enabled=True)
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": path.stem}})
+    body = _set_language(body, lang)
     dest = Path(out) / f"{path.stem}.slides.html"
     dest.write_text(body, encoding="utf-8")
     info = inspect_deck(body)
@@ -419,7 +477,8 @@ def _size(folder: Path) -> int:
 
 
 def build_all(out: Path, execute: bool = True, cdn: bool = False, assets: str | None = None,
-              chapters: list | None = None, cache: Path | None = None, log=print) -> list[Path]:
+              chapters: list | None = None, cache: Path | None = None, log=print,
+              lang: str = "en") -> list[Path]:
     """Every chapter (or the chapter numbers given) into out/, plus out/index.html and, unless
     ``cdn``, out/_assets/ with everything the decks load (see ``install_assets``: from
     ``assets``, a folder of the pinned npm tarballs, else the cache, else the registry)."""
@@ -437,19 +496,34 @@ def build_all(out: Path, execute: bool = True, cdn: bool = False, assets: str | 
     for nbp in chapter_paths():
         if wanted and nbp.name[:2] not in {f"{int(c):02d}" for c in wanted}:
             continue
-        dest, info = build_deck(nbp, out, execute=execute, asset_prefix=prefix)
+        dest, info = build_deck(nbp, out, execute=execute, asset_prefix=prefix, lang=lang)
         paths.append(dest)
         rows.append((nbp, dest, info))
         ext = (f"; loads {len(info['external'])} files from CDNs when viewed (--cdn)"
                if info["external"] else "; needs no network to view")
         log(f"slides: {dest.name}: {info['slides']} slides{ext}")
-    links = "\n".join(f'<li><a href="{d.name}">{_title(n)}</a> ({i["slides"]} slides)</li>' for n, d, i in rows)
+    words = INDEX_WORDS[lang]
+    links = "\n".join(f'<li><a href="{d.name}">{_title(chapter_in(lang, n))}</a> '
+                      f'({words["count"].format(n=i["slides"])})</li>' for n, d, i in rows)
+    font = ""
+    if lang == "zh":
+        from i18n.fonts import ZH_FONTS
+        font = f"<style>body {{ font-family: {ZH_FONTS}; }}</style>"
     (out / "index.html").write_text(
-        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>MLA course: slides</title></head>"
-        f"<body><h1>MLA at inference time: lecture slides</h1><ul>\n{links}\n</ul>"
-        "<p>Arrow keys move; S opens the speaker notes; Esc shows the overview.</p></body></html>\n",
+        f"<!DOCTYPE html><html lang=\"{LANGS[lang]}\"><head><meta charset='utf-8'>"
+        f"<title>{words['title']}</title>{font}</head>"
+        f"<body><h1>{words['heading']}</h1><ul>\n{links}\n</ul>"
+        f"<p>{words['keys']}</p></body></html>\n",
         encoding="utf-8")
     return paths
+
+
+INDEX_WORDS = {
+    "en": {"title": "MLA course: slides", "heading": "MLA at inference time: lecture slides",
+           "count": "{n} slides", "keys": "Arrow keys move; S opens the speaker notes; Esc shows the overview."},
+    "zh": {"title": "MLA 课程：幻灯片", "heading": "推理时的 MLA：课堂幻灯片",
+           "count": "{n} 张幻灯片", "keys": "方向键翻页；S 打开演讲者备注；Esc 显示全部幻灯片的概览。"},
+}
 
 
 def _title(nb_path: Path) -> str:
@@ -463,4 +537,4 @@ def _title(nb_path: Path) -> str:
 
 __all__ = ["lecture_metadata", "build_deck", "build_all", "inspect_deck", "install_assets", "tarball",
            "link_decks", "chapter_paths", "asset_urls", "integrity", "remote_in_code", "Asset", "AssetError",
-           "ASSETS", "CACHE", "SHORT_CODE"]
+           "ASSETS", "CACHE", "SHORT_CODE", "chapter_in", "LANGS"]

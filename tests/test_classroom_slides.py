@@ -25,6 +25,34 @@ def decks(tmp_path_factory):
     return built
 
 
+@pytest.fixture(scope="module")
+def zh_decks(tmp_path_factory):
+    out = tmp_path_factory.mktemp("slides_zh")
+    return {nb.name: slides.build_deck(nb, out, execute=False, lang="zh") for nb in CHAPTERS}
+
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@pytest.mark.parametrize("nb", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_every_chapter_builds_a_chinese_deck_with_the_same_slides(decks, zh_decks, nb):
+    """`slides --lang zh`: the deck of notebooks/zh/<chapter>, in Chinese (its lang and the
+    site's font stack), with as many slides as the English deck and the same links between
+    decks."""
+    from i18n.fonts import ZH_FONTS
+    en_path, en = decks[nb.name]
+    zh_path, zh = zh_decks[nb.name]
+    text = zh_path.read_text(encoding="utf-8")
+    assert zh_path.name == en_path.name and zh["slides"] == en["slides"], (zh["slides"], en["slides"])
+    assert re.search(r'<html lang="zh-CN"[ >]', text) and ZH_FONTS in text
+    assert '<html lang="en"' in en_path.read_text(encoding="utf-8") and ZH_FONTS not in en_path.read_text()
+    title = nbformat.read(slides.chapter_in("zh", nb), as_version=4).cells[0].source.splitlines()[0]
+    assert CJK.search(title) and title.lstrip("# ").split("—")[-1].strip().split("：")[0] in text
+    assert len(CJK.findall(text)) > 200 and zh["external"] == []
+    between = [link for link in en["links"] if not link.startswith("#")]   # anchors are the headings' words
+    assert [link for link in zh["links"] if not link.startswith("#")] == between
+
+
 def test_there_are_chapters():
     assert len(CHAPTERS) >= 6
 

@@ -38,14 +38,8 @@ class Edition:
 
 EDITIONS = (Edition("en", "English", "", ""), Edition("zh-CN", "中文", "zh/", ".zh"))
 
-# Chinese text's fonts: none ships with the site (a CJK font is 5-20 MB a weight, for the
-# few thousand characters a page uses); every system a Chinese reader uses has one of these
-# Simplified Chinese faces (macOS/iOS, older macOS, Windows, Linux/Android, Adobe's name,
-# older Linux). They come first so that Chinese punctuation (“”，：) takes the Chinese
-# face's full-width forms and Han characters never fall to a Japanese face; their Latin
-# letters are designed to sit beside the Chinese.
-ZH_FONTS = ('"PingFang SC", "Hiragino Sans GB", "Microsoft YaHei", "Noto Sans CJK SC", "Source Han Sans SC", '
-            '"WenQuanYi Micro Hei", sans-serif')
+# Chinese text's fonts: system fonts only, the same stack as the lecture decks' (i18n/fonts.py)
+from i18n.fonts import ZH_FONTS  # noqa: E402
 
 
 def edition(lang: str) -> Edition:
