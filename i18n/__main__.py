@@ -1,4 +1,4 @@
-"""python -m i18n update | build | check [chapter ... | site]
+"""python -m i18n update | build | check [chapter ... | site | docs | README | teaching]
 
   update   bring each chapter's catalogue in step with its English notebook (new cells
            become untranslated entries, changed cells fuzzy with the old English kept),
@@ -7,13 +7,15 @@
   check    list what is untranslated, fuzzy or differs in numbers, formulas, code names or
            links (the site's: {placeholders} and HTML tags); exit 1 if anything does
 
-Naming chapters (01, 02_mla...) does only those; `site` only the site's catalogue.
+Naming chapters (01, 02_mla...) does only those; `site` only the site's catalogue; `docs`
+the documents (README.md -> README.zh.md, docs/teaching.md -> docs/teaching.zh.md, through
+po4a: i18n/docs.py), `README` or `teaching` one of them.
 """
 from __future__ import annotations
 
 import sys
 
-from . import notebooks, site
+from . import docs, notebooks, site
 
 
 def main(argv=None) -> int:
@@ -22,8 +24,22 @@ def main(argv=None) -> int:
         print(__doc__.strip())
         return 2
     what, keys = argv[0], argv[1:]
+    doc_keys = {d.name for d in docs.DOCS}
     chosen = [c for c in notebooks.chapters() if not keys or any(c.stem.startswith(k) for k in keys)]
     bad = 0
+    wanted_docs = docs.docs() if not keys or "docs" in keys else docs.docs([k for k in keys if k in doc_keys])
+    if wanted_docs and not docs.have_po4a():
+        print(f"docs: {docs.INSTALL_HINT}", file=sys.stderr)
+        return 1
+    for doc in wanted_docs:   # the README and the teacher's guide, through po4a
+        if what == "update":
+            print(f"{doc.name}: " + ", ".join(f"{v} {k}" for k, v in docs.update(doc).items()))
+        elif what == "build":
+            print(f"wrote {docs.build(doc).relative_to(docs.ROOT)}")
+        else:
+            found = docs.problems(doc)
+            bad += len(found)
+            print("\n".join(found + [f"{doc.name}: {'complete' if not found else f'{len(found)} to do'}"]))
     if not keys or "site" in keys:   # the site's own words (landing page, book bar, lab note)
         if what == "update":
             print("site: " + ", ".join(f"{v} {k}" for k, v in site.update().items()))
