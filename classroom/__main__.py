@@ -68,7 +68,7 @@ def cmd_release(a) -> int:
     from . import release
     try:
         r = release.build(Path(a.out), source="worktree" if a.from_worktree else "auto",
-                          github_classroom=a.github_classroom)
+                          github_classroom=a.github_classroom, lang=a.lang)
     except release.ReleaseError as e:
         print(f"release refused: {e}", file=sys.stderr)
         return 1
@@ -79,6 +79,9 @@ def cmd_release(a) -> int:
     for name, where, why in r.allowed_hits:
         print(f"  note: {where} has the body of the model answer {name} -- allowed: {why}")
     print(f"  not included: {', '.join(r.left_out)} (and git history)")
+    if a.lang != "en":
+        print(f"  in Chinese: README.md (README.en.md beside it), the chapters in notebooks/zh/; "
+              f"{release.JUDGE_LANG_FILE} makes the judge answer in {release.JUDGE_LANG[a.lang]}")
     if a.github_classroom:
         print("  included for GitHub Classroom: .github/workflows/classroom.yml (the autograding workflow)")
     return 0
@@ -229,8 +232,9 @@ def cmd_github(a) -> int:
 def cmd_slides(a) -> int:
     from . import slides
     try:
-        paths = slides.build_all(Path(a.out), execute=a.execute, cdn=a.cdn, assets=a.assets,
-                                 chapters=a.chapters or None, log=print)
+        out = Path(a.out or ("slides" if a.lang == "en" else f"slides/{a.lang}"))
+        paths = slides.build_all(out, execute=a.execute, cdn=a.cdn, assets=a.assets,
+                                 chapters=a.chapters or None, log=print, lang=a.lang)
     except slides.AssetError as e:
         print(f"error: the decks' assets (reveal.js, require.js, jQuery, MathJax) could not be had: {e}.\n"
               "  They are downloaded once from the npm registry and cached in "
@@ -238,7 +242,7 @@ def cmd_slides(a) -> int:
               "and pass --assets FOLDER, or build decks that load them from CDNs when viewed: --cdn",
               file=sys.stderr)
         return 1
-    print(f"{len(paths)} decks in {a.out}/ (open {Path(a.out) / 'index.html'})")
+    print(f"{len(paths)} decks in {out}/ (open {out / 'index.html'})")
     return 0
 
 
@@ -246,11 +250,15 @@ def cmd_guide(a) -> int:
     from . import guide
     if a.check:
         stale = guide.stale()
-        print("docs/teaching.md is up to date" if not stale else
-              f"docs/teaching.md is OUT OF DATE ({', '.join(stale)}): run {PROG} guide")
+        print("docs/teaching.md and docs/teaching.zh.md are up to date" if not stale else
+              f"docs/teaching.md or docs/teaching.zh.md is OUT OF DATE ({', '.join(stale)}): run {PROG} guide")
         return 1 if stale else 0
-    guide.write()
-    print(f"wrote {guide.GUIDE}")
+    from i18n import docs
+    for path in guide.write():
+        print(f"wrote {path}")
+    if not docs.have_po4a():
+        print(f"note: {docs.INSTALL_HINT}: docs/teaching.zh.md got the generated sections only; "
+              "its other text is rebuilt by `python -m i18n build docs` where po4a is", file=sys.stderr)
     return 0
 
 
@@ -264,6 +272,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="copy the folder as it is, uncommitted edits included (default: the last commit)")
     r.add_argument("--github-classroom", action="store_true",
                    help="add .github/workflows/classroom.yml (the autograding workflow)")
+    r.add_argument("--lang", choices=("en", "zh"), default="en",
+                   help="the students' language: zh makes README.md the Chinese edition and Chinese "
+                        "the judge's default (practice/.judge_lang); the bundle is then "
+                        "mla-course-student-zh (default en)")
     r.set_defaults(func=cmd_release)
 
     g = sub.add_parser("grade", help="grade a folder of submissions (one sub-folder or zip per student)")
@@ -305,7 +317,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("slides", help="render the chapters as reveal.js decks")
     d.add_argument("chapters", nargs="*", help="chapter numbers (default: all)")
-    d.add_argument("--out", default="slides")
+    d.add_argument("--out", help="where the decks go (default slides/, slides/zh/ for --lang zh)")
+    d.add_argument("--lang", choices=("en", "zh"), default="en",
+                   help="zh: the decks from the Chinese chapters (notebooks/zh/), same slides (default en)")
     d.add_argument("--no-execute", dest="execute", action="store_false",
                    help="do not run the chapters first (no plots or printed results)")
     d.add_argument("--assets", help="a folder holding the pinned npm tarballs of reveal.js, requirejs, jquery "

@@ -1,8 +1,9 @@
 """The generated parts of docs/teaching.md: the course plan, what a release leaves open, and
 the problem reference.
 
-    python -m classroom guide           rewrite them from the specs and chapters
-    python -m classroom guide --check   exit 1 if the committed file is stale
+    python -m classroom guide           rewrite them from the specs and chapters (and
+                                        docs/teaching.zh.md: i18n/docs.py)
+    python -m classroom guide --check   exit 1 if the committed files are stale
 
 Each generated part sits between ``<!-- BEGIN GENERATED: name -->`` and
 ``<!-- END GENERATED: name -->``; everything outside the markers is written by hand.
@@ -190,20 +191,43 @@ def render(text: str) -> str:
     return text
 
 
+def _teaching_zh():
+    from i18n import docs
+    return docs, docs.docs(["teaching"])[0]
+
+
 def stale() -> list[str]:
-    """The generated sections that differ from what the specs give now."""
+    """The generated sections that differ from what the specs give now, in docs/teaching.md
+    and in its Chinese edition ("zh:plan"...; there they are the English sections, relinked)."""
     text = GUIDE.read_text(encoding="utf-8")
     fresh = render(text)
     out = []
+    docs, doc = _teaching_zh()
+    zh_path = ROOT / doc.chinese
+    zh = zh_path.read_text(encoding="utf-8") if zh_path.is_file() else ""
+    zh_fresh = docs.with_generated(zh, fresh, doc)
     for name in SECTIONS:
         pat = re.compile(rf"<!-- BEGIN GENERATED: {name} -->.*?<!-- END GENERATED: {name} -->", re.S)
         if pat.search(text).group(0) != pat.search(fresh).group(0):
             out.append(name)
+        now = pat.search(zh)
+        if now is None or now.group(0) != pat.search(zh_fresh).group(0):
+            out.append(f"zh:{name}")
     return out
 
 
-def write() -> None:
+def write() -> list[Path]:
+    """docs/teaching.md's generated sections, and docs/teaching.zh.md: all of it through
+    po4a (i18n/docs.py) where po4a is installed, else only its generated sections."""
     GUIDE.write_text(render(GUIDE.read_text(encoding="utf-8")), encoding="utf-8")
+    docs, doc = _teaching_zh()
+    zh_path = ROOT / doc.chinese
+    if docs.have_po4a():
+        docs.build(doc)
+    elif zh_path.is_file():
+        zh_path.write_text(docs.with_generated(zh_path.read_text(encoding="utf-8"),
+                                               GUIDE.read_text(encoding="utf-8"), doc), encoding="utf-8")
+    return [GUIDE, zh_path]
 
 
 __all__ = ["plan", "problems", "render", "stale", "write", "GUIDE"]

@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ONLY = ("<!-- repo-only -->", "<!-- /repo-only -->")
+# files the release writes into a bundle (not in the repository): a README may name them
+JUDGE_LANG_FILE = "practice/.judge_lang"     # `release --lang zh`: the judge's default language
+WRITTEN_BY_RELEASE = (JUDGE_LANG_FILE,)
 STUDENT_ONLY = ("<!-- student-only", "/student-only -->")
 PATH_SUFFIX = re.compile(r"\.(md|py|sh|txt|yml|yaml|toml|ipynb|json|ini|cfg)$")
 
@@ -149,7 +152,7 @@ def missing(ref: Ref, files: dict, repo_files) -> str:
     if ref.kind == "path":
         if ref.value.split("/", 1)[0] not in tops:
             return ""
-        if _exists(ref.value, files) or _made_at_run_time(ref.value):
+        if _exists(ref.value, files) or _made_at_run_time(ref.value) or ref.value in WRITTEN_BY_RELEASE:
             return ""
         return f"names {ref.value}, which is not there"
     if ref.kind == "module":

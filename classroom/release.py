@@ -41,9 +41,14 @@ from . import leaks, readme
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLE_NAME = "mla-course-student"
+LANGS = ("en", "zh")
+# the judge's default language in a bundle (the judge reads it when neither --lang nor
+# LANG/LC_MESSAGES chooses one): written by `release --lang zh`
+JUDGE_LANG_FILE = readme.JUDGE_LANG_FILE   # "practice/.judge_lang", one line: zh_CN
+JUDGE_LANG = {"zh": "zh_CN"}
 
 # top-level entries copied into the bundle (folders recursively)
-INCLUDE = ["README.md", "setup.sh", "requirements.txt", "requirements-light.txt", "pyproject.toml", ".gitignore", "judge.py",
+INCLUDE = ["README.md", "README.zh.md", "setup.sh", "requirements.txt", "requirements-light.txt", "pyproject.toml", ".gitignore", "judge.py",
            "grader", "mlacourse", "kernels", "notebooks", "practice"]
 # never copied, wherever they are (relative path prefixes, then name patterns)
 EXCLUDE_PREFIXES = ("grader/classroom/", "solutions/", "tests/")
@@ -234,9 +239,34 @@ def left_out(repo_files, files) -> list[str]:
     return out
 
 
-def student_readme(files: dict, root: Path = ROOT) -> str:
-    """The bundle's README: README.md's student edition (readme.py) for these files."""
-    return readme.student_edition(files["README.md"].decode("utf-8"), files, repository_files(root))
+def student_readme(files: dict, root: Path = ROOT, source: str = "README.md") -> str:
+    """The bundle's README: README.md's (or README.zh.md's) student edition (readme.py)
+    for these files."""
+    return readme.student_edition(files[source].decode("utf-8"), files, repository_files(root))
+
+
+def _switch_to(text: str, old: str, new: str) -> str:
+    """The language switch (the README's second paragraph) pointed at another file name."""
+    head, sep, rest = text.partition("\n\n")
+    switch, sep2, tail = rest.partition("\n\n")
+    if f"]({old})" not in switch:
+        raise ReleaseError(f"the README's second paragraph is not the language switch to {old}: {switch[:80]!r}")
+    return head + sep + switch.replace(f"]({old})", f"]({new})") + sep2 + tail
+
+
+def student_readmes(files: dict, root: Path = ROOT, lang: str = "en") -> dict:
+    """{bundle path: text} of the bundle's two READMEs. English bundle: README.md (English)
+    and README.zh.md (Chinese), as in the repository. Chinese bundle: README.md is the
+    Chinese edition (the file a student opens first) and README.en.md the English one,
+    each one's language switch pointing at the other."""
+    english = student_readme(files, root, "README.md")
+    chinese = student_readme(files, root, "README.zh.md") if "README.zh.md" in files else None
+    if lang == "en":
+        return {"README.md": english, **({"README.zh.md": chinese} if chinese else {})}
+    if chinese is None:
+        raise ReleaseError("--lang zh needs README.zh.md (python -m i18n build docs)")
+    return {"README.md": _switch_to(chinese, "README.md", "README.en.md"),
+            "README.en.md": _switch_to(english, "README.zh.md", "README.md")}
 
 
 # --------------------------------------------------------------------------- writing
@@ -256,16 +286,27 @@ def write_zip(folder: Path, files: list, zip_path: Path) -> None:
 
 
 def build(out: Path, root: Path = ROOT, source: str = "auto", github_classroom: bool = False,
-          name: str = BUNDLE_NAME) -> Release:
-    """Check, then write out/<name>/ and out/<name>.zip (replacing earlier ones)."""
+          name: str | None = None, lang: str = "en") -> Release:
+    """Check, then write out/<name>/ and out/<name>.zip (replacing earlier ones). ``lang``
+    "zh": the README a student opens is the Chinese one (README.en.md beside it), and
+    practice/.judge_lang makes Chinese the judge's default language; both languages'
+    chapters ship either way (notebooks/ and notebooks/zh/). The default name is
+    mla-course-student, with -zh for the Chinese bundle."""
+    if lang not in LANGS:
+        raise ReleaseError(f"no student bundle in language {lang!r} (there are: {', '.join(LANGS)})")
+    name = name or (BUNDLE_NAME if lang == "en" else f"{BUNDLE_NAME}-{lang}")
     files, origin, warnings = collect(root, source)
     if github_classroom:
         from .platforms import workflow_text
         files[".github/workflows/classroom.yml"] = workflow_text().encode("utf-8")
     try:
-        files["README.md"] = student_readme(files, root).encode("utf-8")
+        readmes = student_readmes(files, root, lang)
     except readme.ReadmeError as e:
         raise ReleaseError(str(e)) from None
+    files.pop("README.zh.md", None)
+    files.update({path: text.encode("utf-8") for path, text in readmes.items()})
+    if lang in JUDGE_LANG:
+        files[JUDGE_LANG_FILE] = (JUDGE_LANG[lang] + "\n").encode("utf-8")
     bad = unsolved_stub_problems(files)
     if bad:
         raise ReleaseError("practice/ is not a set of clean stubs:\n  " + "\n  ".join(bad))
@@ -292,8 +333,9 @@ def build(out: Path, root: Path = ROOT, source: str = "auto", github_classroom: 
     staging.rename(folder)
     zip_path = out / f"{name}.zip"
     write_zip(folder, list(files), zip_path)
+    shipped = {**files, **({"README.zh.md": b""} if lang == "zh" else {})}   # as README.md
     rel = Release(folder, zip_path, sorted(files), origin, warnings, allowed,
-                  left_out(repository_files(root), files))
+                  left_out(repository_files(root), shipped))
     (out / f"{name}.manifest.json").write_text(json.dumps(rel.manifest(), indent=1, sort_keys=True) + "\n")
     return rel
 
@@ -304,4 +346,5 @@ def zip_names(zip_path: Path) -> list[str]:
 
 
 __all__ = ["build", "collect", "wanted", "student_readme", "leak_report", "allowance", "source_file",
-           "unsolved_stub_problems", "Release", "ReleaseError", "ALLOWED", "BUNDLE_NAME", "zip_names"]
+           "unsolved_stub_problems", "Release", "ReleaseError", "ALLOWED", "BUNDLE_NAME", "zip_names",
+           "student_readmes", "LANGS", "JUDGE_LANG_FILE"]

@@ -129,7 +129,7 @@ def update(doc: Doc, catalog: Path | None = None, root: Path = ROOT) -> dict[str
     with tempfile.TemporaryDirectory() as tmp:
         master = _master_file(doc, Path(tmp), root)
         _run(["po4a-updatepo", *PO4A_OPTIONS, "-m", str(master), "-p", str(catalog),
-              "--porefs", "never", "--wrap-po", "no", "--msgmerge-opt", "--no-wrap"])
+              "--porefs", "never", "--wrap-po", "no", "--msgmerge-opt", "--no-wrap --backup=none"])
     _tidy(doc, catalog)
     live = [e for e in load(doc, catalog) if not e.obsolete]
     return {"entries": len(live), "translated": sum(bool(e.msgstr) and FUZZY not in e.flags for e in live),
@@ -176,10 +176,14 @@ def translated_text(doc: Doc, root: Path = ROOT, catalog: Path | None = None) ->
         _run(["po4a-translate", *PO4A_OPTIONS, "-L", "UTF-8", "-k", "0", "-m", str(master),
               "-p", str(catalog or doc.catalog), "-l", str(out)])
         text = relink(out.read_text(encoding="utf-8"), doc)
-    english = (root / doc.english).read_text(encoding="utf-8")
+    return with_generated(text, (root / doc.english).read_text(encoding="utf-8"), doc)
+
+
+def with_generated(chinese: str, english: str, doc: Doc) -> str:
+    """The Chinese text with each generated section the English file has now (relinked).
+    Needs no po4a: ``python -m classroom guide`` uses it where po4a is missing."""
     sections = {m.group(2): m.group(0) for m in _GENERATED.finditer(english)}
-    text = _GENERATED.sub(lambda m: relink(sections.get(m.group(2), m.group(0)), doc), text)
-    return text
+    return _GENERATED.sub(lambda m: relink(sections.get(m.group(2), m.group(0)), doc), chinese)
 
 
 def build(doc: Doc, root: Path = ROOT) -> Path:
@@ -269,5 +273,5 @@ def problems(doc: Doc, root: Path = ROOT) -> list[str]:
     return out
 
 
-__all__ = ["DOCS", "Doc", "docs", "update", "build", "translated_text", "problems", "catalog_problems",
+__all__ = ["DOCS", "Doc", "docs", "update", "build", "translated_text", "with_generated", "problems", "catalog_problems",
            "entry_problems", "markers", "relink", "master_text", "have_po4a", "Po4aMissing", "INSTALL_HINT"]

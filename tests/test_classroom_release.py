@@ -109,6 +109,41 @@ def test_student_readme_has_no_teacher_section(bundle):
     assert "model answers are in" not in text
 
 
+@pytest.fixture(scope="module")
+def zh_bundle(tmp_path_factory, pristine_course):
+    return release.build(tmp_path_factory.mktemp("dist_zh"), root=pristine_course, source="worktree", lang="zh")
+
+
+def test_the_chinese_bundle(zh_bundle, bundle):
+    """`release --lang zh`: README.md is the Chinese student edition (no teacher's part, no
+    editors' notes), README.en.md the English one, each switching to the other; the judge's
+    default language file; both languages' chapters; the same files otherwise, so the same
+    leak scan (run by the build, which refuses a leak) found the same allowed bodies."""
+    from classroom import readme
+    zh = (zh_bundle.folder / "README.md").read_text(encoding="utf-8")
+    en = (zh_bundle.folder / "README.en.md").read_text(encoding="utf-8")
+    assert "学生版" in zh and "习题" in zh and "Student edition" in en
+    for text, teacher in ((zh, "教师须知"), (en, "For teachers")):
+        for gone in (teacher, "-m classroom", "-m pytest", "--solutions", "solutions/", "<!--", "student-only",
+                     "repo-only", "CONTRIBUTING", "tests/", "docs/"):
+            assert gone not in text, gone
+    assert "](README.en.md)" in zh.split("\n\n")[1] and "](README.md)" in en.split("\n\n")[1]
+    files = {f: (zh_bundle.folder / f).read_bytes() for f in zh_bundle.files}
+    bad = [r for r in readme.references(zh) if readme.missing(r, files, release.repository_files(ROOT))]
+    assert not bad and "notebooks/zh/01_kv_cache.ipynb" in zh, bad
+    assert (zh_bundle.folder / "practice" / ".judge_lang").read_text() == "zh_CN\n"
+    assert not (bundle.folder / "practice" / ".judge_lang").exists()
+    chapters = sorted(p.name for p in (ROOT / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb"))
+    assert chapters and all(f"notebooks/zh/{c}" in zh_bundle.files for c in chapters)
+    assert set(zh_bundle.files) - set(bundle.files) == {"README.en.md", "practice/.judge_lang"}
+    assert set(bundle.files) - set(zh_bundle.files) == {"README.zh.md"}
+    assert zh_bundle.folder.name == "mla-course-student-zh" and zh_bundle.allowed_hits == bundle.allowed_hits
+    assert "README.zh.md" not in ", ".join(zh_bundle.left_out)
+    # the English bundle carries the Chinese README's student edition too
+    en_zh = (bundle.folder / "README.zh.md").read_text(encoding="utf-8")
+    assert "学生版" in en_zh and "教师须知" not in en_zh and "](README.md)" in en_zh.split("\n\n")[1]
+
+
 def test_release_zip_is_reproducible(bundle, tmp_path, pristine_course):
     again = release.build(tmp_path, root=pristine_course, source="worktree")
     assert again.zip_path.read_bytes() == bundle.zip_path.read_bytes()
