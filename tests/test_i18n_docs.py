@@ -76,13 +76,16 @@ def test_the_chinese_readme_has_the_same_two_editions():
     files = {f: b"" for f in ("README.md", "README.zh.md", "practice/judge.py", "setup.sh", "requirements.txt")}
     student = readme.student_edition(chinese, files, files)
     assert "<!--" not in student and "student-only" not in student
-    cat = {e.msgid: e.msgstr for e in D.load(README)}
-    repo_only = [cat[m] for m in cat if m.startswith("<!-- repo-only -->\n")]
-    assert repo_only and all(z.split("\n")[1] not in student and z.split("\n")[1] in chinese for z in repo_only)
-    shown = [cat[m] for m in cat if "<!-- student-only\n" in m and "/student-only -->" in m]
-    assert shown and all(line in student for z in shown for line in z.split("\n")
-                         if line.strip() and "<!--" not in line and "-->" not in line and "repo-only" not in line
-                         and line in z.split("<!-- student-only\n", 1)[-1].split("/student-only -->")[0])
+    hidden = re.findall(r"^<!-- repo-only -->\n(.*?)^<!-- /repo-only -->", chinese, re.S | re.M)
+    shown = re.findall(r"^<!-- student-only\n(.*?)^/student-only -->", chinese, re.S | re.M)
+    assert len(hidden) == english.count("<!-- repo-only -->\n") and len(shown) == english.count("<!-- student-only\n")
+    prose = [line for block in hidden for line in block.splitlines() if len(CJK.findall(line)) > 5]
+    assert len(prose) > 20 and not [line for line in prose if line in student]
+    assert all(line in student for block in shown for line in block.splitlines() if line.strip())
+    assert "学生版" in student and "教师须知" not in student
+
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def test_the_chinese_chapters_are_linked_from_the_chinese_files():
@@ -139,3 +142,15 @@ def test_a_changed_english_paragraph_becomes_fuzzy(tmp_path):
     assert any("fuzzy" in p for p in D.catalog_problems(README, catalog))
     text = D.translated_text(README, tmp_path, catalog)
     assert "need only numpy, matplotlib and a browser" in text
+
+
+def test_without_po4a_the_checks_skip_here_and_fail_in_ci(monkeypatch):
+    monkeypatch.setattr(D, "have_po4a", lambda: False)
+    monkeypatch.setenv("CI", "")
+    with pytest.raises(pytest.skip.Exception, match="po4a is not installed"):
+        require_po4a()
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI must check the Chinese documents"):
+        require_po4a()
+    with pytest.raises(D.Po4aMissing):
+        D.update(README, Path("/nonexistent/README.po"))
