@@ -61,6 +61,20 @@ def test_the_student_readme_names_only_what_the_bundle_holds(bundle_files, stude
 
 
 def test_the_student_readme_judge_commands_parse_with_the_bundles_judge(student_text):
+    judge_commands_parse(student_text)
+
+
+def test_the_chinese_student_readme_names_what_the_bundle_holds_and_its_judge_commands_parse(bundle_files):
+    """README.zh.md's student edition (the README of `release --lang zh`): the same checks."""
+    text = release.student_readme(bundle_files, ROOT, "README.zh.md")
+    bad = [(r.line, r.value, why) for r in readme.references(text)
+           if (why := readme.missing(r, bundle_files, release.repository_files(ROOT)))]
+    assert not bad, bad
+    assert "学生版" in text and "<!--" not in text and "-m classroom" not in text
+    judge_commands_parse(text)
+
+
+def judge_commands_parse(student_text):
     commands = []
     for line in student_text.splitlines():
         for span in re.findall(r"`([^`]*judge\.py[^`]*)`", line) or ([line] if "judge.py" in line else []):
