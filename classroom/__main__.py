@@ -257,8 +257,8 @@ def cmd_guide(a) -> int:
     for path in guide.write():
         print(f"wrote {path}")
     if not docs.have_po4a():
-        print(f"note: {docs.INSTALL_HINT}: docs/teaching.zh.md got the generated sections only; "
-              "its other text is rebuilt by `python -m i18n build docs` where po4a is", file=sys.stderr)
+        print(f"note: {docs.INSTALL_HINT}: docs/teaching.zh.md got its generated sections only; "
+              "the rest of it is rebuilt by `python -m i18n build docs` where po4a is", file=sys.stderr)
     return 0
 
 

@@ -44,23 +44,54 @@ def _heavy(p) -> list[str]:
     return [m for m in p.requires if m != "numpy"]
 
 
-def plan() -> str:
+# The generated parts' own words; the Chinese guide (docs/teaching.zh.md) gets the plan and
+# the "open" table in Chinese, with the Chinese chapters' titles and decks. The problem
+# reference stays English there: its words are the specs' (titles, cases, named mistakes).
+WORDS = {
+    "en": {"plan_head": "| week | chapter | practice problems (graded) | lecture deck |",
+           "not_found": "(chapter not found)", "deck": "slides/{stem}.slides.html",
+           "review": "review; the last problems' deadline; grading and a class discussion of `summary.md`",
+           "open_head": "| problem | the judge's reference runs | course functions with the problem's names |",
+           "only_spec": "(only the spec file)", "in": " in ", "none": "none",
+           "open_tail": "Open in a release (the reference runs course code the bundle ships): problems "
+                        "{opened}. With course functions under the problem's own names: problems {same}."},
+    "zh": {"plan_head": "| 周 | 章 | 习题（计分） | 课堂幻灯片 |",
+           "not_found": "（找不到该章）", "deck": "slides/zh/{stem}.slides.html",
+           "review": "复习；最后几道习题的截止时间；评分，并在课上讨论 `summary.md`",
+           "open_head": "| 习题 | 判题程序的参考实现运行的代码 | 带有该题函数名的课程函数 |",
+           "only_spec": "（只有规格文件）", "in": "，位于 ", "none": "无",
+           "open_tail": "在发布包中公开（参考实现运行学生包附带的课程代码）的习题：{opened}。"
+                        "课程中有与题目函数同名的函数的习题：{same}。"},
+}
+
+
+def _chapter_for(nb: Path, lang: str) -> Path:
+    """The chapter a guide of language ``lang`` links to and takes the title from."""
+    if lang == "en":
+        return nb
+    from i18n import notebooks as zh
+    built = zh.built_path(nb)
+    return built if built.is_file() else nb
+
+
+def plan(lang: str = "en") -> str:
     from .slides import chapter_paths
+    w = WORDS[lang]
     probs = _problems()
-    rows = ["| week | chapter | practice problems (graded) | lecture deck |", "|---|---|---|---|"]
+    rows = [w["plan_head"], "|---|---|---|---|"]
     week = 0
     for nb in chapter_paths():
         week += 1
         mine = [p for p in probs if Path(p.chapter).name == nb.name]
         plist = ", ".join(f"{p.number} `{p.slug}`" + (f" ({' + '.join(_heavy(p))})" if _heavy(p) else "")
                           for p in mine) or "--"
-        rows.append(f"| {week} | [{_chapter_title(nb)}](../notebooks/{nb.name}) | {plist} | "
-                    f"`slides/{nb.stem}.slides.html` |")
+        shown = _chapter_for(nb, lang)
+        rows.append(f"| {week} | [{_chapter_title(shown)}](../{shown.relative_to(nb.parents[1]).as_posix()}) "
+                    f"| {plist} | `{w['deck'].format(stem=nb.stem)}` |")
     orphans = [p for p in probs if not (ROOT / p.chapter).is_file()]
     if orphans:
-        rows.append(f"| -- | (chapter not found) | {', '.join(str(p.number) for p in orphans)} | |")
-    rows.append(f"| {week + 1} | review; the last problems' deadline; grading and a class discussion "
-                "of `summary.md` | -- | -- |")
+        rows.append(f"| -- | {w['not_found']} | {', '.join(str(p.number) for p in orphans)} | |")
+    rows.append(f"| {week + 1} | {w['review']} | -- | -- |")
     return "\n".join(rows)
 
 
@@ -149,14 +180,14 @@ def _by_file(qualified: list[str]) -> str:
     return "; ".join(f"`{f}`: " + ", ".join(f"`{n}`" for n in names) for f, names in groups.items())
 
 
-def open_problems() -> str:
+def open_problems(lang: str = "en") -> str:
     """Per problem, the course code its reference runs (a release ships it: the judge
     grades with it) and the course's functions that carry the problem's own function
     names; then which problems that leaves open. Read from the specs and the files."""
     from . import leaks
     named = leaks.defined_functions(ROOT)
-    rows = ["| problem | the judge's reference runs | course functions with the problem's names |",
-            "|---|---|---|"]
+    w = WORDS[lang]
+    rows = [w["open_head"], "|---|---|---|"]
     opened, same_name = [], []
     for p in _problems():
         runs = []
@@ -167,67 +198,71 @@ def open_problems() -> str:
             for rel in named.get(fn, []):
                 if not rel.startswith("grader/problems/"):
                     files.setdefault(rel, []).append(fn)
-        names = "; ".join(", ".join(f"`{f}`" for f in fns) + f" in `{rel}`" for rel, fns in files.items())
-        rows.append(f"| {p.number} `{p.slug}` | {_by_file(runs) or '(only the spec file)'} | {names or '--'} |")
+        names = "; ".join(", ".join(f"`{f}`" for f in fns) + f"{w['in']}`{rel}`" for rel, fns in files.items())
+        rows.append(f"| {p.number} `{p.slug}` | {_by_file(runs) or w['only_spec']} | {names or '--'} |")
         opened += [p.number] if runs else []
         same_name += [p.number] if files else []
-    rows += ["", f"Open in a release (the reference runs course code the bundle ships): problems "
-             f"{_ranges(opened) or 'none'}. With course functions under the problem's own names: "
-             f"problems {_ranges(same_name) or 'none'}."]
+    rows += ["", w["open_tail"].format(opened=_ranges(opened) or w["none"], same=_ranges(same_name) or w["none"])]
     return "\n".join(rows)
 
 
-GENERATORS = {"plan": plan, "open": open_problems, "problems": problems}
+GENERATORS = {"plan": plan, "open": open_problems, "problems": lambda lang="en": problems()}
 
 
-def render(text: str) -> str:
+def render(text: str, lang: str = "en") -> str:
     for name in SECTIONS:
         begin, end = f"<!-- BEGIN GENERATED: {name} -->", f"<!-- END GENERATED: {name} -->"
         if begin not in text or end not in text:
             raise ValueError(f"{GUIDE} lacks the markers for the generated section {name!r}")
         head, rest = text.split(begin, 1)
         _, tail = rest.split(end, 1)
-        text = f"{head}{begin}\n{GENERATORS[name]()}\n{end}{tail}"
+        body = GENERATORS[name](lang)
+        if lang != "en":   # links to the chapters: their Chinese editions
+            from i18n import docs
+            body = docs.relink(body, docs.docs(["teaching"])[0])
+        text = f"{head}{begin}\n{body}\n{end}{tail}"
     return text
 
 
-def _teaching_zh():
-    from i18n import docs
-    return docs, docs.docs(["teaching"])[0]
+def chinese_guide() -> Path:
+    """docs/teaching.zh.md beside the guide (GUIDE may point at another course's)."""
+    return GUIDE.with_name("teaching.zh.md")
+
+
+def _differs(text: str, fresh: str) -> list[str]:
+    out = []
+    for name in SECTIONS:
+        pat = re.compile(rf"<!-- BEGIN GENERATED: {name} -->.*?<!-- END GENERATED: {name} -->", re.S)
+        now = pat.search(text)
+        if now is None or now.group(0) != pat.search(fresh).group(0):
+            out.append(name)
+    return out
 
 
 def stale() -> list[str]:
     """The generated sections that differ from what the specs give now, in docs/teaching.md
-    and in its Chinese edition ("zh:plan"...; there they are the English sections, relinked)."""
+    and, where it exists, in its Chinese edition ("zh:plan", ...)."""
     text = GUIDE.read_text(encoding="utf-8")
-    fresh = render(text)
-    out = []
-    docs, doc = _teaching_zh()
-    zh_path = ROOT / doc.chinese
-    zh = zh_path.read_text(encoding="utf-8") if zh_path.is_file() else ""
-    zh_fresh = docs.with_generated(zh, fresh, doc)
-    for name in SECTIONS:
-        pat = re.compile(rf"<!-- BEGIN GENERATED: {name} -->.*?<!-- END GENERATED: {name} -->", re.S)
-        if pat.search(text).group(0) != pat.search(fresh).group(0):
-            out.append(name)
-        now = pat.search(zh)
-        if now is None or now.group(0) != pat.search(zh_fresh).group(0):
-            out.append(f"zh:{name}")
+    out = _differs(text, render(text))
+    zh = chinese_guide()
+    if zh.is_file():
+        zh_text = zh.read_text(encoding="utf-8")
+        out += [f"zh:{name}" for name in _differs(zh_text, render(zh_text, "zh"))]
     return out
 
 
 def write() -> list[Path]:
-    """docs/teaching.md's generated sections, and docs/teaching.zh.md: all of it through
-    po4a (i18n/docs.py) where po4a is installed, else only its generated sections."""
+    """docs/teaching.md's generated sections; and docs/teaching.zh.md where it exists: its
+    text through po4a (i18n/docs.py) where po4a is installed, and its generated sections."""
     GUIDE.write_text(render(GUIDE.read_text(encoding="utf-8")), encoding="utf-8")
-    docs, doc = _teaching_zh()
-    zh_path = ROOT / doc.chinese
+    zh = chinese_guide()
+    if not zh.is_file():
+        return [GUIDE]
+    from i18n import docs
     if docs.have_po4a():
-        docs.build(doc)
-    elif zh_path.is_file():
-        zh_path.write_text(docs.with_generated(zh_path.read_text(encoding="utf-8"),
-                                               GUIDE.read_text(encoding="utf-8"), doc), encoding="utf-8")
-    return [GUIDE, zh_path]
+        docs.build(docs.docs(["teaching"])[0], root=GUIDE.parents[1])
+    zh.write_text(render(zh.read_text(encoding="utf-8"), "zh"), encoding="utf-8")
+    return [GUIDE, zh]
 
 
 __all__ = ["plan", "problems", "render", "stale", "write", "GUIDE"]

@@ -176,14 +176,22 @@ def translated_text(doc: Doc, root: Path = ROOT, catalog: Path | None = None) ->
         _run(["po4a-translate", *PO4A_OPTIONS, "-L", "UTF-8", "-k", "0", "-m", str(master),
               "-p", str(catalog or doc.catalog), "-l", str(out)])
         text = relink(out.read_text(encoding="utf-8"), doc)
-    return with_generated(text, (root / doc.english).read_text(encoding="utf-8"), doc)
+    return with_generated(text, doc, root)
 
 
-def with_generated(chinese: str, english: str, doc: Doc) -> str:
-    """The Chinese text with each generated section the English file has now (relinked).
-    Needs no po4a: ``python -m classroom guide`` uses it where po4a is missing."""
-    sections = {m.group(2): m.group(0) for m in _GENERATED.finditer(english)}
-    return _GENERATED.sub(lambda m: relink(sections.get(m.group(2), m.group(0)), doc), chinese)
+def with_generated(chinese: str, doc: Doc, root: Path = ROOT) -> str:
+    """The Chinese text with its generated sections as the committed Chinese file has them
+    (``python -m classroom guide`` writes those, in Chinese where it can: classroom/guide.py),
+    or, for a section that file lacks, the English file's, relinked."""
+    def sections(path: Path) -> dict:
+        text = path.read_text(encoding="utf-8") if path.is_file() else ""
+        return {m.group(2): m.group(0) for m in _GENERATED.finditer(text)}
+    english, committed = sections(root / doc.english), sections(root / doc.chinese)
+
+    def pick(m):
+        name = m.group(2)
+        return committed[name] if name in committed else relink(english.get(name, m.group(0)), doc)
+    return _GENERATED.sub(pick, chinese)
 
 
 def build(doc: Doc, root: Path = ROOT) -> Path:

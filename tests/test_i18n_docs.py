@@ -154,3 +154,23 @@ def test_without_po4a_the_checks_skip_here_and_fail_in_ci(monkeypatch):
         require_po4a()
     with pytest.raises(D.Po4aMissing):
         D.update(README, Path("/nonexistent/README.po"))
+
+
+def test_the_chinese_guide_has_its_generated_parts_in_chinese_and_the_check_covers_them(tmp_path, monkeypatch):
+    """`python -m classroom guide` writes the Chinese guide's plan and "open" table in
+    Chinese (the Chinese chapters' titles and decks); `guide --check` reports a Chinese
+    section that is stale; a guide elsewhere (GUIDE patched) never touches this one."""
+    from classroom import guide
+    zh = (ROOT / "docs/teaching.zh.md").read_text(encoding="utf-8")
+    plan = zh.split("<!-- BEGIN GENERATED: plan -->")[1].split("<!-- END GENERATED: plan -->")[0]
+    assert "| 周 | 章 |" in plan and "](../notebooks/zh/01_kv_cache.ipynb)" in plan and "`slides/zh/01_kv_cache" in plan
+    assert "第 1 章" in plan and "](../notebooks/01_" not in plan
+    assert "Problem 1 · `kv_cache_bytes`" in zh        # the reference stays English
+    copy = tmp_path / "docs" / "teaching.md"
+    copy.parent.mkdir()
+    copy.write_text((ROOT / "docs/teaching.md").read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.setattr(guide, "GUIDE", copy)
+    assert guide.write() == [copy] and guide.stale() == []
+    assert (ROOT / "docs/teaching.zh.md").read_text(encoding="utf-8") == zh
+    (tmp_path / "docs" / "teaching.zh.md").write_text(zh.replace("| 周 | 章 |", "| week | 章 |"), encoding="utf-8")
+    assert guide.stale() == ["zh:plan"]
