@@ -204,6 +204,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .lang import N_
+
 __all__ = [
     "Case", "Edge", "Mistake", "Problem", "Verdict", "PASS", "fail",
     "compare_arrays", "compare_scalar", "compare_choice", "compare_dict",
@@ -214,7 +216,7 @@ __all__ = [
 ]
 
 # Said once, in every statement whose problem does not declare may_change_inputs.
-INPUTS_RULE = (
+INPUTS_RULE = N_(
     "**Inputs are read-only.** Do not change any argument in place -- an array, a list, or "
     "anything inside one: the caller still needs them, and the judge compares every argument "
     "before and after each call. Write `x = x * 2`, not `x *= 2`; `sorted(xs)` or "
