@@ -109,8 +109,9 @@ def entries(cat) -> dict[tuple[str | None, str], object]:
     return {(e.msgctxt, e.msgid): e for e in cat if not e.obsolete}
 
 
-def update(path: Path = CATALOG, root: Path = ROOT) -> dict[str, int]:
-    """Bring the catalogue in step with the code and the specs, then compile it. Counts."""
+def update(path: Path = CATALOG, root: Path = ROOT, mo: Path | None = None) -> dict[str, int]:
+    """Bring the catalogue in step with the code and the specs, then compile it (into
+    ``mo``, default MO). Counts."""
     import polib
     old = load(path)
     live = entries(old)
@@ -159,12 +160,14 @@ def update(path: Path = CATALOG, root: Path = ROOT) -> dict[str, int]:
     path.parent.mkdir(parents=True, exist_ok=True)
     new.wrapwidth = 0
     new.save(str(path))
-    compile_mo(path)
+    compile_mo(path, mo)
     return counts
 
 
-def compile_mo(path: Path = CATALOG, mo: Path = MO) -> Path:
-    """grader/locale/zh_CN/LC_MESSAGES/judge.mo from the .po: translated, not fuzzy entries."""
+def compile_mo(path: Path = CATALOG, mo: Path | None = None) -> Path:
+    """grader/locale/zh_CN/LC_MESSAGES/judge.mo (or ``mo``) from the .po: translated, not
+    fuzzy entries."""
+    mo = mo or MO
     cat = load(path)
     usable = _new_catalog()
     for e in cat:
@@ -219,10 +222,10 @@ def problems(path: Path = CATALOG, root: Path = ROOT) -> list[str]:
     return out
 
 
-def mo_table(mo: Path = MO) -> dict:
+def mo_table(mo: Path | None = None) -> dict:
     """The compiled catalogue as the judge reads it: {msgid or 'ctx\\x04msgid': msgstr}."""
     import gettext
-    with open(mo, "rb") as f:
+    with open(mo or MO, "rb") as f:
         t = gettext.GNUTranslations(f)
     return {k: v for k, v in t._catalog.items() if k != ""}
 
@@ -232,7 +235,8 @@ def po_table(path: Path = CATALOG) -> dict:
             for e in load(path) if e.msgstr and not e.obsolete and FUZZY not in e.flags}
 
 
-def mo_stale(path: Path = CATALOG, mo: Path = MO) -> bool:
+def mo_stale(path: Path = CATALOG, mo: Path | None = None) -> bool:
+    mo = mo or MO
     return not mo.is_file() or mo_table(mo) != po_table(path)
 
 
