@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import gettext
 import os
+import sys
 from pathlib import Path
 
 DOMAIN = "judge"
@@ -61,9 +62,11 @@ def normalize(code: str | None) -> str | None:
 
 
 def setting_file(folder=None) -> Path:
-    """.judge_lang in the practice folder (callers that know it pass it: hints.folder(),
-    the browser's; else practice/ beside grader/)."""
-    return Path(folder or PRACTICE) / SETTING_FILE
+    """.judge_lang in the practice folder: the one the caller knows (hints.folder(), the
+    browser's), else the judge's (grader.runner.PRACTICE where it is loaded: a test run
+    points it at a copy; not imported here, runner's users import this module)."""
+    runner = sys.modules.get("grader.runner")
+    return Path(folder or getattr(runner, "PRACTICE", PRACTICE)) / SETTING_FILE
 
 
 def _from_file(folder=None) -> tuple[str | None, str | None]:
@@ -135,6 +138,27 @@ def use(lang: str | None, remember: bool = False, folder=None) -> str:
     return chosen
 
 
+class speaking:
+    """``with lang.speaking("en"): ...``: the words of that language inside the block, the
+    language in force before it afterwards (the teacher's gradebook is always English, so
+    that it is the same bytes on every machine and its cache serves every locale)."""
+
+    def __init__(self, code: str):
+        self.code = code
+
+    def __enter__(self):
+        global _active
+        self._was = _active
+        lang = normalize(self.code) or "en"
+        _active = (lang, translations(lang))
+        return lang
+
+    def __exit__(self, *exc):
+        global _active
+        _active = self._was
+        return False
+
+
 def forget() -> None:
     """Back to deciding by file and environment (tests)."""
     global _active, _chosen
@@ -160,5 +184,6 @@ def pgettext(context: str, message: str) -> str:
     return _catalogue()[1].pgettext(context, message)
 
 
-__all__ = ["N_", "_", "pgettext", "choose", "use", "note", "current", "forget", "normalize", "setting_file",
+__all__ = ["N_", "_", "pgettext", "choose", "use", "speaking", "note", "current", "forget", "normalize",
+           "setting_file",
            "SETTING_FILE", "LANGUAGES", "DOMAIN", "LOCALES"]

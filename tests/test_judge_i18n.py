@@ -309,3 +309,20 @@ def test_same_verdicts_in_both_languages_on_the_whole_corpus():
     bad, took = same_verdicts_in_both(attempts)
     print(f"{len(attempts)} attempts graded in English and in Chinese in {took:.1f} s")
     assert len(attempts) >= 300 and not bad, bad[:10]
+
+
+def test_the_teacher_s_gradebook_is_english_in_any_locale(monkeypatch, tmp_path):
+    """classroom grade writes the same bytes on every machine: its records are English even
+    where the locale is Chinese, and the language in force is restored afterwards."""
+    from classroom import grade
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    assert lang.current() == "zh_CN"
+    wrong = tmp_path / "p04_choose_path.py"
+    wrong.write_text((ROOT / "grader/problems/mistakes/p04_choose_path/non_causal_pairs.py").read_text()
+                     + "\n\ndef choose_path(n_new, n_ctx, **shapes):\n    return 'absorb'\n")
+    r = runner.grade(next(p for p in PROBLEMS if p.number == 4), wrong, 5)
+    assert ZH.search(report.failure_text(r))
+    rec = grade.record_of(r, None)
+    text = json.dumps(rec, ensure_ascii=False)
+    assert not ZH.search(text) and "Likely slip" in text
+    assert lang.current() == "zh_CN" and ZH.search(report.failure_text(r))
