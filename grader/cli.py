@@ -318,7 +318,7 @@ def main(argv=None, prog: str | None = None, practice=None, args=None) -> int:
                 print(_("error: cannot tell which problem {file} is; name it: "
                         "`{prog} 4 --file {file}`.").format(file=args.file, prog=prog), file=sys.stderr)
             else:
-                print(_("error: {why}").format(why=e.args[0]), file=sys.stderr)
+                print(_("error: {why}").format(why=lang.say(e.args[0])), file=sys.stderr)
             return 2
     if args.file and not Path(args.file).is_file():
         print(_("error: no such file: {file}").format(file=args.file), file=sys.stderr)

@@ -48,6 +48,45 @@ def N_(message: str) -> str:
     return message
 
 
+class Said(str):
+    """An English sentence that remembers how it was made -- a template of the catalogue and
+    its values -- so that it can be shown in another language later (``say``). Everywhere
+    else it *is* the English string: in JSON, in the gradebook, in comparisons. A verdict
+    is composed once, in English, by the judge's parent process; only its display changes
+    with the language. Values are pre-formatted (numbers the same in every language)."""
+
+    def __new__(cls, template: str, **values):
+        self = super().__new__(cls, template.format(**values))
+        self.template, self.values = template, values
+        return self
+
+    def __reduce__(self):   # pickles (the teacher's worker processes) as itself
+        return (_said, (str(self.template), dict(self.values)))
+
+
+def _said(template, values):
+    return Said(template, **values)
+
+
+def said(template: str, **values) -> Said:
+    """``said("{fn} returned None", fn=name)``: marked for the catalogue like ``_``."""
+    return Said(template, **values)
+
+
+def said_lines(lines) -> Said:
+    """Several sentences, one per line, each shown in the current language."""
+    lines = list(lines)
+    return Said("\n".join("{l%d}" % k for k in range(len(lines))), **{f"l{k}": v for k, v in enumerate(lines)})
+
+
+def say(text) -> str:
+    """``text`` in the current language: a Said is translated (its Said values too);
+    anything else is shown as it is."""
+    if isinstance(text, Said):
+        return _(text.template).format(**{k: say(v) for k, v in text.values.items()})
+    return text if text is None else str(text)
+
+
 def normalize(code: str | None) -> str | None:
     """'zh', 'zh_CN', 'zh-CN', 'zh_CN.UTF-8', 'zh-Hans', 'cn' -> 'zh_CN'; 'en*', 'C',
     'POSIX' -> 'en'; anything else (or empty) -> None."""
@@ -184,6 +223,6 @@ def pgettext(context: str, message: str) -> str:
     return _catalogue()[1].pgettext(context, message)
 
 
-__all__ = ["N_", "_", "pgettext", "choose", "use", "speaking", "note", "current", "forget", "normalize",
+__all__ = ["N_", "_", "said", "said_lines", "say", "Said", "pgettext", "choose", "use", "speaking", "note", "current", "forget", "normalize",
            "setting_file",
            "SETTING_FILE", "LANGUAGES", "DOMAIN", "LOCALES"]

@@ -9,7 +9,7 @@ import os
 import sys
 
 from . import texts
-from .lang import _, N_
+from .lang import _, N_, say
 from .records import CaseStatus, Isolation, ProblemResult, ProblemStatus
 
 PROG = "python practice/judge.py"  # the one command every message names
@@ -39,7 +39,7 @@ def _first_line(text: str) -> str:
 def headline(r: ProblemResult) -> str:
     """'public 8/8 cases pass, hidden 25/28 pass (3 not run)' or the whole-file reason."""
     if r.message:
-        return _first_line(r.message)
+        return _first_line(say(r.message))
     parts = []
     for label, hidden in ((_("public"), False), (_("hidden"), True)):
         ok, total, not_run = r.counts(hidden)
@@ -106,7 +106,7 @@ def status_line(r: ProblemResult, prog: str = PROG) -> str:
 def message_of(problem, outcome) -> str:
     """A case's message as the learner reads it (the checker's words; named mistakes and the
     judge's own sentences in the current language)."""
-    return outcome.message if outcome.status is not CaseStatus.NOT_RUN else _(outcome.message)
+    return say(outcome.message) if outcome.status is not CaseStatus.NOT_RUN else _(outcome.message)
 
 
 def details(r: ProblemResult, prog: str = PROG, hints_shown: int = 0) -> str:
@@ -118,7 +118,7 @@ def details(r: ProblemResult, prog: str = PROG, hints_shown: int = 0) -> str:
     if note:
         lines.append("  " + note)
     if r.status in (ProblemStatus.MISSING, ProblemStatus.UNAVAILABLE) or (r.message and not r.outcomes):
-        lines += [f"  {r.status.mark} {_(STATUS_SHOUTS[r.status])}", _indent(r.message)]
+        lines += [f"  {r.status.mark} {_(STATUS_SHOUTS[r.status])}", _indent(say(r.message))]
         return "\n".join(lines)
     lines.append(f"  {headline(r)}")
     if r.status is ProblemStatus.PASSED:
@@ -195,7 +195,7 @@ def failure_text(r: ProblemResult, prog: str = PROG) -> str:
     """The first failure as plain text (JSON message, gradebooks), in the current language."""
     first = r.first_failure()
     if r.message and not r.outcomes:
-        return r.message
+        return say(r.message)
     if first is None:
         return ""
     where = (_("First failure -- hidden case \"{case}\" ({function})") if first.case.hidden else
@@ -219,11 +219,11 @@ def to_json(results, prog: str = PROG, seed=None) -> dict:
         if r.status is ProblemStatus.PASSED:
             st, msg = "pass", None
         elif r.status is ProblemStatus.UNAVAILABLE:
-            st, msg = "error", r.message
+            st, msg = "error", say(r.message)
         elif r.status is ProblemStatus.NOT_STARTED:
             st, msg = "fail", _("not started: the functions still raise NotImplementedError.")
         elif r.message and not r.outcomes:
-            st, msg = "error", r.message
+            st, msg = "error", say(r.message)
         else:
             st, msg = "fail", failure_text(r, prog)
         first = r.first_failure()

@@ -1,8 +1,8 @@
 """The judge in Chinese: one gettext catalogue, i18n/zh_CN/judge.po, domain "judge".
 
 Two kinds of entries, both extracted, never typed in by hand:
-  code    the sentences of grader/*.py marked ``_("...")`` / ``N_("...")`` (Babel's Python
-          extractor), no msgctxt; ``{name}`` placeholders (str.format) and argparse's
+  code    the sentences of grader/*.py marked ``_("...")`` / ``N_("...")`` / ``said("...")``
+          (Babel's Python extractor), no msgctxt; ``{name}`` placeholders (str.format) and argparse's
           ``%(name)s`` ones are kept by the translation (``problems`` checks);
   data    each problem's title, statement, hints and named-mistake messages, read from the
           specs themselves (grader/problems/pNN_slug.py, mistakes/pNN_slug/*.py headers) with
@@ -31,7 +31,7 @@ LOCALE = "zh_CN"
 CATALOG = ROOT / "i18n" / LOCALE / "judge.po"
 MO = ROOT / "grader" / "locale" / LOCALE / "LC_MESSAGES" / "judge.mo"
 FUZZY = "fuzzy"
-KEYWORDS = {"_": None, "N_": None}
+KEYWORDS = {"_": None, "N_": None, "said": None}
 
 
 def code_sources(root: Path = ROOT) -> list[Path]:
@@ -44,11 +44,16 @@ def code_sources(root: Path = ROOT) -> list[Path]:
 
 def code_messages(root: Path = ROOT) -> dict[str, list[str]]:
     """{English: [file, ...]} of every marked sentence of the judge's code."""
+    import contextlib
+    import io
+
     from babel.messages.extract import extract_from_file
     found: dict[str, list[str]] = {}
     for path in code_sources(root):
         rel = str(path.relative_to(root))
-        for _lineno, message, _comments, _context in extract_from_file("python", str(path), keywords=KEYWORDS):
+        with contextlib.redirect_stderr(io.StringIO()):   # Babel notes f-strings among the values
+            extracted = list(extract_from_file("python", str(path), keywords=KEYWORDS))
+        for _lineno, message, _comments, _context in extracted:
             if isinstance(message, str) and message:
                 where = found.setdefault(message, [])
                 if rel not in where:
@@ -192,6 +197,9 @@ def markup_differs(english: str, chinese: str, data: bool) -> list[str]:
         out.append(f"%-placeholders differ: English {a}, Chinese {b}")
     if english.endswith("\n") != chinese.endswith("\n"):
         out.append("a final newline in one and not the other")
+    lead = lambda t: t[: len(t) - len(t.lstrip(" "))]  # noqa: E731 -- an indented line stays indented
+    if lead(english) != lead(chinese):
+        out.append(f"leading spaces differ: English {len(lead(english))}, Chinese {len(lead(chinese))}")
     out.extend(notebooks.same_facts(english, chinese))
     return out
 
