@@ -198,7 +198,7 @@ def markup_differs(english: str, chinese: str, data: bool) -> list[str]:
     if english.endswith("\n") != chinese.endswith("\n"):
         out.append("a final newline in one and not the other")
     lead = lambda t: t[: len(t) - len(t.lstrip(" "))]  # noqa: E731 -- an indented line stays indented
-    if lead(english) != lead(chinese):
+    if (len(lead(english)) > 1 or len(lead(chinese)) > 1) and lead(english) != lead(chinese):
         out.append(f"leading spaces differ: English {len(lead(english))}, Chinese {len(lead(chinese))}")
     out.extend(notebooks.same_facts(english, chinese))
     return out
