@@ -326,3 +326,25 @@ def test_the_teacher_s_gradebook_is_english_in_any_locale(monkeypatch, tmp_path)
     text = json.dumps(rec, ensure_ascii=False)
     assert not ZH.search(text) and "Likely slip" in text
     assert lang.current() == "zh_CN" and ZH.search(report.failure_text(r))
+
+
+def test_the_browser_wheel_and_a_pip_install_carry_the_catalogue(tmp_path):
+    """The browser's course wheel (web/build.py, pyproject's package data) holds the
+    compiled catalogue where grader/lang.py looks for it, and it reads there with the
+    standard library alone (what Pyodide has)."""
+    import gettext
+    import sys
+    import zipfile
+    sys.path.insert(0, str(ROOT / "web"))
+    try:
+        import build
+    finally:
+        sys.path.remove(str(ROOT / "web"))
+    wheel = build.course_wheel(tmp_path / "wheel")
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(tmp_path / "site")
+    rel = J.MO.relative_to(ROOT).as_posix()
+    assert (tmp_path / "site" / rel).read_bytes() == J.MO.read_bytes()
+    t = gettext.translation(lang.DOMAIN, localedir=str(tmp_path / "site" / "grader" / "locale"),
+                            languages=["zh_CN"])
+    assert t.gettext("Everything here passes.") == "这里的习题全部通过。"
