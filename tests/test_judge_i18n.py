@@ -348,3 +348,27 @@ def test_the_browser_wheel_and_a_pip_install_carry_the_catalogue(tmp_path):
     t = gettext.translation(lang.DOMAIN, localedir=str(tmp_path / "site" / "grader" / "locale"),
                             languages=["zh_CN"])
     assert t.gettext("Everything here passes.") == "这里的习题全部通过。"
+
+
+def test_percent_judge_lang_holds_for_the_session_and_reaches_check(tmp_path, monkeypatch, stubs, capsys):
+    """The browser (and a notebook): `%judge --lang zh` once; `%judge` and statement()/check()
+    speak Chinese afterwards, `%judge --lang en` switches back; the drive's .judge_lang
+    chooses too."""
+    import shutil
+    from grader import browser, notebook
+    d = tmp_path / "practice"
+    shutil.copytree(stubs, d)
+    monkeypatch.chdir(d)
+    monkeypatch.setattr(hints, "_folder", None)
+    assert browser.judge("4 --statement --lang zh") == 0
+    assert "习题 4" in capsys.readouterr().out
+    assert browser.judge("--list") == 0 and "展开还是吸收" in capsys.readouterr().out
+    notebook.statement(4)
+    assert "用这行检查" in capsys.readouterr().out
+    r = notebook.check(4, attention_flops=lambda **k: {"expand": 1, "absorb": 2},
+                       choose_path=lambda **k: "absorb", isolate=False)
+    assert not r.passed and "未通过" in capsys.readouterr().out
+    assert browser.judge("--list --lang en") == 0 and not ZH.search(capsys.readouterr().out)
+    lang.forget()
+    (d / ".judge_lang").write_text("zh_CN\n")
+    assert browser.judge("--list") == 0 and "展开还是吸收" in capsys.readouterr().out
