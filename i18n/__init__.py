@@ -2,6 +2,9 @@
 
   notebooks   the chapters: one gettext catalogue per chapter keyed by cell id, built into
               notebooks/zh/ (``python -m i18n update|build|check``)
+  site        the browser site's own words (i18n/zh_CN/site.po)
+  judge       the judge's sentences and the problems' statements, hints and named mistakes
+              (i18n/zh_CN/judge.po, compiled into grader/locale/; grader/lang.py speaks it)
 
 The catalogues live in i18n/zh_CN/; the glossary that fixes how each term is rendered is
 docs/glossary.zh.md. polib reads and writes the catalogues.
