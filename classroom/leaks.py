@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .fingerprint import Function, fingerprint, fingerprints
+from .fingerprint import Function, fingerprint, fingerprints, is_trivial
 
 def notebook_sources(path: Path) -> list[tuple[str, str]]:
     """(where, source) for each code cell; IPython magics are commented out so the rest parses."""
@@ -67,7 +67,7 @@ def given_by_stubs(practice: Path) -> set[str]:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 fn = copy.deepcopy(node)
                 fn.body = [st for st in fn.body if not _raises_not_implemented(st)]
-                if fn.body and not _is_trivial(fn):
+                if fn.body and not is_trivial(fn):
                     given.add(fingerprint(fn))
     return given
 

@@ -175,18 +175,21 @@ def fallback_rlimits(problem, cases: list, uid: int | None = None) -> dict:
     return out
 
 
-def _tasks_of(uid: int) -> int:
-    """Processes and threads owned by uid right now (Linux /proc)."""
-    n = 0
+def _processes_of(uid: int):
+    """(pid, /proc/PID/status fields) of every process whose real uid is ``uid`` (Linux)."""
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             text = Path(f"/proc/{pid}/status").read_text()
         except OSError:
-            continue
+            continue   # gone meanwhile
         fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
         if fields.get("Uid", "").split()[:1] == [str(uid)]:
-            n += int(fields.get("Threads", "1").strip() or 1)
-    return n
+            yield int(pid), fields
+
+
+def _tasks_of(uid: int) -> int:
+    """Processes and threads owned by uid right now."""
+    return sum(int(f.get("Threads", "1").strip() or 1) for _, f in _processes_of(uid))
 
 
 def child_env(problem, scratch: str) -> dict:
@@ -326,16 +329,7 @@ def kill_user(uid: int, gid: int | None = None, tries: int = 50) -> bool:
 
 def pids_of_user(uid: int) -> set[int]:
     """Live (not zombie) processes whose real uid is ``uid``."""
-    out = set()
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            text = Path(f"/proc/{pid}/status").read_text()
-        except OSError:
-            continue
-        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-        if fields.get("Uid", "").split()[:1] == [str(uid)] and not fields.get("State", "").strip().startswith("Z"):
-            out.add(int(pid))
-    return out
+    return {pid for pid, f in _processes_of(uid) if not f.get("State", "").strip().startswith("Z")}
 
 
 def start_fork(job: Job, module, scratch: str):

@@ -101,14 +101,20 @@ def absorb_query(q_nope, w_uk):
     return q_lat.transpose(1, 0, 2)
 
 
+def absorbed_scores(q_nope, q_rope, c_kv, k_rope, w_uk, scale):
+    """Every (head, query, key) score, before any mask: [H, S, T]. The keys are the cached
+    rows [c; k_rope] (576 dims), the query has W_UK folded in."""
+    q_lat = absorb_query(q_nope, w_uk)  # [S, H, d_latent]
+    q_full = np.concatenate([q_lat, q_rope], axis=-1).transpose(1, 0, 2)  # [H, S, 576]
+    kv_rows = np.concatenate([c_kv, k_rope], axis=-1)  # [T, 576]
+    return np.matmul(q_full, kv_rows.T) * scale  # [H, S, T]
+
+
 def attend_absorb(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, mask=None):
     """Path 2: attention in the latent space; the keys are the cached rows [c; k_rope]
     (576 dims) and the values are c itself (512 dims), shared by every head -- an MQA.
     Same arguments and results as attend_expand."""
-    q_lat = absorb_query(q_nope, w_uk)  # [S, H, d_latent]
-    q_full = np.concatenate([q_lat, q_rope], axis=-1).transpose(1, 0, 2)  # [H, S, 576]
-    kv_rows = np.concatenate([c_kv, k_rope], axis=-1)  # [T, 576]
-    scores = np.matmul(q_full, kv_rows.T) * scale  # [H, S, T]
+    scores = absorbed_scores(q_nope, q_rope, c_kv, k_rope, w_uk, scale)  # [H, S, T]
     o_lat, lse = attention_from_scores(scores, c_kv, mask)  # [H, S, d_latent]
     out = np.matmul(o_lat, w_uv).transpose(1, 0, 2)  # W_UV applied last: [S, H, d_v]
     return out, lse

@@ -3,9 +3,7 @@ course's formulas (mlacourse.sparse) or, where the figure is published, with the
 typed in from its source; its exercises are real. (tests/test_notebooks.py executes the
 chapter; tests/test_chapter8.py runs it without torch, as the browser does.)"""
 import dataclasses
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 

@@ -28,13 +28,13 @@ def test_readme_problem_table_matches_the_specs():
 
 
 def test_readme_map_has_a_row_per_chapter_listing_its_problems():
-    course = checklist.Course(problems=PROBLEMS, figures={})
+    course = checklist.Course(root=ROOT, problems=PROBLEMS, figures={})
     missing = [f"{ch.name}: {m}" for ch in course.chapters() for m in checklist.readme_map(course, ch)]
     assert not missing, "\n".join(missing)
 
 
 def test_each_chapter_links_its_problems_and_only_real_ones():
-    course = checklist.Course(problems=PROBLEMS, figures={})
+    course = checklist.Course(root=ROOT, problems=PROBLEMS, figures={})
     missing = [f"{ch.name}: {m}" for ch in course.chapters() for m in checklist.practice_list(course, ch)]
     assert not missing, "\n".join(missing)
 

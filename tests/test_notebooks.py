@@ -9,7 +9,6 @@ takes is printed at the end of the run (see conftest.py); the total must stay un
 3-minute budget."""
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from classroom import execute

@@ -78,7 +78,7 @@ def _build(course: Path) -> None:
                                  "bytes | 99 |\n\n## Practice problems\n\n| # | problem | chapter |\n|---|---|---|\n"
                                  "| 99 | `scaled_sum` — scaled column sums | 1 |\n")
     _write(course / CHAPTER, json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
-        {"cell_type": "markdown", "metadata": {}, "source": [
+        {"cell_type": "markdown", "id": "title", "metadata": {}, "source": [
             "# Chapter 1 — The KV cache\n", "\n", "Practice: [problem 99](../practice/p99_scaled_sum.py)\n"]}]}))
     _write(course / "docs" / "teaching.md", guide.GUIDE.read_text())    # as committed: not yet regenerated
     _write(course / ".github/classroom/classroom.yml", platforms.WORKFLOW.read_text())
@@ -166,7 +166,7 @@ STEPS = [
          test_course_map.test_readme_problem_table_matches_the_specs, "README problem table"),
     Step("the problem's number in its chapter's row of the README's map",
          lambda c: _edit(c / "README.md", "| bytes | 99 |", "| bytes | -- |"),
-         test_course_map.test_readme_chapter_map_lists_each_chapters_problems, "does not list problem 99"),
+         test_course_map.test_readme_map_has_a_row_per_chapter_listing_its_problems, "does not list problems [99]"),
     Step("a link in the chapter's practice list",
          lambda c: _edit(c / CHAPTER, "[problem 99](../practice/p99_scaled_sum.py)", "problem 99"),
          test_course_map.test_each_chapter_links_its_problems_and_only_real_ones, "does not link its problems"),

@@ -203,7 +203,7 @@ def test_book_pages_in_both_languages(pages):
         assert f'<a href="{up}{folder}index.html">' in text                     # the home in its language
         assert f'src="{"../" * folder.count("/")}mathjax/tex-chtml-full.js"' in text  # book/mathjax/, one copy
         assert ("link", {"href": f"{up}favicon.ico", "rel": "icon"}) in _Page(text).elements
-        assert f"path=practice/p01_kv_cache_bytes.py" in text
+        assert "path=practice/p01_kv_cache_bytes.py" in text
     assert "课程首页" in zh and "在浏览器中运行本章" in zh and "Course home" in en
     assert 'href="../../lab/lab/index.html?path=practice/p01_kv_cache_bytes.py"' in zh   # ../../practice/ rewritten
 
