@@ -380,3 +380,30 @@ def test_percent_judge_lang_holds_for_the_session_and_reaches_check(tmp_path, mo
     lang.forget()
     (d / ".judge_lang").write_text("zh_CN\n")
     assert browser.judge("--list") == 0 and "展开还是吸收" in capsys.readouterr().out
+
+
+def test_a_verdict_is_english_text_that_can_be_said_again():
+    """lang.Said: the English string everywhere (JSON, gradebook, ==), its template and
+    values kept so that report shows it in the current language; it survives pickling (the
+    teacher's worker processes)."""
+    import pickle
+    from grader.spec import compare_choice, compare_scalar
+    v = compare_choice("choose_path(...)", "absorb", "expand", ("expand", "absorb"))
+    assert v.message == "choose_path(...) returned 'expand', expected 'absorb'."
+    assert json.dumps(v.message) == json.dumps(str(v.message))
+    lang.use("zh")
+    assert lang.say(v.message) == "choose_path(...) 返回了 'expand'，期望 'absorb'。"
+    w = compare_scalar("bytes", 2_302_672_896, 2_302_672_895, rtol=0)
+    back = pickle.loads(pickle.dumps(w.message))
+    assert back == w.message and lang.say(back) == lang.say(w.message) and "2,302,672,896" in lang.say(back)
+    assert lang.say("a plain string") == "a plain string" and lang.say(None) is None
+
+
+def test_hints_in_chinese_count_like_english_ones(tmp_path):
+    hints.use_folder(tmp_path)
+    code, out, _ = run_cli("4", "--hint", "--lang", "zh")
+    p4 = next(p for p in PROBLEMS if p.number == 4)
+    assert code == 0 and "已显示 1 / 4 条" in out and texts.hint(p4, 1) in out
+    code, out, _ = run_cli("4", "--hint", "--lang", "en")
+    assert "2 of 4" in out and p4.hints[1] in out
+    assert (tmp_path / ".judge_hints.txt").read_text() == "choose_path 2\n"
