@@ -35,9 +35,10 @@ KEYWORDS = {"_": None, "N_": None, "said": None}
 
 
 def code_sources(root: Path = ROOT) -> list[Path]:
-    """The judge's code whose marked sentences are catalogued (not the problems' specs:
-    their words are data, below)."""
-    return sorted(p for p in (root / "grader").glob("*.py"))
+    """The judge's code whose marked sentences are catalogued: grader/*.py and the specs'
+    checkers (``said`` in grader/problems/pNN_*.py; the specs' statements, hints and
+    mistakes are data, below)."""
+    return sorted([*(root / "grader").glob("*.py"), *(root / "grader" / "problems").glob("p[0-9]*.py")])
 
 
 # --------------------------------------------------------------------------- the English
