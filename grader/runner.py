@@ -177,7 +177,7 @@ def provided_data(problem: Problem) -> dict:
 
 def may_import_text(problem: Problem) -> str:
     parts = [f"{m}.{n}" for m, names in problem.may_import.items() for n in names]
-    return ", ".join(parts) if parts else "nothing"
+    return ", ".join(parts) if parts else said("nothing")
 
 
 # --------------------------------------------------------------------------- running
@@ -307,19 +307,24 @@ def uses_reference_text(problem: Problem, uses: list) -> str:
     course = [u for u in uses if u not in procs and u not in judges]
     parts = []
     if procs:
-        parts.append(f"your code read another process's /proc entry ({'; '.join(procs[:3])}): "
-                     "graded code may look at its own process only (the judge's processes hold "
-                     "its settings, not anything an answer needs)")
+        parts.append(said("your code read another process's /proc entry ({what}): graded code may look "
+                          "at its own process only (the judge's processes hold its settings, not anything "
+                          "an answer needs)", what="; ".join(procs[:3])))
     if judges:
-        parts.append(f"your code read files the judge keeps from graded code ({'; '.join(judges[:3])}: "
-                     "the grades, the other submissions)")
+        parts.append(said("your code read files the judge keeps from graded code ({what}: the grades, the "
+                          "other submissions)", what="; ".join(judges[:3])))
     if course or not (procs or judges):
-        what = "; ".join(course[:3]) or "the course's code"
-        parts.append(f"your code uses the course's reference implementation ({what}); write it "
-                     f"yourself. From the course, problem {problem.number} may import only: "
-                     f"{may_import_text(problem)}.")
-    text = "; and ".join(parts)
-    return text if text.endswith(".") else text + "."
+        what = "; ".join(course[:3]) or said("the course's code")
+        parts.append(said("your code uses the course's reference implementation ({what}); write it yourself. "
+                          "From the course, problem {number} may import only: {allowed}.", what=what,
+                          number=problem.number, allowed=may_import_text(problem)))
+    if len(parts) == 1:
+        return parts[0] if parts[0].endswith(".") else said("{part}.", part=parts[0])
+    if len(parts) == 2:
+        text = said("{a}; and {b}", a=parts[0], b=parts[1])
+    else:
+        text = said("{a}; and {b}; and {c}", a=parts[0], b=parts[1], c=parts[2])
+    return text if text.endswith(".") else said("{part}.", part=text)
 
 
 def _is_proc_read(use: str) -> bool:
