@@ -96,8 +96,9 @@ def messages(root: Path = ROOT) -> dict[tuple[str | None, str], list[str]]:
 def _new_catalog():
     import polib
     po = polib.POFile(wrapwidth=0)
-    po.header = ("The judge's words in Chinese: its sentences (grader/*.py, marked _()) and each problem's\n"
-                 "title, statement, hints and named mistakes (msgctxt \"pNN ...\", from grader/problems/).\n"
+    po.header = ("The judge's words in Chinese: its sentences (grader/*.py and the checkers in grader/problems/,\n"
+                 "marked _(), N_() or said()) and each problem's title, statement, hints and named mistakes\n"
+                 "(msgctxt \"pNN ...\", read from the specs).\n"
                  "Updated by `python -m i18n update judge`; compiled into grader/locale/ by the same; "
                  "see i18n/judge.py.")
     po.metadata = {"Project-Id-Version": "mla-course judge", "Language": LOCALE, "MIME-Version": "1.0",
