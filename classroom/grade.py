@@ -42,7 +42,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import jail, limits, report, runner
+from grader import jail, lang, limits, report, runner
 from grader.records import CaseStatus, ProblemResult
 
 from . import committed, notebooks, pool
@@ -156,6 +156,13 @@ def _case_summary(problem, o) -> dict | None:
             "output": (o.output or "")[:1000]}
 
 
+def _english(fn, *args):
+    """The judge's words in English whatever this machine's locale: the gradebook and its
+    cache are the same bytes everywhere (grader/lang.py)."""
+    with lang.speaking("en"):
+        return fn(*args)
+
+
 def record_of(r: ProblemResult, staged: Path | None) -> dict:
     """Everything the reports need from one graded attempt, as plain data, with the
     staged file's path replaced by FILE (one cached verdict serves every student who
@@ -179,8 +186,8 @@ def record_of(r: ProblemResult, staged: Path | None) -> dict:
         "first": _case_summary(p, first),
         "first_public": _case_summary(p, _first([o for o in r.outcomes if not o.case.hidden])),
         "first_hidden": _case_summary(p, _first([o for o in r.outcomes if o.case.hidden])),
-        "failure_text": report.failure_text(r) if not r.passed else "",
-        "test": report.to_json([r])["tests"][0],
+        "failure_text": _english(report.failure_text, r) if not r.passed else "",
+        "test": _english(report.to_json, [r])["tests"][0],
         "output": r.output[:1000],
     }
     if staged is not None:

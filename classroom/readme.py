@@ -181,7 +181,7 @@ def flag_owner(flag: str, files: dict, repo_files) -> str:
         text = files[path].decode("utf-8", "replace")
         if not re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text):
             continue
-        m = re.search(rf'"{re.escape(flag)}"[^)]*?help="([^"]*)"', text, re.S)
+        m = re.search(rf'"{re.escape(flag)}"[^)]*?help=(?:_\()?"([^"]*)"', text, re.S)  # help="..." or _("...")
         needs = re.findall(r"\b([\w.-]+)/", m.group(1)) if m else []
         if any(n in tops and not _exists(n, files) for n in needs):
             continue

@@ -6,6 +6,7 @@ command line behind `python practice/judge.py`. In a notebook:
     check("choose_path", namespace=globals())
     check_file(4)         # grade practice/p04_choose_path.py as it is saved now
     statement(4)          # what problem 4 asks for
+    set_language("zh")    # the judge in Simplified Chinese for this session ("en": English)
 """
 
 
@@ -14,7 +15,10 @@ def __getattr__(name):
     if name in ("check", "check_file", "statement"):
         from . import notebook
         return getattr(notebook, name)
+    if name == "set_language":
+        from . import lang
+        return lambda code: lang.use(code, remember=True)
     raise AttributeError(f"module 'grader' has no attribute {name!r}")
 
 
-__all__ = ["check", "check_file", "statement"]
+__all__ = ["check", "check_file", "statement", "set_language"]

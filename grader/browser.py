@@ -4,6 +4,7 @@
     %judge 4                       # grade practice/p04_choose_path.py as saved in this browser
     %judge 4 --hint                # the next hint;  %judge 4 --statement: the task
     %judge                         # every problem, one line each
+    %judge --lang zh               # in Chinese, for the rest of this session (--lang en: back)
 
 ``%judge ARGS`` is ``python practice/judge.py ARGS``: grader.cli's own parser, overview
 and feedback, on the practice folder in the browser's storage (practice/ beside this
@@ -15,13 +16,16 @@ threads, so problems are graded one after the other; and no torch or triton, so 
 that needs them says so instead of grading. --watch is refused here (it would block the
 kernel).
 
-``judge("4 --hint")`` is the same without IPython.
+``judge("4 --hint")`` is the same without IPython. The language (grader/lang.py): --lang,
+remembered for the session (so ``check()`` in the same notebook speaks it too), else the
+practice folder's .judge_lang, else English (the browser has no LANG).
 """
 from __future__ import annotations
 
 import shlex
 
 from . import cli, hints
+from .lang import _
 from .runner import browser_practice as practice_dir
 
 PROG = "%judge"
@@ -31,12 +35,13 @@ def judge(line: str = "") -> int:
     """Run the judge's command line on the browser's practice files; returns its exit code."""
     argv = shlex.split(line)
     try:
-        if cli.build_parser(PROG).parse_args(argv).watch:
-            print("--watch is not available in the browser (it would block this kernel): "
-                  f"save the file, then run `{PROG} N` again.")
+        hints.use_folder(practice_dir())  # hints shown and .judge_lang: in the browser's storage
+        args = cli.parse(argv, PROG)
+        if args.watch:
+            print(_("--watch is not available in the browser (it would block this kernel): "
+                    "save the file, then run `{prog} N` again.").format(prog=PROG))
             return 2
-        hints.use_folder(practice_dir())  # hints already shown: kept in the browser's storage
-        return cli.main(argv, prog=PROG, practice=practice_dir())
+        return cli.main(argv, prog=PROG, practice=practice_dir(), args=args)
     except SystemExit as e:  # argparse's --help and usage errors: a line, not a traceback
         return e.code if isinstance(e.code, int) else 2
 

@@ -10,6 +10,8 @@
   judge.py --json          Exercism results.json v3 + Gradescope score/max_score
                            (--output practice/results.json also writes it to a file)
   judge.py --solutions     course check: every solution passes, every stub is "not started"
+  judge.py --lang zh       speak Simplified Chinese (or: practice/.judge_lang, LANG=zh_CN.UTF-8;
+                           grader/lang.py says the order)
 
 The browser's ``%judge`` (grader/browser.py) is this command line, on the browser's
 practice folder (``main(..., practice=...)``); there every problem is graded in this
@@ -31,7 +33,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import hints, report, runner
+from . import hints, lang, report, runner, texts
+from .lang import _, N_
 from .records import Isolation, ProblemStatus
 from .report import PROG
 
@@ -45,12 +48,15 @@ def hints_shown(problem) -> int:
 def reveal_hint(problem) -> str:
     n = hints.reveal(problem)
     if not problem.hints:
-        return f"Problem {problem.number} has no hints; re-read {problem.chapter}."
-    lines = [f"Hints for problem {problem.number} ({problem.slug}), {n} of {len(problem.hints)}:"]
-    for k, h in enumerate(problem.hints[:n], 1):
-        lines.append(f"  {k}. {h}")
+        return _("Problem {number} has no hints; re-read {chapter}.").format(
+            number=problem.number, chapter=problem.chapter)
+    lines = [_("Hints for problem {number} ({slug}), {n} of {total}:").format(
+        number=problem.number, slug=problem.slug, n=n, total=len(problem.hints))]
+    for k in range(1, n + 1):
+        lines.append(f"  {k}. {texts.hint(problem, k)}")
     if n == len(problem.hints):
-        lines.append(f"  That was the last hint; the derivation is in {problem.chapter}.")
+        lines.append("  " + _("That was the last hint; the derivation is in {chapter}.").format(
+            chapter=problem.chapter))
     return "\n".join(lines)
 
 
@@ -164,12 +170,12 @@ def cmd_watch(problems, single, args, prog) -> int:
                     if len(targets) == 1 and last is not None:
                         _print()
                         grade_one(targets[0], args, prog)
-                _print(f"\nWatching {len(paths)} file(s) for changes (Ctrl-C to stop)...")
+                _print("\n" + _("Watching {n} file(s) for changes (Ctrl-C to stop)...").format(n=len(paths)))
                 last = now
             time.sleep(args.poll)
-        _print(f"Stopped watching after {args.watch_minutes:g} minutes.")
+        _print(_("Stopped watching after {minutes} minutes.").format(minutes=f"{args.watch_minutes:g}"))
     except KeyboardInterrupt:
-        _print("\nStopped watching.")
+        _print("\n" + _("Stopped watching."))
     return 0
 
 
@@ -219,46 +225,87 @@ def sandbox_note() -> None:
     from . import jail
     if runner.default_isolation() is not Isolation.PROCESS:
         return
-    print(f"note: no OS sandbox here ({jail.probe()}): your code runs in its own process behind "
-          "the judge's Python-level guard -- fine for your own code; a teacher grading others' "
-          "needs bubblewrap (docs/teaching.md).", file=sys.stderr, flush=True)
+    print(_("note: no OS sandbox here ({why}): your code runs in its own process behind "
+            "the judge's Python-level guard -- fine for your own code; a teacher grading others' "
+            "needs bubblewrap (docs/teaching.md).").format(why=jail.probe()), file=sys.stderr, flush=True)
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog=prog, description="Grade the MLA course's practice problems.",
-                                 epilog="Examples: `%(prog)s`, `%(prog)s 4`, `%(prog)s choose_path --hint`, "
-                                        "`%(prog)s 8 --file my_answer.py`")
-    ap.add_argument("problem", nargs="?", help="a problem number or slug (default: all)")
-    ap.add_argument("--file", help="grade this file as the named problem (exit code 0 iff it passes)")
+    """The command line's options; the help is in the current language (grader/lang.py)."""
+    ap = argparse.ArgumentParser(prog=prog, description=_("Grade the MLA course's practice problems."),
+                                 epilog=_("Examples: `%(prog)s`, `%(prog)s 4`, `%(prog)s choose_path --hint`, "
+                                          "`%(prog)s 8 --file my_answer.py`"))
+    ap.add_argument("problem", nargs="?", help=_("a problem number or slug (default: all)"))
+    ap.add_argument("--file", help=_("grade this file as the named problem (exit code 0 iff it passes)"))
     ap.add_argument("--strict", action="store_true",
-                    help="with the overview: exit code 1 unless every problem passes")
-    ap.add_argument("--hint", action="store_true", help="reveal the next hint for the problem")
-    ap.add_argument("--seed", type=int, help="seed for the hidden cases (a failure prints the one to reuse)")
-    ap.add_argument("--json", action="store_true", help="print results.json (Exercism v3 + Gradescope score)")
+                    help=_("with the overview: exit code 1 unless every problem passes"))
+    ap.add_argument("--hint", action="store_true", help=_("reveal the next hint for the problem"))
+    ap.add_argument("--seed", type=int, help=_("seed for the hidden cases (a failure prints the one to reuse)"))
+    ap.add_argument("--json", action="store_true", help=_("print results.json (Exercism v3 + Gradescope score)"))
     ap.add_argument("--output", metavar="PATH",
-                    help="with --json: also write the JSON to PATH (e.g. practice/results.json)")
-    ap.add_argument("--watch", action="store_true", help="re-grade whenever the file(s) change")
+                    help=_("with --json: also write the JSON to PATH (e.g. practice/results.json)"))
+    ap.add_argument("--watch", action="store_true", help=_("re-grade whenever the file(s) change"))
     ap.add_argument("--watch-minutes", type=float, default=120.0, help=argparse.SUPPRESS)
     ap.add_argument("--poll", type=float, default=0.5, help=argparse.SUPPRESS)
     ap.add_argument("--solutions", action="store_true",
-                    help="course check: solutions/ pass and practice/ stubs are 'not started'")
-    ap.add_argument("--list", action="store_true", help="list the problems")
-    ap.add_argument("--statement", action="store_true", help="print the problem's statement")
+                    help=_("course check: solutions/ pass and practice/ stubs are 'not started'"))
+    ap.add_argument("--list", action="store_true", help=_("list the problems"))
+    ap.add_argument("--statement", action="store_true", help=_("print the problem's statement"))
+    ap.add_argument("--lang", metavar="LANG",
+                    help=_("zh (Simplified Chinese) or en; default: practice/.judge_lang, then "
+                           "LANGUAGE/LC_ALL/LC_MESSAGES/LANG, then English"))
     return ap
 
 
-def main(argv=None, prog: str | None = None, practice=None) -> int:
+# argparse's own words ("usage:", "options", its errors) come from the stdlib through the
+# module-level name argparse._; while the judge parses, that name looks in the judge's
+# catalogue first. These are the ones the catalogue carries (a test checks argparse still
+# has each of them); argparse's rarer words stay English.
+ARGPARSE_WORDS = (N_("usage: "), N_("positional arguments"), N_("options"),
+                  N_("show this help message and exit"), N_("%(prog)s: error: %(message)s\n"),
+                  N_("unrecognized arguments: %s"), N_("argument %(argument_name)s: %(message)s"),
+                  N_("expected one argument"), N_("invalid %(type)s value: %(value)r"))
+
+
+def lang_option(argv) -> str | None:
+    """--lang's value, read before the parser exists (its help is in that language)."""
+    for k, a in enumerate(argv):
+        if a == "--lang" and k + 1 < len(argv):
+            return argv[k + 1]
+        if a.startswith("--lang="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def parse(argv, prog: str) -> argparse.Namespace:
+    """Choose the language (--lang, then the setting file, then the environment), then
+    parse, with argparse's own words in it too; one line on stderr for an unknown one."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    lang.use(lang_option(argv), remember=True, folder=hints.folder())
+    if lang.note():
+        print(lang.note(), file=sys.stderr)
+    own = argparse._
+    wanted = set(ARGPARSE_WORDS)
+    argparse._ = lambda m: _(m) if m in wanted else own(m)
+    try:
+        return build_parser(prog).parse_args(argv)
+    finally:
+        argparse._ = own
+
+
+def main(argv=None, prog: str | None = None, practice=None, args=None) -> int:
     """The command line; ``practice``: the folder of the learner's files (default
-    practice/; the browser passes its drive's)."""
+    practice/; the browser passes its drive's); ``args``: argv already parsed (the browser)."""
     prog = prog or PROG
-    args = build_parser(prog).parse_args(argv)
+    args = args if args is not None else parse(argv, prog)
     errors: list = []
     problems = runner.discover(errors)
     for e in errors:
-        print(f"warning: problem spec {e.module} failed to load ({e.message}); "
-              "it is skipped -- please report this.", file=sys.stderr)
+        print(_("warning: problem spec {module} failed to load ({message}); "
+                "it is skipped -- please report this.").format(module=e.module, message=e.message),
+              file=sys.stderr)
     if not problems:
-        print("error: no problem specs found in grader/problems/.", file=sys.stderr)
+        print(_("error: no problem specs found in grader/problems/."), file=sys.stderr)
         return 2
     single = None
     if args.problem is None and args.file:
@@ -268,22 +315,23 @@ def main(argv=None, prog: str | None = None, practice=None) -> int:
             single = runner.find(args.problem, problems)
         except KeyError as e:
             if args.file:
-                print(f"error: cannot tell which problem {args.file} is; name it: "
-                      f"`{prog} 4 --file {args.file}`.", file=sys.stderr)
+                print(_("error: cannot tell which problem {file} is; name it: "
+                        "`{prog} 4 --file {file}`.").format(file=args.file, prog=prog), file=sys.stderr)
             else:
-                print(f"error: {e.args[0]}", file=sys.stderr)
+                print(_("error: {why}").format(why=lang.say(e.args[0])), file=sys.stderr)
             return 2
     if args.file and not Path(args.file).is_file():
-        print(f"error: no such file: {args.file}", file=sys.stderr)
+        print(_("error: no such file: {file}").format(file=args.file), file=sys.stderr)
         return 2
     if args.list:
         for p in problems:
-            print(f"{p.number:>2} {p.slug:<20} {p.title}   [{p.chapter}]")
+            print(f"{p.number:>2} {p.slug:<20} {texts.title(p)}   [{p.chapter}]")
         return 0
     if args.statement:
         for p in [single] if single else problems:
-            print(f"{p.statement.strip()}\n\n(file: practice/{p.filename}; chapter: {p.chapter}; "
-                  f"check: {prog} {p.number})\n")
+            where = _("(file: practice/{file}; chapter: {chapter}; check: {command})").format(
+                file=p.filename, chapter=p.chapter, command=f"{prog} {p.number}")
+            print(f"{texts.statement(p)}\n\n{where}\n")
         return 0
     if not args.hint:
         sandbox_note()
@@ -292,9 +340,9 @@ def main(argv=None, prog: str | None = None, practice=None) -> int:
         return cmd_solutions([single] if single else problems, seed, prog)
     if args.hint:
         if single is None:
-            print(f"which problem? `{prog} 4 --hint` gives the next hint for problem 4 "
-                  f"(problems: {', '.join(f'{p.number} {p.slug}' for p in problems)}).",
-                  file=sys.stderr)
+            print(_("which problem? `{prog} 4 --hint` gives the next hint for problem 4 "
+                    "(problems: {problems}).").format(prog=prog, problems=", ".join(
+                        f"{p.number} {p.slug}" for p in problems)), file=sys.stderr)
             return 2
         print(reveal_hint(single))
         return 0

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import types
 
-from . import hints, report, runner
+from . import hints, lang, report, runner, texts
+from .lang import _
 from .records import Isolation, ProblemStatus
 
 
@@ -23,6 +24,7 @@ def check(problem, namespace: dict | None = None, seed: int | None = None, displ
     Returns the ProblemResult (``.passed`` is True or False) and shows the verdict:
     HTML when IPython is available, text otherwise. ``isolate=False`` grades in this
     process (no limits) instead of a fork."""
+    lang.use(None, folder=hints.folder())  # the session's choice, .judge_lang or the environment
     prob = runner.find(problem)
     found = {}
     for name in prob.functions:
@@ -54,6 +56,7 @@ def check_file(problem, path=None, seed: int | None = None, display: bool = True
     """Grade a practice file as saved (default practice/pNN_slug.py) and show the same
     feedback as `python practice/judge.py N`. In the browser this is how a learner grades
     the file they edited in JupyterLite."""
+    lang.use(None, folder=hints.folder())
     prob = runner.find(problem)
     result = runner.grade(prob, path, seed=seed)
     if display:
@@ -63,8 +66,10 @@ def check_file(problem, path=None, seed: int | None = None, display: bool = True
 
 def statement(problem):
     """Show a problem's statement (Markdown in a notebook, text elsewhere)."""
+    lang.use(None, folder=hints.folder())
     prob = runner.find(problem)
-    text = prob.statement.strip() + f"\n\n*Check it with* `check({prob.number}, namespace=globals())`."
+    text = texts.statement(prob) + "\n\n" + _("*Check it with* `{call}`.").format(
+        call=f"check({prob.number}, namespace=globals())")
     try:
         from IPython.display import Markdown, display
         if _in_notebook():
@@ -76,8 +81,8 @@ def statement(problem):
 
 
 def _show(result, missing, problem):
-    note = (f"(not given: {', '.join(missing)} -- cases for it fail until you pass it)\n"
-            if missing else "")
+    note = (_("(not given: {names} -- cases for it fail until you pass it)").format(names=", ".join(missing))
+            + "\n" if missing else "")
     seen = hints.shown(problem)  # the same counter as `judge.py N --hint`
     try:
         from IPython.display import HTML, display

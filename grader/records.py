@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from .child import RunStatus  # noqa: F401 -- re-exported: the sandbox's vocabulary
+from .lang import N_
 from .spec import Case, Problem
 
 
@@ -80,7 +81,7 @@ class CaseOutcome:
 
     def not_run(self) -> "CaseOutcome":
         self.status, self.reason = CaseStatus.NOT_RUN, "not_run"
-        self.message = "not run (an earlier case stopped the process)."
+        self.message = N_("not run (an earlier case stopped the process).")  # translated when shown
         return self
 
 

@@ -1,11 +1,15 @@
 """Turn ProblemResults into what people and tools read: one-line status, full feedback,
-HTML for notebooks, and Exercism results.json v3 (+ Gradescope score/max_score)."""
+HTML for notebooks, and Exercism results.json v3 (+ Gradescope score/max_score).
+Sentences for people are in the judge's language (grader/lang.py); numbers are formatted
+here, outside the translated sentences, so they are the same in every language."""
 from __future__ import annotations
 
 import html
 import os
 import sys
 
+from . import texts
+from .lang import _, N_, say
 from .records import CaseStatus, Isolation, ProblemResult, ProblemStatus
 
 PROG = "python practice/judge.py"  # the one command every message names
@@ -35,13 +39,13 @@ def _first_line(text: str) -> str:
 def headline(r: ProblemResult) -> str:
     """'public 8/8 cases pass, hidden 25/28 pass (3 not run)' or the whole-file reason."""
     if r.message:
-        return _first_line(r.message)
+        return _first_line(say(r.message))
     parts = []
-    for label, hidden in (("public", False), ("hidden", True)):
+    for label, hidden in ((_("public"), False), (_("hidden"), True)):
         ok, total, not_run = r.counts(hidden)
         if total:
-            parts.append(f"{label} {ok}/{total}" + (f" ({not_run} not run)" if not_run else ""))
-    return ", ".join(parts) + " cases pass"
+            parts.append(f"{label} {ok}/{total}" + (" " + _("({n} not run)").format(n=not_run) if not_run else ""))
+    return _("{counts} cases pass").format(counts=_(", ").join(parts))
 
 
 def reproduce(r: ProblemResult, prog: str = PROG) -> str:
@@ -58,136 +62,168 @@ def isolation_note(isolation: Isolation) -> str | None:
     if isolation is not Isolation.NONE:
         return None  # a child or a fork: the command line's limits
     if sys.platform == "emscripten":  # interrupting does not stop a loop there
-        return ("(graded in-process, in this browser tab's Python: there is no time limit. If your "
-                "code runs forever, restart the kernel (Kernel > Restart Kernel), fix it, grade again.)")
-    return ("(graded inside this Python process: there is no time limit and no crash "
-            "protection. If your code runs forever, interrupt the kernel (the ■ button, or "
-            "Kernel > Interrupt); restart it if that does not help.)")
+        return _("(graded in-process, in this browser tab's Python: there is no time limit. If your "
+                 "code runs forever, restart the kernel (Kernel > Restart Kernel), fix it, grade again.)")
+    return _("(graded inside this Python process: there is no time limit and no crash "
+             "protection. If your code runs forever, interrupt the kernel (the ■ button, or "
+             "Kernel > Interrupt); restart it if that does not help.)")
+
+
+# a status as people read it; the Enum's value (what JSON carries) stays English
+STATUS_WORDS = {ProblemStatus.PASSED: N_("passed"), ProblemStatus.FAILED: N_("failed"),
+                ProblemStatus.NOT_STARTED: N_("not started"), ProblemStatus.MISSING: N_("missing"),
+                ProblemStatus.UNAVAILABLE: N_("unavailable")}
+STATUS_SHOUTS = {ProblemStatus.PASSED: N_("PASSED"), ProblemStatus.FAILED: N_("FAILED"),
+                 ProblemStatus.NOT_STARTED: N_("NOT STARTED"), ProblemStatus.MISSING: N_("MISSING"),
+                 ProblemStatus.UNAVAILABLE: N_("UNAVAILABLE")}
+
+
+def status_word(status: ProblemStatus) -> str:
+    return _(STATUS_WORDS[status])
 
 
 def status_line(r: ProblemResult, prog: str = PROG) -> str:
     p = r.problem
     label = f"{r.status.mark} {p.number:>2} {p.slug:<20}"
     if r.status is ProblemStatus.PASSED:
-        return f"{label} passed ({len(r.outcomes)} cases, {r.elapsed:.1f} s)"
+        return f"{label} " + _("passed ({n} cases, {seconds} s)").format(n=len(r.outcomes),
+                                                                       seconds=f"{r.elapsed:.1f}")
     if r.status is ProblemStatus.NOT_STARTED:
-        return f"{label} not started"
+        return f"{label} " + _("not started")
     if r.status in (ProblemStatus.MISSING, ProblemStatus.UNAVAILABLE):
-        return f"{label} {r.status}: {headline(r)}"
+        return f"{label} {status_word(r.status)}: {headline(r)}"
     first = r.first_failure()
-    why = _first_line(first.message) if first else headline(r)
-    pp, pt, _ = r.counts(False)
+    why = _first_line(message_of(r.problem, first)) if first else headline(r)
+    pp, pt, _n = r.counts(False)
     if first is not None and first.case.hidden and pp == pt:
-        lead = f"public cases pass, but hidden case \"{first.case.name}\" fails"
+        lead = _("public cases pass, but hidden case \"{case}\" fails").format(case=first.case.name)
     else:
         lead = headline(r)
-    return f"{label} failed: {lead} -- {why}" if first else f"{label} failed: {lead}"
+    return (f"{label} " + _("failed: {lead} -- {why}").format(lead=lead, why=why) if first
+            else f"{label} " + _("failed: {lead}").format(lead=lead))
+
+
+def message_of(problem, outcome) -> str:
+    """A case's message as the learner reads it (the checker's words; named mistakes and the
+    judge's own sentences in the current language)."""
+    return say(outcome.message) if outcome.status is not CaseStatus.NOT_RUN else _(outcome.message)
 
 
 def details(r: ProblemResult, prog: str = PROG, hints_shown: int = 0) -> str:
     """Full feedback for one problem; only the first failure in detail."""
     p = r.problem
-    lines = [f"Problem {p.number} · {p.slug} -- {p.title}",
-             f"  file: {shown_path(r)}    chapter: {p.chapter}"]
+    lines = [_("Problem {number} · {slug} -- {title}").format(number=p.number, slug=p.slug, title=texts.title(p)),
+             "  " + _("file: {file}    chapter: {chapter}").format(file=shown_path(r), chapter=p.chapter)]
     note = isolation_note(r.isolation)
     if note:
         lines.append("  " + note)
     if r.status in (ProblemStatus.MISSING, ProblemStatus.UNAVAILABLE) or (r.message and not r.outcomes):
-        lines += [f"  {r.status.mark} {str(r.status).upper()}", _indent(r.message)]
+        lines += [f"  {r.status.mark} {_(STATUS_SHOUTS[r.status])}", _indent(say(r.message))]
         return "\n".join(lines)
     lines.append(f"  {headline(r)}")
     if r.status is ProblemStatus.PASSED:
-        lines.append(f"  ✓ PASSED -- every case, public and hidden ({r.elapsed:.1f} s).")
+        lines.append("  ✓ " + _("PASSED -- every case, public and hidden ({seconds} s).").format(
+            seconds=f"{r.elapsed:.1f}"))
         return "\n".join(lines)
     if r.status is ProblemStatus.NOT_STARTED:
-        lines += ["  · NOT STARTED -- the functions still raise NotImplementedError.",
-                  f"  Read the task (`{prog} {p.number} --statement`, or the top of {shown_path(r)}),",
-                  f"  write the functions, then run this again. Stuck? `{prog} {p.number} --hint`."]
+        lines += ["  · " + _("NOT STARTED -- the functions still raise NotImplementedError."),
+                  "  " + _("Read the task (`{prog} {number} --statement`, or the top of {file}),").format(
+                      prog=prog, number=p.number, file=shown_path(r)),
+                  "  " + _("write the functions, then run this again. Stuck? `{prog} {number} --hint`.").format(
+                      prog=prog, number=p.number)]
         return "\n".join(lines)
     first = r.first_failure()
-    kind = "hidden" if first.case.hidden else "public"
-    lines.append("  ✗ FAILED")
-    lines.append(f"  First failure -- {kind} case \"{first.case.name}\" ({first.case.function})")
+    lines.append("  ✗ " + _("FAILED"))
+    lines.append("  " + (_("First failure -- hidden case \"{case}\" ({function})") if first.case.hidden else
+                         _("First failure -- public case \"{case}\" ({function})")).format(
+        case=first.case.name, function=first.case.function))
     if first.case.describe:
-        lines.append(f"    case: {first.case.describe}")
-    lines.append(_indent(first.message))
+        lines.append("    " + _("case: {case}").format(case=first.case.describe))
+    lines.append(_indent(message_of(p, first)))
     if first.mistake:
-        lines.append(f"    Likely slip: {first.mistake}")
+        lines.append("    " + _("Likely slip: {message}").format(message=texts.mistake(p, first.mistake)))
     if first.output.strip():
-        lines.append("    Your code printed:")
+        lines.append("    " + _("Your code printed:"))
         lines.append(_indent(first.output.rstrip()[:2000], 6))
     if r.output.strip():
-        lines.append("    Output from the process (below Python's print):")
+        lines.append("    " + _("Output from the process (below Python's print):"))
         lines.append(_indent(r.output.rstrip()[:2000], 6))
     others = r.count(CaseStatus.FAIL) - (first.status is CaseStatus.FAIL)
     todo = r.count(CaseStatus.NOT_STARTED) - (first.status is CaseStatus.NOT_STARTED)
     not_run = r.count(CaseStatus.NOT_RUN) - (first.status is CaseStatus.NOT_RUN)
-    rest = ([f"{others} more failing case(s)"] * (others > 0) + [f"{todo} not started"] * (todo > 0)
-            + [f"{not_run} not run"] * (not_run > 0))
+    rest = ([_("{n} more failing case(s)").format(n=others)] * (others > 0)
+            + [_("{n} not started").format(n=todo)] * (todo > 0)
+            + [_("{n} not run").format(n=not_run)] * (not_run > 0))
     if rest:
-        lines.append(f"  ({', '.join(rest)} not shown; fix this one first.)")
+        lines.append("  " + _("({rest} not shown; fix this one first.)").format(rest=_(", ").join(rest)))
     if first.case.hidden and r.seed is not None:
-        lines.append(f"  Reproduce: {reproduce(r, prog)}")
+        lines.append("  " + _("Reproduce: {command}").format(command=reproduce(r, prog)))
     n_hints = len(p.hints)
     if n_hints and hints_shown < n_hints:
-        lines.append(f"  Stuck? `{prog} {p.number} --hint` ({hints_shown} of {n_hints} hints shown so far)")
+        lines.append("  " + _("Stuck? `{prog} {number} --hint` ({shown} of {total} hints shown so far)").format(
+            prog=prog, number=p.number, shown=hints_shown, total=n_hints))
     return "\n".join(lines)
 
 
 def summary(results, prog: str = PROG) -> str:
     n = {s: sum(r.status is s for r in results) for s in ProblemStatus}
-    parts = [f"passed {n[ProblemStatus.PASSED]}", f"failed {n[ProblemStatus.FAILED]}",
-             f"not started {n[ProblemStatus.NOT_STARTED]}"]
+    parts = [_("passed {n}").format(n=n[ProblemStatus.PASSED]), _("failed {n}").format(n=n[ProblemStatus.FAILED]),
+             _("not started {n}").format(n=n[ProblemStatus.NOT_STARTED])]
     if n[ProblemStatus.MISSING]:
-        parts.append(f"missing {n[ProblemStatus.MISSING]}")
+        parts.append(_("missing {n}").format(n=n[ProblemStatus.MISSING]))
     if n[ProblemStatus.UNAVAILABLE]:
-        parts.append(f"unavailable here {n[ProblemStatus.UNAVAILABLE]}")
-    lines = [f"Summary: {', '.join(parts)} (of {len(results)} problems)."]
+        parts.append(_("unavailable here {n}").format(n=n[ProblemStatus.UNAVAILABLE]))
+    lines = [_("Summary: {counts} (of {total} problems).").format(counts=_(", ").join(parts), total=len(results))]
     failed = [r for r in results if r.status in (ProblemStatus.FAILED, ProblemStatus.MISSING)]
     todo = [r for r in results if r.status is ProblemStatus.NOT_STARTED]
     if failed:
         r = failed[0]
-        lines.append(f"Next: `{prog} {r.problem.number}` for the full feedback on problem "
-                     f"{r.problem.number} ({r.problem.slug}).")
+        lines.append(_("Next: `{prog} {number}` for the full feedback on problem {number} ({slug}).").format(
+            prog=prog, number=r.problem.number, slug=r.problem.slug))
     elif todo:
         r = todo[0]
-        lines.append(f"Next: problem {r.problem.number} ({r.problem.slug}) -- read {r.problem.chapter}, "
-                     f"edit {shown_path(r)}, then `{prog} {r.problem.number}`.")
+        lines.append(_("Next: problem {number} ({slug}) -- read {chapter}, edit {file}, then "
+                       "`{prog} {number}`.").format(number=r.problem.number, slug=r.problem.slug,
+                                                    chapter=r.problem.chapter, file=shown_path(r), prog=prog))
     elif results and all(r.status in (ProblemStatus.PASSED, ProblemStatus.UNAVAILABLE) for r in results):
-        lines.append("Everything here passes." + (" Problems marked unavailable need packages "
-                                                    "this machine lacks." if n[ProblemStatus.UNAVAILABLE] else ""))
+        lines.append(_("Everything here passes.") + (" " + _("Problems marked unavailable need packages "
+                                                             "this machine lacks.") if n[ProblemStatus.UNAVAILABLE] else ""))
     return "\n".join(lines)
 
 
 def failure_text(r: ProblemResult, prog: str = PROG) -> str:
-    """The first failure as plain text (JSON message, gradebooks)."""
+    """The first failure as plain text (JSON message, gradebooks), in the current language."""
     first = r.first_failure()
     if r.message and not r.outcomes:
-        return r.message
+        return say(r.message)
     if first is None:
         return ""
-    text = (f"{headline(r)}\nFirst failure -- {'hidden' if first.case.hidden else 'public'} case "
-            f"\"{first.case.name}\" ({first.case.describe})\n{first.message}")
+    where = (_("First failure -- hidden case \"{case}\" ({function})") if first.case.hidden else
+             _("First failure -- public case \"{case}\" ({function})")).format(case=first.case.name,
+                                                                               function=first.case.describe)
+    text = f"{headline(r)}\n{where}\n{message_of(r.problem, first)}"
     if first.mistake:
-        text += f"\nLikely slip: {first.mistake}"
+        text += "\n" + _("Likely slip: {message}").format(message=texts.mistake(r.problem, first.mistake))
     if first.case.hidden:
-        text += f"\nReproduce: {reproduce(r, prog)}"
+        text += "\n" + _("Reproduce: {command}").format(command=reproduce(r, prog))
     return text
 
 
 def to_json(results, prog: str = PROG, seed=None) -> dict:
-    """Exercism results.json v3, with Gradescope's score/max_score at the top and per test."""
+    """Exercism results.json v3, with Gradescope's score/max_score at the top and per test.
+    Keys, names and status values are English in every language; a ``message`` (for people)
+    is in the judge's current language."""
     tests = []
     for r in results:
         p = r.problem
         if r.status is ProblemStatus.PASSED:
             st, msg = "pass", None
         elif r.status is ProblemStatus.UNAVAILABLE:
-            st, msg = "error", r.message
+            st, msg = "error", say(r.message)
         elif r.status is ProblemStatus.NOT_STARTED:
-            st, msg = "fail", "not started: the functions still raise NotImplementedError."
+            st, msg = "fail", _("not started: the functions still raise NotImplementedError.")
         elif r.message and not r.outcomes:
-            st, msg = "error", r.message
+            st, msg = "error", say(r.message)
         else:
             st, msg = "fail", failure_text(r, prog)
         first = r.first_failure()
@@ -207,9 +243,9 @@ def to_html(r: ProblemResult, hints_shown: int = 0, prog: str = PROG) -> str:
              ProblemStatus.NOT_STARTED: "#6e7781"}.get(r.status, "#9a6700")
     text = details(r, prog=prog, hints_shown=hints_shown)
     return (f'<div style="border-left:4px solid {color};padding:4px 10px;margin:4px 0">'
-            f'<b style="color:{color}">{html.escape(r.status.mark + " " + str(r.status).upper())}</b>'
+            f'<b style="color:{color}">{html.escape(r.status.mark + " " + _(STATUS_SHOUTS[r.status]))}</b>'
             f'<pre style="white-space:pre-wrap;margin:4px 0">{html.escape(text)}</pre></div>')
 
 
 __all__ = ["details", "headline", "status_line", "summary", "to_json", "to_html", "failure_text",
-           "reproduce", "shown_path", "PROG"]
+           "reproduce", "shown_path", "status_word", "PROG"]

@@ -27,6 +27,7 @@ import numpy as np
 from . import child as _child
 from . import jail, sandbox
 from .child import RunStatus
+from .lang import said
 from .records import CaseOutcome, CaseStatus, Isolation, ProblemResult, ProblemStatus
 from .spec import Case, Problem, same_answer
 
@@ -102,7 +103,7 @@ def find(key, problems=None) -> Problem:
         if k in (p.slug, stem, f"p{p.number:02d}", f"p{p.number}") or (k.isdigit() and int(k) == p.number):
             return p
     known = ", ".join(f"{p.number} {p.slug}" for p in problems)
-    raise KeyError(f"no problem {key!r}; known problems: {known}")
+    raise KeyError(said("no problem {key}; known problems: {known}", key=repr(key), known=known))
 
 
 def missing_requirements(problem: Problem) -> list[str]:
@@ -114,20 +115,23 @@ def unavailable_reason(problem: Problem) -> str | None:
     torch and Triton (Pyodide has no wheels of them), whatever the page has loaded."""
     if IN_BROWSER and problem.needs_torch:
         needs = " + ".join(m for m in problem.requires if m != "numpy")
-        return (f"problem {problem.number} needs {needs}, which do not run in the browser. Solve it "
-                f"where the course is installed (bash setup.sh), then: python practice/judge.py "
-                f"{problem.number}.")
+        return said("problem {number} needs {needs}, which do not run in the browser. Solve it "
+                    "where the course is installed (bash setup.sh), then: python practice/judge.py "
+                    "{number}.", number=problem.number, needs=needs)
     missing = missing_requirements(problem)
     return requirement_text(problem, missing) if missing else None
 
 
 def requirement_text(problem: Problem, missing: list[str]) -> str:
     names = " and ".join(missing) if len(missing) < 3 else ", ".join(missing[:-1]) + " and " + missing[-1]
-    verb = "is" if len(missing) == 1 else "are"
-    gpu = (" It runs on a CUDA GPU, or on the CPU in Triton's interpreter (the judge sets "
-           "TRITON_INTERPRET=1 there)." if problem.needs_torch else "")
-    return (f"problem {problem.number} needs {names}, which {verb} not installed here: run "
-            f"`bash setup.sh` (it installs them) or `pip install {' '.join(missing)}`.{gpu}")
+    gpu = (said(" It runs on a CUDA GPU, or on the CPU in Triton's interpreter (the judge sets "
+                "TRITON_INTERPRET=1 there).") if problem.needs_torch else "")
+    values = dict(number=problem.number, names=names, pip=" ".join(missing), gpu=gpu)
+    if len(missing) == 1:
+        return said("problem {number} needs {names}, which is not installed here: run `bash setup.sh` "
+                    "(it installs them) or `pip install {pip}`.{gpu}", **values)
+    return said("problem {number} needs {names}, which are not installed here: run `bash setup.sh` "
+                "(it installs them) or `pip install {pip}`.{gpu}", **values)
 
 
 # --------------------------------------------------------------------------- the course's code
@@ -173,7 +177,7 @@ def provided_data(problem: Problem) -> dict:
 
 def may_import_text(problem: Problem) -> str:
     parts = [f"{m}.{n}" for m, names in problem.may_import.items() for n in names]
-    return ", ".join(parts) if parts else "nothing"
+    return ", ".join(parts) if parts else said("nothing")
 
 
 # --------------------------------------------------------------------------- running
@@ -206,46 +210,49 @@ def _messages(problem: Problem, case: Case, rec: dict) -> tuple[str, str]:
     st = rec.get("status")
     cap = _memory_cap(problem, case)
     if st == RunStatus.ERROR:
-        return f"{fn} raised an exception:\n{rec.get('message', '')}", "exception"
+        return said("{fn} raised an exception:\n{message}", fn=fn, message=rec.get("message", "")), "exception"
     if st == RunStatus.MEMORY_ERROR:
         return (case.memory_error_message or
-                f"{fn} ran out of memory: the judge allows about {cap} MB beyond what Python itself "
-                f"uses, far more than this case's answer needs -- is your code building a much "
-                f"larger array than necessary?\n{rec.get('message', '')}"), "memory"
+                said("{fn} ran out of memory: the judge allows about {cap} MB beyond what Python itself "
+                     "uses, far more than this case's answer needs -- is your code building a much "
+                     "larger array than necessary?\n{message}", fn=fn, cap=cap,
+                     message=rec.get("message", ""))), "memory"
     if st == RunStatus.OUT_OF_MEMORY and rec.get("cap_mb"):
-        return (f"{fn} went over the judge's memory cap: everything the attempt holds at once "
-                f"(its arrays, memory it maps, files it writes in the sandbox, any process it "
-                f"starts) may total about {rec['cap_mb']} MB, and the kernel stopped it there. "
-                f"{case.memory_error_message or 'Is your code building a much larger array than the answer needs?'}"
-                ), "memory"
+        return said("{fn} went over the judge's memory cap: everything the attempt holds at once "
+                    "(its arrays, memory it maps, files it writes in the sandbox, any process it "
+                    "starts) may total about {cap} MB, and the kernel stopped it there. {why}",
+                    fn=fn, cap=rec["cap_mb"], why=case.memory_error_message or _TOO_LARGE_AN_ARRAY()), "memory"
     if st == RunStatus.OUT_OF_MEMORY:
-        why = (f" {case.memory_error_message}" if case.memory_error_message else
-               " Is your code building a much larger array than the answer needs?")
-        return (f"{fn} ran out of memory: native code (numpy's BLAS or another library) could not "
-                f"allocate more under the judge's cap of about {cap} MB beyond what Python itself "
-                f"uses, and ended the process (exit code {rec.get('code')}).{why}"), "memory"
+        return said("{fn} ran out of memory: native code (numpy's BLAS or another library) could not "
+                    "allocate more under the judge's cap of about {cap} MB beyond what Python itself "
+                    "uses, and ended the process (exit code {code}). {why}", fn=fn, cap=cap,
+                    code=rec.get("code"), why=case.memory_error_message or _TOO_LARGE_AN_ARRAY()), "memory"
     if st == RunStatus.SYSTEM_EXIT:
-        return (f"{fn} tried to stop the program ({rec.get('message')}). Return the answer "
-                "instead of exiting."), "exit"
+        return said("{fn} tried to stop the program ({how}). Return the answer instead of exiting.",
+                    fn=fn, how=rec.get("message")), "exit"
     if st == RunStatus.MISSING_FUNCTION:
-        return (f"your file defines no function named {rec.get('function')!r}; keep the names "
-                "and parameters from the stub."), "missing_function"
+        return said("your file defines no function named {name}; keep the names and parameters "
+                    "from the stub.", name=repr(rec.get("function"))), "missing_function"
     if st == RunStatus.USES_REFERENCE:
         return uses_reference_text(problem, rec.get("uses", [])), "uses_reference"
     if st == RunStatus.TIMEOUT:
-        why = case.timeout_message or "(an infinite loop, or far too much work for these sizes?)"
-        return (f"{fn} was still running after {rec.get('timeout_s', problem.timeout_s):g} s and "
-                f"was stopped {why}"), "timeout"
+        why = case.timeout_message or said("(an infinite loop, or far too much work for these sizes?)")
+        return said("{fn} was still running after {seconds} s and was stopped {why}", fn=fn,
+                    seconds=f"{rec.get('timeout_s', problem.timeout_s):g}", why=why), "timeout"
     if st == RunStatus.CRASHED:
-        return (f"the Python process running {fn} crashed ({rec.get('signal')}); this usually "
-                "means code that corrupts memory or kills the process."), "crash"
+        return said("the Python process running {fn} crashed ({signal}); this usually means code "
+                    "that corrupts memory or kills the process.", fn=fn, signal=rec.get("signal")), "crash"
     if st == RunStatus.EXITED:
-        return (f"the process running {fn} ended (exit code {rec.get('code')}) without a Python "
-                "exception, before returning: native code stopped it."), "exit"
+        return said("the process running {fn} ended (exit code {code}) without a Python exception, "
+                    "before returning: native code stopped it.", fn=fn, code=rec.get("code")), "exit"
     if st == RunStatus.TOO_LARGE:
-        return (f"{fn} returned a result too large to send back (over "
-                f"{sandbox.RECORD_CAP // 2**20} MB)."), "too_large"
-    return f"unexpected result from the test process: {st!r}", "error"
+        return said("{fn} returned a result too large to send back (over {mb} MB).", fn=fn,
+                    mb=sandbox.RECORD_CAP // 2**20), "too_large"
+    return said("unexpected result from the test process: {status}", status=repr(st)), "error"
+
+
+def _TOO_LARGE_AN_ARRAY():
+    return said("Is your code building a much larger array than the answer needs?")
 
 
 def mutations(problem: Problem, mutated) -> list[str]:
@@ -300,19 +307,24 @@ def uses_reference_text(problem: Problem, uses: list) -> str:
     course = [u for u in uses if u not in procs and u not in judges]
     parts = []
     if procs:
-        parts.append(f"your code read another process's /proc entry ({'; '.join(procs[:3])}): "
-                     "graded code may look at its own process only (the judge's processes hold "
-                     "its settings, not anything an answer needs)")
+        parts.append(said("your code read another process's /proc entry ({what}): graded code may look "
+                          "at its own process only (the judge's processes hold its settings, not anything "
+                          "an answer needs)", what="; ".join(procs[:3])))
     if judges:
-        parts.append(f"your code read files the judge keeps from graded code ({'; '.join(judges[:3])}: "
-                     "the grades, the other submissions)")
+        parts.append(said("your code read files the judge keeps from graded code ({what}: the grades, the "
+                          "other submissions)", what="; ".join(judges[:3])))
     if course or not (procs or judges):
-        what = "; ".join(course[:3]) or "the course's code"
-        parts.append(f"your code uses the course's reference implementation ({what}); write it "
-                     f"yourself. From the course, problem {problem.number} may import only: "
-                     f"{may_import_text(problem)}.")
-    text = "; and ".join(parts)
-    return text if text.endswith(".") else text + "."
+        what = "; ".join(course[:3]) or said("the course's code")
+        parts.append(said("your code uses the course's reference implementation ({what}); write it yourself. "
+                          "From the course, problem {number} may import only: {allowed}.", what=what,
+                          number=problem.number, allowed=may_import_text(problem)))
+    if len(parts) == 1:
+        return parts[0] if parts[0].endswith(".") else said("{part}.", part=parts[0])
+    if len(parts) == 2:
+        text = said("{a}; and {b}", a=parts[0], b=parts[1])
+    else:
+        text = said("{a}; and {b}; and {c}", a=parts[0], b=parts[1], c=parts[2])
+    return text if text.endswith(".") else said("{part}.", part=text)
 
 
 def _is_proc_read(use: str) -> bool:
@@ -330,22 +342,23 @@ def grade_record(problem: Problem, case: Case, rec: dict) -> CaseOutcome:
         out.result = result
         changed = mutations(problem, rec.get("mutated"))
         if changed:
-            return out.fail(f"{fn} changed its input in place: {'; '.join(changed)}. The caller "
-                            "still needs its arguments as they were: work on a copy (x = x * 2, not "
-                            "x *= 2; sorted(xs) or list(xs), not xs.sort() or xs.pop()).",
-                            "mutated_input")
+            return out.fail(said("{fn} changed its input in place: {changes}. The caller still needs "
+                                 "its arguments as they were: work on a copy (x = x * 2, not x *= 2; "
+                                 "sorted(xs) or list(xs), not xs.sort() or xs.pop()).",
+                                 fn=fn, changes="; ".join(changed)), "mutated_input")
         if problem.needs_kernel_launch and not (rec.get("launches") and rec.get("from_kernel")):
             return out.fail(kernel_text(problem, fn, rec), "no_kernel")
         try:
             verdict = problem.check(case, result)
         except Exception as e:  # noqa: BLE001 -- a result the checker could not read
-            return out.fail(f"the judge could not read the result of {fn} ({type(e).__name__}: "
-                            f"{e}); return the type the statement asks for.", "wrong_type")
+            return out.fail(said("the judge could not read the result of {fn} ({error}); return the "
+                                 "type the statement asks for.", fn=fn, error=f"{type(e).__name__}: {e}"),
+                            "wrong_type")
         if verdict.passed:
             return out
         return out.fail(verdict.message, verdict.reason)
     if st == RunStatus.NOT_IMPLEMENTED:
-        return out.not_started(f"{fn} is not written yet (it raises NotImplementedError).")
+        return out.not_started(said("{fn} is not written yet (it raises NotImplementedError).", fn=fn))
     if st == RunStatus.NOT_RUN:
         return out.not_run()
     return out.fail(*_messages(problem, case, rec))
@@ -469,12 +482,13 @@ def grade(problem: Problem, path=None, seed: int | None = None, module=None, pro
     if why:
         return res.unavailable(why)
     if module is None and not Path(path).is_file():
-        return res.missing(f"there is no file {path}.")
+        return res.missing(said("there is no file {path}.", path=path))
     try:
         cases = problem.make_cases(seed)
     except Exception as e:  # noqa: BLE001 -- a bug in the course, not in the attempt
-        return res.broken(f"the judge could not build the cases for problem {problem.number} "
-                          f"({type(e).__name__}: {e}); please report this.", "judge_error")
+        return res.broken(said("the judge could not build the cases for problem {number} ({error}); "
+                               "please report this.", number=problem.number, error=f"{type(e).__name__}: {e}"),
+                          "judge_error")
     cases = [c for c in cases if not c.hidden] + [c for c in cases if c.hidden]
     if where.kind is Isolation.NONE:
         records = run_in_process(path, cases, module=module)
@@ -494,8 +508,9 @@ def grade(problem: Problem, path=None, seed: int | None = None, module=None, pro
                 records, res.output = sandbox.run(problem, path, cases, protected, provided_data(problem),
                                                   where, module=module)
         except sandbox.InfrastructureError as e:
-            res.unavailable(f"the judge could not run this attempt: {e}. This is not the "
-                            "attempt's fault; grade it again (if it keeps happening, report it).")
+            res.unavailable(said("the judge could not run this attempt: {error}. This is not the "
+                                 "attempt's fault; grade it again (if it keeps happening, report it).",
+                                 error=str(e)))
             res.reason = "infrastructure"
             res.elapsed = time.monotonic() - t0
             return res
@@ -515,9 +530,9 @@ def _import_message(problem: Problem, rec: dict) -> tuple[str, str]:
         return uses_reference_text(problem, rec.get("uses", [])), "uses_reference"
     if rec.get("event") == "import_failed":  # the process died or hung while importing
         msg, reason = _messages(problem, Case("import", "(importing your file)", {}), rec)
-        return "your file could not be loaded: " + msg, reason
+        return said("your file could not be loaded: {why}", why=msg), reason
     reason = {"SystemExit": "exit", "MemoryError": "memory"}.get(rec.get("type"), "import_error")
-    return f"your file could not be imported:\n{rec.get('message', '')}", reason
+    return said("your file could not be imported:\n{message}", message=rec.get("message", "")), reason
 
 
 __all__ = ["discover", "find", "grade", "default_isolation", "missing_requirements", "course_folders",

@@ -204,6 +204,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .lang import N_, said, said_lines
+
 __all__ = [
     "Case", "Edge", "Mistake", "Problem", "Verdict", "PASS", "fail",
     "compare_arrays", "compare_scalar", "compare_choice", "compare_dict",
@@ -214,7 +216,7 @@ __all__ = [
 ]
 
 # Said once, in every statement whose problem does not declare may_change_inputs.
-INPUTS_RULE = (
+INPUTS_RULE = N_(
     "**Inputs are read-only.** Do not change any argument in place -- an array, a list, or "
     "anything inside one: the caller still needs them, and the judge compares every argument "
     "before and after each call. Write `x = x * 2`, not `x *= 2`; `sorted(xs)` or "
@@ -359,22 +361,23 @@ def as_array(got, name: str = "result"):
 def _numeric_array(got, name):
     """The answer as a numeric ndarray in its own dtype, or a Verdict saying why not."""
     if isinstance(got, dict) and "__unsupported__" in got:
-        return fail(f"{name} returned an object of type {got['__unsupported__']}; "
-                    "return a numpy array (or a torch tensor).", "wrong_type")
+        return fail(said("{name} returned an object of type {type}; return a numpy array (or a "
+                         "torch tensor).", name=name, type=got["__unsupported__"]), "wrong_type")
     if got is None:
-        return fail(f"{name} returned None; did you forget a `return`?", "wrong_type")
+        return fail(said("{name} returned None; did you forget a `return`?", name=name), "wrong_type")
     if isinstance(got, (str, bytes, dict, set)):
-        return fail(f"{name} returned a {type_name(got)}; expected an array of numbers.",
-                    "wrong_type")
+        return fail(said("{name} returned a {type}; expected an array of numbers.", name=name,
+                         type=type_name(got)), "wrong_type")
     try:
         arr = np.asarray(got)
     except Exception as e:  # ragged lists and the like
-        return fail(f"{name} returned something numpy cannot read as an array ({e}).",
-                    "wrong_type")
+        return fail(said("{name} returned something numpy cannot read as an array ({error}).",
+                         name=name, error=str(e)), "wrong_type")
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-        return fail(f"{name} returned an array of {arr.dtype}; expected numbers.", "wrong_type")
+        return fail(said("{name} returned an array of {dtype}; expected numbers.", name=name,
+                         dtype=str(arr.dtype)), "wrong_type")
     if np.iscomplexobj(arr):
-        return fail(f"{name} returned complex numbers; expected real ones.", "wrong_type")
+        return fail(said("{name} returned complex numbers; expected real ones.", name=name), "wrong_type")
     return arr
 
 
@@ -403,18 +406,20 @@ def _nonfinite_mismatch(name, exp, arr) -> Verdict | None:
     wrong = exp_bad & ~same_kind
     if wrong.any():
         i = int(np.flatnonzero(wrong)[0])
-        return fail(f"{name}: {int(wrong.sum())} of {int(exp_bad.sum())} positions where the reference "
-                    f"is not finite differ (first at index {_index(i, exp.shape)}: expected "
-                    f"{exp.flat[i]}, got {_fmt(arr.flat[i])}). Non-finite values must match exactly: "
-                    "-inf is the lse of no keys at all (an empty split or sequence), and no finite "
-                    "number stands in for it.", "not_finite")
+        return fail(said("{name}: {n} of {total} positions where the reference is not finite differ "
+                         "(first at index {index}: expected {expected}, got {got}). Non-finite values "
+                         "must match exactly: -inf is the lse of no keys at all (an empty split or "
+                         "sequence), and no finite number stands in for it.", name=name,
+                         n=int(wrong.sum()), total=int(exp_bad.sum()), index=_index(i, exp.shape),
+                         expected=str(exp.flat[i]), got=_fmt(arr.flat[i])), "not_finite")
     got_bad = ~np.isfinite(arr) & np.isfinite(exp)
     if got_bad.any():
         i = int(np.flatnonzero(got_bad)[0])
         n_nan, n_inf = int(np.isnan(arr).sum()), int(np.isinf(arr).sum())
-        return fail(f"{name} contains {n_nan} NaN and {n_inf} inf values of {arr.size} "
-                    f"(first at index {_index(i, arr.shape)}: expected "
-                    f"{_fmt(exp.flat[i])}, got {_fmt(arr.flat[i])}).", "not_finite")
+        return fail(said("{name} contains {n_nan} NaN and {n_inf} inf values of {size} (first at "
+                         "index {index}: expected {expected}, got {got}).", name=name, n_nan=n_nan,
+                         n_inf=n_inf, size=arr.size, index=_index(i, arr.shape),
+                         expected=_fmt(exp.flat[i]), got=_fmt(arr.flat[i])), "not_finite")
     return None
 
 
@@ -436,7 +441,8 @@ def compare_arrays(name: str, expected, got, *, rtol: float = 1e-5, atol: float 
         arr = raw.astype(np.float64)
     if arr.shape != exp.shape:
         want = f"{dims} = {tuple(exp.shape)}" if dims else str(tuple(exp.shape))
-        return fail(f"{name} returned shape {tuple(arr.shape)}, expected {want}.", "wrong_shape")
+        return fail(said("{name} returned shape {shape}, expected {want}.", name=name,
+                         shape=str(tuple(arr.shape)), want=want), "wrong_shape")
     anomaly = _nonfinite_mismatch(name, exp, arr)
     if anomaly is not None:
         return anomaly
@@ -451,38 +457,41 @@ def compare_arrays(name: str, expected, got, *, rtol: float = 1e-5, atol: float 
 
 def _mismatch_report(name, exp, arr, dtype, abs_err, ok, rtol, atol, max_show) -> str:
     nonzero = np.isfinite(exp) & (exp != 0)
-    lines = [f"{name} does not match the reference."]
+    lines = [said("{name} does not match the reference.", name=name)]
     ia = int(np.argmax(abs_err))
-    line = f"  max abs error {abs_err.flat[ia]:.3g} at index {_index(ia, exp.shape)}; "
+    where_abs = dict(abs=f"{abs_err.flat[ia]:.3g}", at=_index(ia, exp.shape))
     if nonzero.any():
         rel = np.where(nonzero, abs_err / np.where(nonzero, np.abs(exp), 1.0), 0.0)
         ir = int(np.argmax(rel))
-        line += f"max rel error {rel.flat[ir]:.3g} at index {_index(ir, exp.shape)}"
+        line = said("  max abs error {abs} at index {at}; max rel error {rel} at index {rel_at}",
+                    rel=f"{rel.flat[ir]:.3g}", rel_at=_index(ir, exp.shape), **where_abs)
         max_rel = float(rel.flat[ir])
     else:
-        line += "relative error undefined (every expected value is 0)"
+        line = said("  max abs error {abs} at index {at}; relative error undefined (every expected "
+                    "value is 0)", **where_abs)
         max_rel = np.inf
     lines.append(line)
     finite = np.isfinite(exp)
     x, y = exp[finite], arr[finite]
     nx, ny = float(np.sqrt((x * x).sum())), float(np.sqrt((y * y).sum()))
     if nx > 0 and ny > 0:
-        cos = f"cosine difference {1.0 - float((x * y).sum()) / (nx * ny):.3g}"
+        cos = said("cosine difference {value}", value=f"{1.0 - float((x * y).sum()) / (nx * ny):.3g}")
     elif nx == 0 and ny == 0:
-        cos = "both all zeros"
+        cos = said("both all zeros")
     else:
-        cos = "expected all zeros" if nx == 0 else "your answer is all zeros"
-    lines.append(f"  tolerance |got - expected| <= {atol:g} + {rtol:g} * |expected|: "
-                 f"{int(ok.sum())} of {ok.size} elements within it; {cos}")
-    lines.append("  first mismatches (index: expected vs got):")
+        cos = said("expected all zeros") if nx == 0 else said("your answer is all zeros")
+    lines.append(said("  tolerance |got - expected| <= {atol} + {rtol} * |expected|: {n} of {size} "
+                      "elements within it; {cos}", atol=f"{atol:g}", rtol=f"{rtol:g}", n=int(ok.sum()),
+                      size=ok.size, cos=cos))
+    lines.append(said("  first mismatches (index: expected vs got):"))
     for i in np.flatnonzero(~ok)[:max_show]:
         lines.append(f"    {_index(int(i), exp.shape)}: {_pair(exp.flat[i], arr.flat[i])}")
     if np.issubdtype(dtype, np.floating) and np.dtype(dtype).itemsize < 8 and max_rel < 1e-2:
-        digits = {2: "about 3", 4: "about 7"}.get(np.dtype(dtype).itemsize, "fewer")
-        lines.append(f"  Your answer is {np.dtype(dtype).name} ({digits} significant digits) and "
-                     f"the misses are small: this check needs rtol {rtol:g}, so keep the "
-                     "computation in float64, like the inputs.")
-    return "\n".join(lines)
+        digits = {2: said("about 3"), 4: said("about 7")}.get(np.dtype(dtype).itemsize, said("fewer"))
+        lines.append(said("  Your answer is {dtype} ({digits} significant digits) and the misses are "
+                          "small: this check needs rtol {rtol}, so keep the computation in float64, "
+                          "like the inputs.", dtype=np.dtype(dtype).name, digits=digits, rtol=f"{rtol:g}"))
+    return said_lines(lines)
 
 
 def compare_scalar(name: str, expected, got, *, rtol: float = 1e-9, atol: float = 0.0,
@@ -493,40 +502,44 @@ def compare_scalar(name: str, expected, got, *, rtol: float = 1e-9, atol: float 
         if isinstance(got, np.ndarray) and got.size == 1 and got.dtype.kind in "iuf":
             got = got.item()
         else:
-            return fail(f"{name} should be a number; got {type_name(got)} {got!r:.80}.",
-                        "wrong_type")
+            return fail(said("{name} should be a number; got {type} {value}.", name=name,
+                             type=type_name(got), value=f"{got!r:.80}"), "wrong_type")
     got = float(got)
     exp = float(expected)
     if not math.isfinite(exp):
         if got == exp or (math.isnan(exp) and math.isnan(got)):
             return PASS
-        return fail(f"{name}: expected {exp}{unit}, got {got:.10g}{unit}; a non-finite value "
-                    "must be matched exactly.", "not_finite")
+        return fail(said("{name}: expected {expected}, got {got}; a non-finite value must be matched "
+                         "exactly.", name=name, expected=f"{exp}{unit}", got=f"{got:.10g}{unit}"), "not_finite")
     if not math.isfinite(got):
-        return fail(f"{name} is {got}; expected {exp:.6g}{unit}.", "not_finite")
+        return fail(said("{name} is {got}; expected {expected}.", name=name, got=str(got),
+                         expected=f"{exp:.6g}{unit}"), "not_finite")
     err = abs(got - exp)
     if err <= atol + rtol * abs(exp):
         return PASS
-    ratio = f" (got/expected = {got / exp:.4g})" if exp else ""
+    ratio = said(" (got/expected = {ratio})", ratio=f"{got / exp:.4g}") if exp else ""
 
     def show(v):  # whole numbers in full, with thousands separators
         return f"{int(v):,}" if v.is_integer() and abs(v) < 1e18 else f"{v:.10g}"
     a, b = show(exp), show(got)
     if a == b:
         a, b = f"{exp:.17g}", f"{got:.17g}"
-    return fail(f"{name}: expected {a}{unit}, got {b}{unit}{ratio}; "
-                f"tolerance {atol:g} + {rtol:g} * |expected|.")
+    return fail(said("{name}: expected {expected}, got {got}{ratio}; tolerance {atol} + {rtol} * "
+                     "|expected|.", name=name, expected=f"{a}{unit}", got=f"{b}{unit}", ratio=ratio,
+                     atol=f"{atol:g}", rtol=f"{rtol:g}"))
 
 
 def compare_choice(name: str, expected: str, got, choices: Sequence[str]) -> Verdict:
     """A string answer from a fixed set."""
     if not isinstance(got, str):
-        return fail(f"{name} should return one of {list(choices)}; got {type_name(got)} "
-                    f"{got!r:.80}.", "wrong_type")
+        return fail(said("{name} should return one of {choices}; got {type} {value}.", name=name,
+                         choices=str(list(choices)), type=type_name(got), value=f"{got!r:.80}"), "wrong_type")
     if got not in choices:
-        return fail(f"{name} returned {got!r}; it must be one of {list(choices)}.", "wrong_type")
+        return fail(said("{name} returned {got}; it must be one of {choices}.", name=name, got=repr(got),
+                         choices=str(list(choices))), "wrong_type")
     if got != expected:
-        return fail(f"{name} returned {got!r}, expected {expected!r}.")
+        return fail(said("{name} returned {got}, expected {expected}.", name=name, got=repr(got),
+                         expected=repr(expected)))
     return PASS
 
 
@@ -535,9 +548,9 @@ def compare_out_lse(name: str, expected, got, *, rtol: float, atol: float,
     """An attention result returned as the pair (out, lse): checks the pair's form, then
     out, then lse, each with compare_arrays. `expected` is the reference's (out, lse)."""
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        size = f" of length {len(got)}" if isinstance(got, (tuple, list)) else ""
-        return fail(f"{name} should return a pair (out, lse); got a {type_name(got)}{size}.",
-                    "wrong_type")
+        size = said(" of length {n}", n=len(got)) if isinstance(got, (tuple, list)) else ""
+        return fail(said("{name} should return a pair (out, lse); got a {type}{size}.", name=name,
+                         type=type_name(got), size=size), "wrong_type")
     v = compare_arrays(f"{name} out", expected[0], got[0], rtol=rtol, atol=atol, dims=out_dims)
     if not v.passed:
         return v
@@ -548,14 +561,15 @@ def compare_dict(name: str, expected: dict, got, compare_value: Callable[[str, A
     """A dict with exactly the expected keys; each value compared by compare_value(label, exp, got)."""
     if not isinstance(got, dict) or "__unsupported__" in got:
         shown = got.get("__unsupported__") if isinstance(got, dict) else type_name(got)
-        return fail(f"{name} should return a dict with keys {sorted(expected)}; got {shown}.",
-                    "wrong_type")
+        return fail(said("{name} should return a dict with keys {keys}; got {shown}.", name=name,
+                         keys=str(sorted(expected)), shown=shown), "wrong_type")
     missing = [k for k in expected if k not in got]
     extra = [k for k in got if k not in expected]
     if missing or extra:
-        return fail(f"{name} returned keys {sorted(map(str, got))}; expected exactly "
-                    f"{sorted(expected)}" + (f" (missing {missing})" if missing else "")
-                    + (f" (unexpected {extra})" if extra else "") + ".", "wrong_type")
+        return fail(said("{name} returned keys {got}; expected exactly {keys}{missing}{extra}.", name=name,
+                         got=str(sorted(map(str, got))), keys=str(sorted(expected)),
+                         missing=said(" (missing {keys})", keys=str(missing)) if missing else "",
+                         extra=said(" (unexpected {keys})", keys=str(extra)) if extra else ""), "wrong_type")
     for k in expected:
         v = compare_value(f"{name}[{k!r}]", expected[k], got[k])
         if not v.passed:

@@ -1,21 +1,23 @@
-"""python -m i18n update | build | check [chapter ... | site | docs | README | teaching]
+"""python -m i18n update | build | check [chapter ... | site | judge | docs | README | teaching]
 
   update   bring each chapter's catalogue in step with its English notebook (new cells
            become untranslated entries, changed cells fuzzy with the old English kept),
-           and the site's (i18n/zh_CN/site.po) with the strings of web/*.py
-  build    write notebooks/zh/ from the notebooks and the catalogues
+           and the site's (i18n/zh_CN/site.po) with the strings of web/*.py, and the
+           judge's (i18n/zh_CN/judge.po) with grader/*.py's and the problems' words (then
+           compiles it into grader/locale/zh_CN/LC_MESSAGES/judge.mo)
+  build    write notebooks/zh/ from the notebooks and the catalogues (the judge's .mo too)
   check    list what is untranslated, fuzzy or differs in numbers, formulas, code names or
            links (the site's: {placeholders} and HTML tags); exit 1 if anything does
 
-Naming chapters (01, 02_mla...) does only those; `site` only the site's catalogue; `docs`
-the documents (README.md -> README.zh.md, docs/teaching.md -> docs/teaching.zh.md, through
-po4a: i18n/docs.py), `README` or `teaching` one of them.
+Naming chapters (01, 02_mla...) does only those; `site` only the site's catalogue, `judge`
+only the judge's; `docs` the documents (README.md -> README.zh.md, docs/teaching.md ->
+docs/teaching.zh.md, through po4a: i18n/docs.py), `README` or `teaching` one of them.
 """
 from __future__ import annotations
 
 import sys
 
-from . import docs, notebooks, site
+from . import docs, judge, notebooks, site
 
 
 def main(argv=None) -> int:
@@ -47,6 +49,15 @@ def main(argv=None) -> int:
             found = site.problems()
             bad += len(found)
             print("\n".join(found + [f"site: {'complete' if not found else f'{len(found)} to do'}"]))
+    if not keys or "judge" in keys:   # the judge's sentences and the problems' texts
+        if what == "update":
+            print("judge: " + ", ".join(f"{v} {k}" for k, v in judge.update().items()))
+        elif what == "build":
+            print(f"wrote {judge.compile_mo().relative_to(judge.ROOT)}")
+        else:
+            found = judge.problems()
+            bad += len(found)
+            print("\n".join(found + [f"judge: {'complete' if not found else f'{len(found)} to do'}"]))
     for ch in chosen:
         if what == "update":
             counts = notebooks.update(ch)

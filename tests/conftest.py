@@ -246,6 +246,11 @@ HAS_CUDA = _has_cuda()
 if not HAS_CUDA:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+# The judge speaks the locale's language (grader/lang.py: LANGUAGE, LC_ALL, LC_MESSAGES,
+# LANG): the tests read its English whatever the machine's locale (tests/test_judge_i18n.py
+# chooses its languages itself).
+os.environ["LANGUAGE"] = "en"
+
 
 def pytest_collection_modifyitems(config, items):
     state = config._mla

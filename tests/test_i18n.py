@@ -149,6 +149,15 @@ def test_every_chapter_follows_the_glossary():
     assert not misses, f"{len(misses)} glossary misses:\n  " + "\n  ".join(misses[:40])
 
 
+def test_the_judge_follows_the_glossary():
+    """The judge's catalogue (i18n/zh_CN/judge.po: its sentences, the problems' statements,
+    hints and named mistakes) renders each glossary term as the chapters do."""
+    from i18n import judge
+    misses = [f"[{e.msgctxt or 'code'}] {e.msgid[:40]!r}: {m}" for e in judge.load()
+              if e.msgstr and not e.obsolete for m in glossary_misses(e.msgid, e.msgstr)]
+    assert not misses, f"{len(misses)} glossary misses:\n  " + "\n  ".join(misses[:40])
+
+
 # --------------------------------------------------------------------------- the built edition
 
 CHINESE = sorted(I.BUILT.glob("[0-9][0-9]_*.ipynb"))

@@ -1,7 +1,8 @@
 """The import graph of the course's packages (DESIGN.md: "Imports point down"):
 
     web/ -> classroom/ -> grader/ -> mlacourse/        kernels/ -> mlacourse/
-    web/ and classroom/ -> i18n/ (the Chinese edition: catalogues, fonts; it imports none of them)
+    web/ and classroom/ -> i18n/ (the Chinese edition: catalogues, fonts)
+    i18n/ -> grader/ (the judge's catalogue is extracted from the problems' specs)
 
 The judge a student runs (grader/) never imports the teacher's tools (classroom/), the site
 (web/) or the chapters' translation (i18n/); mlacourse/ imports no other package; no module
@@ -25,7 +26,8 @@ BOTTOM = "mlacourse"  # the math core: imports no other package of the course
 SCRIPTS = ("web",)     # folders of scripts without __init__.py whose imports count too
 # What a package may import from the rest of the course (a package missing here is unchecked).
 MAY_IMPORT = {"mlacourse": set(), "grader": {"mlacourse"}, "classroom": {"grader", "mlacourse", "i18n"},
-              "i18n": set(), "web": {"classroom", "grader", "mlacourse", "i18n"}}
+              "i18n": {"grader", "mlacourse"},   # the judge's catalogue is extracted from grader/'s specs
+              "web": {"classroom", "grader", "i18n", "mlacourse"}}
 
 
 def packages(root: Path = ROOT) -> list[str]:

@@ -158,7 +158,8 @@ def course_wheel(dest: Path, extra: dict[str, bytes] | None = None) -> Path:
         src.mkdir()
         digest = hashlib.sha256()
         for pkg in ("mlacourse", "grader"):
-            for f in sorted((ROOT / pkg).rglob("*.py")):
+            # the code, and the judge's compiled Chinese catalogue (grader/locale/, package data)
+            for f in sorted([*(ROOT / pkg).rglob("*.py"), *(ROOT / pkg).rglob("*.mo")]):
                 rel = f.relative_to(ROOT)
                 digest.update(str(rel).encode() + b"\0" + f.read_bytes())
                 (src / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.lang import said
 from grader.spec import (Case, Edge, Problem, Verdict, as_array, compare_arrays, fail, load_mistakes,
                          memo_twins, new_values)
 from mlacourse.paged import gather_paged, make_paged_cache
@@ -153,22 +154,23 @@ def check(case, result):
         why = ""
         if arr.ndim == 3 and arr.shape[1:] == expected.shape[1:]:
             if arr.shape[0] > n:
-                why = (f" That is {arr.shape[0] - n} rows past cache_seqlens[seq] = {n}: the "
-                       "slots after the sequence's last token are unused; keep the first "
-                       f"{n} rows only.")
+                why = said(" That is {extra} rows past cache_seqlens[seq] = {n}: the slots after the "
+                           "sequence's last token are unused; keep the first {n} rows only.",
+                           extra=arr.shape[0] - n, n=n)
             else:
-                why = (f" {n - arr.shape[0]} of its rows are missing: {n} tokens on pages of "
-                       f"{page} span ceil({n} / {page}) = {-(-n // page)} pages, the last one "
-                       "possibly partly filled.")
-        return fail(f"{FN} returned shape {tuple(arr.shape)}, expected [cache_seqlens[seq], "
-                    f"h_kv, d] = {tuple(expected.shape)}.{why}", "wrong_shape")
+                why = said(" {missing} of its rows are missing: {n} tokens on pages of {page} span "
+                           "ceil({n} / {page}) = {pages} pages, the last one possibly partly filled.",
+                           missing=n - arr.shape[0], n=n, page=page, pages=-(-n // page))
+        return fail(said("{fn} returned shape {shape}, expected [cache_seqlens[seq], h_kv, d] = {want}.{why}",
+                         fn=FN, shape=str(tuple(arr.shape)), want=str(tuple(expected.shape)), why=why),
+                    "wrong_shape")
     nan_rows = np.flatnonzero(np.isnan(arr).reshape(n, -1).any(axis=1)) if n else []
     if len(nan_rows):
-        return fail(f"{FN}: row {int(nan_rows[0])} of your result is NaN ({len(nan_rows)} NaN "
-                    "rows). The cache holds NaN exactly where a reader must not look: slots "
-                    "past cache_seqlens, pages outside this sequence's block table, and the "
-                    "pages that unused table entries point to. Token t lives at "
-                    "kv_cache[block_table[seq, t // page_block_size], t % page_block_size].",
+        return fail(said("{fn}: row {row} of your result is NaN ({n} NaN rows). The cache holds NaN "
+                         "exactly where a reader must not look: slots past cache_seqlens, pages outside "
+                         "this sequence's block table, and the pages that unused table entries point to. "
+                         "Token t lives at kv_cache[block_table[seq, t // page_block_size], t % "
+                         "page_block_size].", fn=FN, row=int(nan_rows[0]), n=len(nan_rows)),
                     "not_finite")
     return compare_arrays(FN, expected, arr, rtol=0.0, atol=0.0, dims="[cache_seqlens[seq], h_kv, d]")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import numpy as np
 
+from grader.lang import said
 from grader.spec import (Case, Edge, PASS, Problem, another_int, compare_arrays, fail, load_mistakes,
                          memo_twins, new_values, row_offsets, shape_text, uneven_rows_edge)
 from mlacourse.attention import attention
@@ -148,9 +149,9 @@ def _other_length(args, rng):
 
 def check(case, result):
     if not isinstance(result, (tuple, list)) or len(result) != 4:
-        size = f" of length {len(result)}" if isinstance(result, (tuple, list)) else ""
-        return fail(f"{FN} should return four arrays (out, lse, o_parts, lse_parts); got a "
-                    f"{type(result).__name__}{size}.", "wrong_type")
+        size = said(" of length {n}", n=len(result)) if isinstance(result, (tuple, list)) else ""
+        return fail(said("{fn} should return four arrays (out, lse, o_parts, lse_parts); got a {type}{size}.",
+                         fn=FN, type=type(result).__name__, size=size), "wrong_type")
     names = ("out", "lse", "o_parts", "lse_parts")
     dims = ("[h_q, d_v]", "[h_q]", "[n_splits, h_q, d_v]", "[n_splits, h_q]")
     for name, dim, exp, got in zip(names, dims, reference(**case.args), result):

@@ -10,6 +10,7 @@ import copy
 
 import numpy as np
 
+from grader.lang import said
 from grader.spec import Case, Edge, PASS, Problem, fail, load_mistakes, memo_twins
 from mlacourse.engine import pages
 
@@ -310,7 +311,8 @@ def _int_list(x, what):
         return [int(v) for v in x]
     if not isinstance(x, (list, tuple)) or not all(
             isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in x):
-        return fail(f"{what} should be a list of integer page ids; got {x!r:.120}.", "wrong_type")
+        return fail(said("{what} should be a list of integer page ids; got {value}.", what=what,
+                         value=f"{x!r:.120}"), "wrong_type")
     return [int(v) for v in x]
 
 
@@ -318,11 +320,11 @@ def _copies(x, fn):
     if x is None:
         return None
     if not isinstance(x, (list, tuple)) or not all(isinstance(c, (list, tuple)) and len(c) == 3 for c in x):
-        return fail(f"{fn}'s copies should be a list of (src, dst, n_slots) triples, or None when "
-                    f"out of pages; got {x!r:.120}.", "wrong_type")
+        return fail(said("{fn}'s copies should be a list of (src, dst, n_slots) triples, or None when "
+                         "out of pages; got {value}.", fn=fn, value=f"{x!r:.120}"), "wrong_type")
     out = []
     for c in x:
-        v = _int_list(c, f"{fn}'s copy {c!r}")
+        v = _int_list(c, said("{fn}'s copy {copy}", fn=fn, copy=repr(c)))
         if not isinstance(v, list):
             return v
         out.append(tuple(v))
@@ -333,10 +335,11 @@ def check(case, result):
     fn = case.function
     first = "copies" if fn == APPEND else "freed"
     if not isinstance(result, (tuple, list)) or len(result) != 4:
-        size = f" of length {len(result)}" if isinstance(result, (tuple, list)) else ""
-        return fail(f"{fn} should return a 4-tuple ({first}, table, refcount, free); got a "
-                    f"{type(result).__name__}{size}. The judge sees only what your function returns, so "
-                    "return the lists too, even where you changed them in place.", "wrong_type")
+        size = said(" of length {n}", n=len(result)) if isinstance(result, (tuple, list)) else ""
+        return fail(said("{fn} should return a 4-tuple ({first}, table, refcount, free); got a {type}{size}. "
+                         "The judge sees only what your function returns, so return the lists too, even "
+                         "where you changed them in place.", fn=fn, first=first,
+                         type=type(result).__name__, size=size), "wrong_type")
     if fn == APPEND:
         exp = reference_append(**copy.deepcopy(case.args))
         want0 = None if exp[0] is None else [tuple(c) for c in exp[0]]
@@ -345,26 +348,29 @@ def check(case, result):
             return got0
         n_free = len(case.args["free"])
         if want0 is None and got0 is not None:
-            return fail(f"append_slots needs more pages than the {n_free} in free: return "
-                        f"(None, table, refcount, free) with nothing changed; you returned copies {got0}.")
+            return fail(said("append_slots needs more pages than the {n_free} in free: return (None, "
+                             "table, refcount, free) with nothing changed; you returned copies {got}.",
+                             n_free=n_free, got=str(got0)))
         if want0 is not None and got0 is None:
             need = len(exp[1]) - len(case.args["table"]) + len(want0)
-            return fail(f"append_slots returned None (out of pages), but it needs {need} of the "
-                        f"{n_free} free pages: enough.")
+            return fail(said("append_slots returned None (out of pages), but it needs {need} of the "
+                             "{n_free} free pages: enough.", need=need, n_free=n_free))
     else:
         exp = reference_release(**copy.deepcopy(case.args))
-        want0, got0 = list(exp[0]), _int_list(result[0], "release's freed pages")
+        want0, got0 = list(exp[0]), _int_list(result[0], said("release's freed pages"))
         if not isinstance(got0, list):
             return got0
-    oop = " (out of pages: return every list as it was given)" if want0 is None and fn == APPEND else ""
+    oop = said(" (out of pages: return every list as it was given)") if want0 is None and fn == APPEND else ""
     if got0 != want0:
-        return fail(f"{fn}: {first} is {got0}, expected {want0}.")
+        return fail(said("{fn}: {first} is {got}, expected {want}.", fn=fn, first=first, got=str(got0),
+                         want=str(want0)))
     for name, want, got in zip(("table", "refcount", "free"), exp[1:], result[1:]):
-        got = _int_list(got, f"{fn}'s {name}")
+        got = _int_list(got, said("{fn}'s {name}", fn=fn, name=name))
         if not isinstance(got, list):
             return got
         if got != want:
-            return fail(f"{fn}: {name} after the call is {got}, expected {want}{oop}.")
+            return fail(said("{fn}: {name} after the call is {got}, expected {want}{oop}.", fn=fn, name=name,
+                             got=str(got), want=str(want), oop=oop))
     return PASS
 
 

@@ -9,6 +9,7 @@ import copy
 
 import numpy as np
 
+from grader.lang import said
 from grader.spec import Case, Edge, PASS, Problem, another_int, fail, load_mistakes, memo_twins
 from mlacourse.engine import scheduler
 
@@ -255,22 +256,26 @@ def check(case, result):
     exp = reference(**case.args)
     if not isinstance(result, (list, tuple)) or not all(
             isinstance(e, (list, tuple)) and len(e) == 2 for e in result):
-        return fail(f"{FN} should return a list of (rid, n_tokens) pairs; got {result!r:.120}.", "wrong_type")
+        return fail(said("{fn} should return a list of (rid, n_tokens) pairs; got {value}.", fn=FN,
+                         value=f"{result!r:.120}"), "wrong_type")
     got = []
     for rid, n in result:
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-            return fail(f"{FN}: the token count for {rid!r} should be an int; got {n!r}.", "wrong_type")
+            return fail(said("{fn}: the token count for {rid} should be an int; got {n}.", fn=FN,
+                             rid=repr(rid), n=repr(n)), "wrong_type")
         got.append((rid, int(n)))
     budget = case.args["token_budget"]
     if sum(n for _, n in got) > budget:
-        return fail(f"{FN}'s plan {got} runs {sum(n for _, n in got)} tokens; the budget is {budget}.")
+        return fail(said("{fn}'s plan {plan} runs {n} tokens; the budget is {budget}.", fn=FN, plan=str(got),
+                         n=sum(n for _, n in got), budget=budget))
     zero = [rid for rid, n in got if n <= 0]
     if zero:
-        return fail(f"{FN}'s plan {got} gives {zero[0]!r} {dict(got)[zero[0]]} tokens; leave out a "
-                    "request that gets no tokens.")
+        return fail(said("{fn}'s plan {plan} gives {rid} {n} tokens; leave out a request that gets no "
+                         "tokens.", fn=FN, plan=str(got), rid=repr(zero[0]), n=dict(got)[zero[0]]))
     if got != exp:
         first = next((i for i, (a, b) in enumerate(zip(got, exp)) if a != b), min(len(got), len(exp)))
-        return fail(f"{FN}'s plan is {got}, expected {exp} (first difference at entry {first}).")
+        return fail(said("{fn}'s plan is {plan}, expected {want} (first difference at entry {first}).",
+                         fn=FN, plan=str(got), want=str(exp), first=first))
     return PASS
 
 

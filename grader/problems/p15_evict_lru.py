@@ -9,6 +9,7 @@ import copy
 
 import numpy as np
 
+from grader.lang import said
 from grader.spec import Case, Edge, PASS, Problem, another_int, fail, load_mistakes, memo_twins
 from mlacourse.engine import radix
 
@@ -267,26 +268,30 @@ def check(case, result):
     if isinstance(result, np.ndarray):
         result = result.tolist()
     if not isinstance(result, (list, tuple)):
-        return fail(f"{FN} should return a list of node ids; got {result!r:.120}.", "wrong_type")
+        return fail(said("{fn} should return a list of node ids; got {value}.", fn=FN,
+                         value=f"{result!r:.120}"), "wrong_type")
     got = []
     for x in result:
         if isinstance(x, bool) or not isinstance(x, (int, np.integer)) and not (
                 isinstance(x, float) and x.is_integer()):
-            return fail(f"{FN} should return node ids (ints); got {x!r} in {list(result)[:10]}.", "wrong_type")
+            return fail(said("{fn} should return node ids (ints); got {x} in {start}.", fn=FN, x=repr(x),
+                             start=str(list(result)[:10])), "wrong_type")
         got.append(int(x))
     n = len(case.args["parent"])
     bad = [x for x in got if not 0 <= x < n]
     if bad:
-        return fail(f"{FN} returned node {bad[0]}, but the nodes are 0..{n - 1}.")
+        return fail(said("{fn} returned node {node}, but the nodes are 0..{last}.", fn=FN, node=bad[0], last=n - 1))
     if len(set(got)) < len(got):
         dup = next(x for x in got if got.count(x) > 1)
-        return fail(f"{FN} evicted node {dup} twice: {got}.")
+        return fail(said("{fn} evicted node {node} twice: {got}.", fn=FN, node=dup, got=str(got)))
     locked = [x for x in got if case.args["in_use"][x]]
     if locked:
-        return fail(f"{FN} evicted node {locked[0]}, which is in use (a running request reads it): {got}.")
+        return fail(said("{fn} evicted node {node}, which is in use (a running request reads it): {got}.",
+                         fn=FN, node=locked[0], got=str(got)))
     if got != exp:
         first = next((i for i, (a, b) in enumerate(zip(got, exp)) if a != b), min(len(got), len(exp)))
-        return fail(f"{FN} evicted {got}, expected {exp} (first difference at position {first}).")
+        return fail(said("{fn} evicted {got}, expected {want} (first difference at position {first}).",
+                         fn=FN, got=str(got), want=str(exp), first=first))
     return PASS
 
 

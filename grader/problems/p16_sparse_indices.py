@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.lang import said
 from grader.spec import (Case, Edge, PASS, Problem, Verdict, as_array, compare_arrays, fail, load_mistakes,
                          memo_twins)
 from mlacourse.sparse import physical_indices
@@ -175,15 +176,16 @@ def check(case, result):
         return arr
     raw = np.asarray(result)
     if raw.dtype.kind not in "iu" and arr.shape == expected.shape:
-        return fail(f"{FN} returned {raw.dtype} values; indices are integers (FlashMLA takes int32): "
-                    "keep the arithmetic in integers.", "wrong_type")
+        return fail(said("{fn} returned {dtype} values; indices are integers (FlashMLA takes int32): keep "
+                         "the arithmetic in integers.", fn=FN, dtype=str(raw.dtype)), "wrong_type")
     minus = case.args["topk_pos"] == -1
     if arr.shape == expected.shape and not np.array_equal(arr == -1, minus):
         first = tuple(int(x) for x in np.argwhere((arr == -1) != minus)[0])
-        want = "-1 (an empty slot stays -1)" if minus[first] else f"{int(expected[first])}"
-        return fail(f"{FN}: at index {first} topk_pos is {int(case.args['topk_pos'][first])}, so the answer must "
-                    f"be {want}; you returned {int(arr[first])}. The kernel skips exactly the entries equal "
-                    "to -1 and reads every other one.")
+        want = said("-1 (an empty slot stays -1)") if minus[first] else f"{int(expected[first])}"
+        return fail(said("{fn}: at index {index} topk_pos is {pos}, so the answer must be {want}; you "
+                         "returned {got}. The kernel skips exactly the entries equal to -1 and reads every "
+                         "other one.", fn=FN, index=str(first), pos=int(case.args["topk_pos"][first]),
+                         want=want, got=int(arr[first])))
     v = compare_arrays(FN, expected, arr, rtol=0.0, atol=0.0, dims="[b, s_q, topk]")
     return v if not v.passed else PASS
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.lang import said
 from grader.spec import (Case, Edge, PASS, Problem, Verdict, another_int, as_array, compare_arrays, fail,
                          load_mistakes, memo_twins)
 from mlacourse.attention import causal_mask
@@ -143,13 +144,15 @@ def check(case, result):
     if isinstance(arr, Verdict):
         return arr
     if np.asarray(result).dtype.kind not in "iu" and arr.shape == expected.shape:
-        return fail(f"{FN} returned {np.asarray(result).dtype} values; positions are integers.", "wrong_type")
+        return fail(said("{fn} returned {dtype} values; positions are integers.", fn=FN,
+                         dtype=str(np.asarray(result).dtype)), "wrong_type")
     if arr.shape == expected.shape and not np.array_equal(arr, expected):
         t = int(np.argwhere(arr != expected)[0][0])
         same_set = set(arr[t].tolist()) == set(expected[t].tolist())
         if same_set:
-            return fail(f"{FN}: row {t} holds the right positions in the wrong order: expected {expected[t].tolist()}, "
-                        f"got {arr[t].tolist()}. Order by score, highest first; equal scores by smaller position.")
+            return fail(said("{fn}: row {t} holds the right positions in the wrong order: expected {want}, "
+                             "got {got}. Order by score, highest first; equal scores by smaller position.",
+                             fn=FN, t=t, want=str(expected[t].tolist()), got=str(arr[t].tolist())))
     v = compare_arrays(FN, expected, arr, rtol=0.0, atol=0.0, dims="[s_q, topk]")
     return v if not v.passed else PASS
 
