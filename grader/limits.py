@@ -121,17 +121,29 @@ class Cgroup:
                 return False
             time.sleep(0.01)
 
-    def remove(self) -> None:
-        self.kill_all()
-        for d in self.dirs.values():
-            for _ in range(100):   # the kernel frees a cgroup a moment after its last process
+    def remove(self, wait_s: float = 15.0) -> bool:
+        """Kill what is left and remove the folders. True when they are gone.
+
+        The kernel frees a cgroup a moment after its last process has exited: on a loaded
+        machine, or after an attempt that held gigabytes, that moment was over a second (CI
+        found cgroups left behind with a fixed 1 s of tries), so this keeps trying, killing
+        again in between, until ``wait_s``."""
+        end = time.monotonic() + wait_s
+        left = dict(self.dirs)
+        while left:
+            self.kill_all(wait_s=0.5)
+            for controller, d in list(left.items()):
                 try:
                     d.rmdir()
-                    break
+                    del left[controller]
                 except FileNotFoundError:
-                    break
+                    del left[controller]
                 except OSError:
-                    time.sleep(0.01)
+                    pass   # busy: a process is still exiting
+            if left and time.monotonic() > end:
+                return False
+            time.sleep(0.02 if left else 0)
+        return True
 
 
 def _write(path: Path, value: str) -> bool:

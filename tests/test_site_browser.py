@@ -471,7 +471,7 @@ def test_grading_in_the_browser_matches_the_local_judge(lab, tmp_path):
     overview = "".join("".join(o.get("text", "")) for c in cells for o in c["outputs"])
     assert re.search(r"✗\s+1 kv_cache_bytes\s+failed", overview), overview
     assert re.search(r"✓\s+8 absorb_decode\s+passed", overview), overview
-    assert re.search(r"12 triton_inner_loop\s+not in the browser: needs torch \+ triton", overview), overview
+    assert re.search(r"12 triton_inner_loop\s+unavailable: problem 12 needs torch \+ triton, which do not run in the browser", overview), overview
 
     got = {n: lab.evaluate(EXECUTE, f"%judge {n} --seed {SEED}") for n in (1, 8, 12)}
     canary = lab.evaluate(EXECUTE, "import pyodide.http\ntry:\n    await pyodide.http.pyfetch("
