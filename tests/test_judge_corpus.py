@@ -78,14 +78,31 @@ def _grade(attempt):
     return runner.grade(over_seeds(p, seeds), attempt.path, seed=seeds[0])
 
 
+RUNNABLE = [a for a in ATTEMPTS if not _skip_reason(a)]
+_GRADED: dict = {}   # language -> {attempt name: result}, once per session
+
+
+def graded_in(language: str) -> dict:
+    """Every runnable attempt graded on SEEDS (SLOW_SEEDS for problem 12) with the judge
+    speaking ``language``, once per test session (tests/test_judge_i18n.py compares the
+    English grading with the Chinese one)."""
+    if language not in _GRADED:
+        from grader import lang
+        lang.use(language, remember=True)   # per process: graded in one pass, not interleaved
+        try:
+            t0 = time.monotonic()
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                _GRADED[language] = dict(zip((a.name for a in RUNNABLE), pool.map(_grade, RUNNABLE)))
+            print(f"\ncorpus: {len(RUNNABLE)} attempts graded on seeds {SEEDS} ({language}) "
+                  f"in {time.monotonic() - t0:.0f} s")
+        finally:
+            lang.forget()   # back to what the file and the environment say (tests: English)
+    return _GRADED[language]
+
+
 @pytest.fixture(scope="module")
 def graded():
-    runnable = [a for a in ATTEMPTS if not _skip_reason(a)]
-    t0 = time.monotonic()
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        results = dict(zip((a.name for a in runnable), pool.map(_grade, runnable)))
-    print(f"\ncorpus: {len(runnable)} attempts graded on seeds {SEEDS} in {time.monotonic() - t0:.0f} s")
-    return results
+    return graded_in("en")
 
 
 @pytest.mark.parametrize("attempt", PARAMS)

@@ -73,6 +73,11 @@ def run_chapter(path: Path, without: tuple = ()):
     return _EXECUTED[(key, tuple(without))]
 
 
+def executed_chapters() -> dict:
+    """{key under notebooks/: executed notebook} of the full runs this session made so far."""
+    return {key: nb for (key, without), nb in _EXECUTED.items() if not without}
+
+
 def run_as_in_browser(path: Path):
     """The chapter run with torch and triton unimportable (Pyodide has neither), once per
     session."""
