@@ -93,23 +93,19 @@ def messages(root: Path = ROOT) -> dict[tuple[str | None, str], list[str]]:
 
 # --------------------------------------------------------------------------- the catalogue
 
+HEADER = ("The judge's words in Chinese: its sentences (grader/*.py and the checkers in grader/problems/,\n"
+          "marked _(), N_() or said()) and each problem's title, statement, hints and named mistakes\n"
+          "(msgctxt \"pNN ...\", read from the specs).\n"
+          "Updated by `python -m i18n update judge`; compiled into grader/locale/ by the same; "
+          "see i18n/judge.py.")
+
+
 def _new_catalog():
-    import polib
-    po = polib.POFile(wrapwidth=0)
-    po.header = ("The judge's words in Chinese: its sentences (grader/*.py and the checkers in grader/problems/,\n"
-                 "marked _(), N_() or said()) and each problem's title, statement, hints and named mistakes\n"
-                 "(msgctxt \"pNN ...\", read from the specs).\n"
-                 "Updated by `python -m i18n update judge`; compiled into grader/locale/ by the same; "
-                 "see i18n/judge.py.")
-    po.metadata = {"Project-Id-Version": "mla-course judge", "Language": LOCALE, "MIME-Version": "1.0",
-                   "Content-Type": "text/plain; charset=utf-8", "Content-Transfer-Encoding": "8bit",
-                   "Plural-Forms": "nplurals=1; plural=0;"}
-    return po
+    return site.new_catalog(HEADER, "mla-course judge")
 
 
 def load(path: Path = CATALOG):
-    import polib
-    return polib.pofile(str(path), wrapwidth=0) if path.is_file() else _new_catalog()
+    return site.load(path, empty=_new_catalog)
 
 
 def entries(cat) -> dict[tuple[str | None, str], object]:

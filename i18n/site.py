@@ -62,21 +62,26 @@ def messages(root: Path = ROOT) -> dict[str, list[str]]:
 
 # --------------------------------------------------------------------------- the catalogue
 
-def _new_catalog():
+HEADER = ("The browser site's own text in Chinese (landing page, book pages, the lab's note).\n"
+          "msgid = the English string in web/*.py; updated by `python -m i18n update site`; "
+          "see i18n/site.py.")
+
+
+def new_catalog(header: str = HEADER, project: str = "mla-course site"):
+    """An empty Chinese catalogue of the course's (the site's, or the judge's: i18n/judge.py)."""
     import polib
     po = polib.POFile(wrapwidth=0)
-    po.header = ("The browser site's own text in Chinese (landing page, book pages, the lab's note).\n"
-                 "msgid = the English string in web/*.py; updated by `python -m i18n update site`; "
-                 "see i18n/site.py.")
-    po.metadata = {"Project-Id-Version": "mla-course site", "Language": LOCALE, "MIME-Version": "1.0",
+    po.header = header
+    po.metadata = {"Project-Id-Version": project, "Language": LOCALE, "MIME-Version": "1.0",
                    "Content-Type": "text/plain; charset=utf-8", "Content-Transfer-Encoding": "8bit",
                    "Plural-Forms": "nplurals=1; plural=0;"}
     return po
 
 
-def load(path: Path = CATALOG):
+def load(path: Path = CATALOG, empty=new_catalog):
+    """The catalogue at ``path``, or ``empty()`` where there is none yet."""
     import polib
-    return polib.pofile(str(path), wrapwidth=0) if path.is_file() else _new_catalog()
+    return polib.pofile(str(path), wrapwidth=0) if path.is_file() else empty()
 
 
 def update(path: Path = CATALOG, root: Path = ROOT) -> dict[str, int]:
@@ -86,7 +91,7 @@ def update(path: Path = CATALOG, root: Path = ROOT) -> dict[str, int]:
     old = load(path)
     live = {e.msgid: e for e in old if not e.obsolete}
     gone = {e.msgid: e for e in old if e.obsolete and e.msgstr}
-    new = _new_catalog()
+    new = new_catalog()
     counts = {"same": 0, "new": 0, "fuzzy": 0, "obsolete": 0}
     found = messages(root)
     carried = set()   # old entries whose translation a fuzzy entry took over: not kept as obsolete
