@@ -21,6 +21,14 @@ from pathlib import Path
 PROG = "python -m classroom"
 
 
+
+def _seed_arg(text: str) -> int:
+    from grader import seeds
+    try:
+        return seeds.parse(text, "--seed")
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
 def _numbers(text: str) -> list[int]:
     """'1-11' / '1,3,12' / '2-4,8' -> sorted numbers."""
     out = set()
@@ -174,7 +182,7 @@ def cmd_gradescope(a) -> int:
     if a.seed is None and not a.seed_file and not os.environ.get(SEED_ENV, "").strip():
         print("error: gradescope needs your secret seed, the one `grade` uses: --seed-file FILE (or --seed N, "
               f"or ${SEED_ENV}). Make one once, outside the course's folders:\n"
-              '  python -c "import secrets; print(secrets.randbelow(2**31))" > ~/mla-secret-seed.txt',
+              '  python -c "import secrets; print(secrets.randbits(128))" > ~/mla-secret-seed.txt',
               file=sys.stderr)
         return 2
     out = Path(a.out).resolve()
@@ -281,7 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("grade", help="grade a folder of submissions (one sub-folder or zip per student)")
     g.add_argument("submissions")
     g.add_argument("--out", default="grades", help="where the gradebook goes (default grades/)")
-    g.add_argument("--seed", type=int, help="the hidden cases' seed (better: --seed-file)")
+    g.add_argument("--seed", type=_seed_arg, help="the hidden cases' seed (better: --seed-file)")
     g.add_argument("--seed-file", help="a file holding the teacher's secret seed")
     g.add_argument("--workers", type=int, help="attempts graded at once (default: the CPU count)")
     g.add_argument("--problems", help="which problems, e.g. 1-11 or 1,4,8 (default: all)")
@@ -298,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("gradescope", help="build the Gradescope autograder zip (needs your seed)")
     s.add_argument("--out", default="dist")
-    s.add_argument("--seed", type=int, help="the hidden cases' seed (better: --seed-file)")
+    s.add_argument("--seed", type=_seed_arg, help="the hidden cases' seed (better: --seed-file)")
     s.add_argument("--seed-file", help="a file holding the teacher's secret seed (required, or --seed, "
                                        "or $MLA_CLASS_SEED); not inside --out")
     s.add_argument("--points")

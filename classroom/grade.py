@@ -36,13 +36,12 @@ import importlib.metadata
 import json
 import os
 import platform
-import secrets
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import jail, lang, limits, report, runner
+from grader import jail, lang, limits, report, runner, seeds
 from grader.records import CaseStatus, ProblemResult
 
 from . import committed, notebooks, pool
@@ -92,17 +91,11 @@ def resolve_seed(seed=None, seed_file=None, out: Path | None = None) -> tuple[in
     if out is not None and (Path(out) / "seed.txt").is_file():
         text = (Path(out) / "seed.txt").read_text().strip()
         return _parse_seed(text, str(Path(out) / "seed.txt")), "seed.txt of an earlier run in --out"
-    return secrets.randbelow(2**31), "drawn at random (recorded in seed.txt)"
+    return seeds.draw(), "drawn at random (recorded in seed.txt)"
 
 
 def _parse_seed(text: str, where: str) -> int:
-    try:
-        value = int(text.split()[0], 0)
-    except (ValueError, IndexError):
-        raise ValueError(f"{where}: expected an integer seed, got {text[:40]!r}") from None
-    if not 0 <= value < 2**63:
-        raise ValueError(f"{where}: the seed must be between 0 and 2**63 - 1")
-    return value
+    return seeds.parse(text, where)
 
 
 def judge_version() -> str:

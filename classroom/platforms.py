@@ -37,10 +37,11 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import stat
 import zipfile
 from pathlib import Path
+
+from grader import seeds
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "classroom" / "classroom.yml"
@@ -137,7 +138,7 @@ def build_gradescope(out: Path, seed: int | None = None, points: dict | None = N
     from . import committed
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    seed = secrets.randbelow(2**31) if seed is None else int(seed)
+    seed = seeds.draw() if seed is None else int(seed)
     probs = [p for p in runner.discover() if with_torch or not p.needs_torch]
     config = {"seed": seed, "problems": [p.number for p in probs],
               "points": {str(p.number): float((points or {}).get(p.number, 1)) for p in probs},

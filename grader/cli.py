@@ -27,13 +27,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import hints, lang, report, runner, texts
+from . import hints, lang, report, runner, seeds, texts
 from .lang import _, N_
 from .records import Isolation, ProblemStatus
 from .report import PROG
@@ -61,6 +60,13 @@ def reveal_hint(problem) -> str:
 
 
 # --------------------------------------------------------------------------- grading
+
+def _seed_arg(text: str) -> int:
+    try:
+        return seeds.parse(text, "--seed")
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
 
 def grade_many(problems, path_of, seed, workers=None, on_result=None):
     """Grade problems in parallel (one after the other in the browser, which has no
@@ -202,7 +208,7 @@ def grade_one(problem, args, prog, practice=None) -> int:
 
 
 def grade_all(problems, args, prog, practice=None) -> int:
-    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    seed = args.seed if args.seed is not None else seeds.draw()
     cb = None if args.json else (lambda r: _print(report.status_line(r)))
     note = report.isolation_note(runner.default_isolation())
     if note and not args.json:
@@ -240,7 +246,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     ap.add_argument("--strict", action="store_true",
                     help=_("with the overview: exit code 1 unless every problem passes"))
     ap.add_argument("--hint", action="store_true", help=_("reveal the next hint for the problem"))
-    ap.add_argument("--seed", type=int, help=_("seed for the hidden cases (a failure prints the one to reuse)"))
+    ap.add_argument("--seed", type=_seed_arg, help=_("seed for the hidden cases (a failure prints the one to reuse)"))
     ap.add_argument("--json", action="store_true", help=_("print results.json (Exercism v3 + Gradescope score)"))
     ap.add_argument("--output", metavar="PATH",
                     help=_("with --json: also write the JSON to PATH (e.g. practice/results.json)"))
@@ -336,7 +342,7 @@ def main(argv=None, prog: str | None = None, practice=None, args=None) -> int:
     if not args.hint:
         sandbox_note()
     if args.solutions:
-        seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+        seed = args.seed if args.seed is not None else seeds.draw()
         return cmd_solutions([single] if single else problems, seed, prog)
     if args.hint:
         if single is None:

@@ -17,7 +17,6 @@ import importlib.util
 import json
 import os
 import re
-import secrets
 import sys
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from . import child as _child
-from . import jail, sandbox
+from . import jail, sandbox, seeds
 from .child import RunStatus
 from .lang import said
 from .records import CaseOutcome, CaseStatus, Isolation, ProblemResult, ProblemStatus
@@ -470,7 +469,7 @@ def grade(problem: Problem, path=None, seed: int | None = None, module=None, pro
     t0 = time.monotonic()
     given = path is not None
     path = str(path) if given else str(PRACTICE / problem.filename)
-    seed = seed if seed is not None else secrets.randbelow(2**31)
+    seed = seed if seed is not None else seeds.draw()
     res = ProblemResult(problem, path, seed=seed, given_path=given)
     asked = None if isolation is None else sandbox.Placement.parse(isolation)
     where = asked or sandbox.Placement(default_isolation(module))
@@ -484,7 +483,7 @@ def grade(problem: Problem, path=None, seed: int | None = None, module=None, pro
     if module is None and not Path(path).is_file():
         return res.missing(said("there is no file {path}.", path=path))
     try:
-        cases = problem.make_cases(seed)
+        cases = problem.make_cases(seeds.for_problem(seed, problem.number))
     except Exception as e:  # noqa: BLE001 -- a bug in the course, not in the attempt
         return res.broken(said("the judge could not build the cases for problem {number} ({error}); "
                                "please report this.", number=problem.number, error=f"{type(e).__name__}: {e}"),

@@ -8,10 +8,14 @@ CONTRIBUTING.md's checklist, and tests/test_problem_checklist.py fails for each 
 
 How the judge uses a spec
 -------------------------
-1. ``make_cases(seed)`` builds the cases in the judge's process. Public cases should
-   not depend on ``seed`` (so the learner sees the same examples every run); hidden
-   cases draw their data from ``numpy.random.default_rng(seed)`` and record the seed in
-   ``Case.seed`` so a failure can be reproduced with ``--seed N``. They hold only input
+1. ``make_cases(seed)`` builds the cases in the judge's process. ``seed`` is the
+   problem's own stream of the run's secret seed (grader/seeds.py: 128 bits, hashed
+   with the problem's number). Public cases should not depend on it (so the learner
+   sees the same examples every run); hidden cases draw their data from
+   ``numpy.random.default_rng(seed)`` and may record it in ``Case.seed``, but never
+   write it into a text (``describe``, a name, a message): the report decides where
+   the run's seed is shown (a learner's own run prints ``--seed N`` to rerun it; a
+   class graded with ``--hide-seed`` shows it nowhere). They hold only input
    the statement allows (tests/test_judge_sweeps.py runs the reference on many seeds),
    every edge, and the twins of ``memo_twins`` (last line of every ``make_cases``).
 2. Each case's ``args`` are sent to a fresh child process, which imports the learner's
@@ -81,7 +85,7 @@ Problem(number, slug, title, chapter, functions, statement, hints, make_cases, c
 Case(name, function, args, hidden=False, seed=None, describe="", expected=None,
      data={}, timeout_s=None, memory_mb=None, memory_error_message=None, timeout_message=None)
   args        keyword arguments for the learner's function (numpy arrays, numbers, str).
-  describe    shapes and seed in words; shown with a failure ("q_nope [4, 8], T=17, seed 3").
+  describe    shapes in words; shown with a failure ("q_nope [4, 8], T=17"). Never the seed.
   expected    optional precomputed reference answer for ``check`` to use.
   data        anything else ``check`` needs (names of dims, tolerances, ...); ``{"no_twin":
               True}`` keeps memo_twins from redrawing this case's values.
@@ -157,7 +161,7 @@ Complete example (a toy problem; real ones live in grader/problems/, in this ord
             x = rng.standard_normal((n, d))
             cases.append(Case(f"random {i}", FN, {"x": x, "scale": float(rng.uniform(0.1, 2))},
                               hidden=True, seed=seed,
-                              describe=shape_text(x=x) + f", seed {seed}"))
+                              describe=shape_text(x=x)))
         return memo_twins(cases, rng, CHANGES, reference={FN: reference}, check=check)
 
 
@@ -852,9 +856,8 @@ def _apply_all(changes, rng):
 
 def _twin(orig, args, what):
     name = f"{orig.name} (again: {what})" if what else f"{orig.name} (repeated after other calls)"
-    seed = f"; seed {orig.seed}" if orig.seed is not None else ""
     return dataclasses.replace(orig, name=name, args=args, expected=None,
-                               describe=describe_args(args) + seed, data=copy.deepcopy(orig.data))
+                               describe=describe_args(args), data=copy.deepcopy(orig.data))
 
 
 def _insert_after(out, orig, twin, rng):

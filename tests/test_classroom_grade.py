@@ -276,7 +276,7 @@ def test_the_seed_comes_from_the_option_a_file_the_environment_or_the_last_run(t
     monkeypatch.delenv(SEED_ENV)
     (tmp_path / "seed.txt").write_text("77\n")
     assert resolve_seed(None, None, tmp_path)[0] == 77
-    assert 0 <= resolve_seed(None, None, tmp_path / "new")[0] < 2**31
+    assert 0 <= resolve_seed(None, None, tmp_path / "new")[0] < 2**128
     secret.write_text("not a number")
     with pytest.raises(ValueError, match="integer seed"):
         resolve_seed(None, secret, tmp_path)

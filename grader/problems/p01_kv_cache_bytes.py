@@ -75,8 +75,6 @@ def reference(kind, n_tokens, n_layers, bytes_per_element=2, n_heads=128, head_d
 
 def _case(name, args, hidden=False, seed=None):
     desc = ", ".join(f"{k}={v!r}" for k, v in args.items())
-    if seed is not None:
-        desc += f"; seed {seed}"
     return Case(name, FN, args, hidden=hidden, seed=seed, describe=desc)
 
 

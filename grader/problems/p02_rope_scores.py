@@ -76,8 +76,6 @@ def _case(name, rng, n_heads, d_nope, d_rope, n_keys, q_pos, k_pos, theta, hidde
     }
     describe = shape_text(**{k: args[k] for k in ("q_nope", "q_rope", "k_nope", "k_rope")})
     describe += f", q_pos={q_pos}, theta={theta:g}"
-    if seed is not None:
-        describe += f", seed {seed}"
     return Case(name, FN, args, hidden=hidden, seed=seed, describe=describe)
 
 

@@ -76,7 +76,7 @@ def _case(name, rng, n_tok, n_heads, d_latent, d_nope, d_rope, d_v, hidden, seed
         "scale": float(scale_factor / np.sqrt(d_nope + d_rope)),
     }
     describe = shape_text(**{k: v for k, v in args.items() if k != "scale"})
-    describe += f", scale={args['scale']:.4g}" + (f", seed {seed}" if seed is not None else "")
+    describe += f", scale={args['scale']:.4g}"
     return Case(name, FN, args, hidden=hidden, seed=seed, describe=describe)
 
 

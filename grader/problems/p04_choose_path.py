@@ -62,7 +62,7 @@ def _describe(args, seed=None):
     shapes = {k: v for k, v in args.items() if k not in ("n_new", "n_ctx")}
     s = f"n_new={args['n_new']}, n_ctx={args['n_ctx']}"
     s += ", " + ", ".join(f"{k}={v}" for k, v in shapes.items()) if shapes else ", V3 shapes (defaults)"
-    return s + (f"; seed {seed}" if seed is not None else "")
+    return s
 
 
 def make_cases(seed: int) -> list[Case]:

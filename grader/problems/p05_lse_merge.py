@@ -80,7 +80,7 @@ def _parts(rng, n_heads, s_q, n_keys, d, d_v, bounds, score_std=1.0, shift=0.0, 
 
 def _case(name, args, hidden, seed, note=""):
     describe = shape_text(outs=args["outs"], lses=args["lses"])
-    describe += (f", {note}" if note else "") + (f", seed {seed}" if seed is not None else "")
+    describe += (f", {note}" if note else "")
     return Case(name, FN, args, hidden=hidden, seed=seed, describe=describe)
 
 

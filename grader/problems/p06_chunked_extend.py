@@ -98,7 +98,7 @@ def _args(rng, n_tok, n_new, n_heads, d_latent, d_nope, d_rope, d_v, chunk, q_st
 
 def _case(name, args, hidden=False, seed=None, **extra):
     describe = shape_text(**{k: args[k] for k in ("q_nope", "c_kv", "w_uk", "w_uv")})
-    describe += f", chunk={args['chunk']}" + (f", seed {seed}" if seed is not None else "")
+    describe += f", chunk={args['chunk']}"
     return Case(name, FN, args, hidden=hidden, seed=seed, describe=describe, **extra)
 
 

@@ -74,7 +74,7 @@ def _case(name, h_q, s_q, s_k, kv_dtype, gpu, hidden=False, seed=None):
     args = {"h_q": int(h_q), "s_q": int(s_q), "s_k": int(s_k), "kv_dtype": kv_dtype, "gpu": gpu}
     describe = ", ".join(f"{k}={v!r}" for k, v in args.items())
     return Case(name, FN, args, hidden=hidden, seed=seed,
-                describe=describe + (f", seed {seed}" if seed is not None else ""))
+                describe=describe)
 
 
 def make_cases(seed):

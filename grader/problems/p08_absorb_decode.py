@@ -116,7 +116,7 @@ def _inputs(rng, n_heads, d_latent, d_nope, d_rope, d_v, T, scale=None):
 
 def _case(name, args, hidden=False, seed=None, no_twin=False, **kw):
     desc = shape_text(**{k: v for k, v in args.items() if k != "scale"})
-    desc += f", scale={args['scale']:.4g}" + (f"; seed {seed}" if seed is not None else "")
+    desc += f", scale={args['scale']:.4g}"
     return Case(name, "absorb_decode", args, hidden=hidden, seed=seed, describe=desc,
                 data={"dims": "[n_heads, d_v]", "no_twin": no_twin}, **kw)
 

@@ -72,7 +72,7 @@ def _case(name, rng, lengths, seq, page, h_kv=1, d=4, extra_cols=1, nan_page=Fal
     describe = (f"kv_cache [{', '.join(map(str, kv_cache.shape))}] (page_block_size {page}), "
                 f"cache_seqlens {seqlens.tolist()}, seq {seq}, unused table entries = {unused}")
     return Case(name, FN, args, hidden=hidden, seed=seed,
-                describe=describe + (f", seed {seed}" if seed is not None else ""))
+                describe=describe)
 
 
 def make_cases(seed):

@@ -91,7 +91,7 @@ def _case(name, rng, h_q, n_tok, d_k, d_v, n_splits, q_std=1.0, hidden=False, se
     sizes = [r.stop - r.start for r in split_rows(n_tok, n_splits)]
     describe = (shape_text(q=args["q"], kv=args["kv"]) + f", d_v={d_v}, n_splits={n_splits} "
                 f"(split sizes {sizes})" + (f", |q| x{q_std:g}" if q_std != 1.0 else "")
-                + (f", seed {seed}" if seed is not None else ""))
+               )
     return Case(name, FN, args, hidden=hidden, seed=seed, describe=describe)
 
 

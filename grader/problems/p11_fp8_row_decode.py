@@ -76,7 +76,7 @@ def _packed(rng, n, tile_mags=None):
 
 def _describe(rows, note, seed=None):
     return (f"rows [{', '.join(map(str, rows.shape))}] uint8, {note}"
-            + (f", seed {seed}" if seed is not None else ""))
+           )
 
 
 def make_cases(seed):

@@ -95,7 +95,7 @@ def _case(name, rng, seqlens, q_std, shape=(H, D_K, D_V), hidden=False, seed=Non
             "scale": float(scale_factor / np.sqrt(d_k))}
     describe = (f"q [{n_seq}, {h}, {d_k}], kv [{n_seq}, {t_max}, {d_k}], cache_seqlens "
                 f"{list(seqlens)}, d_v={d_v}" + (f", |q| x{q_std:g}" if q_std > 10 else "")
-                + (f", seed {seed}" if seed is not None else ""))
+               )
     return Case(name, FN, args, hidden=hidden, seed=seed, describe=describe)
 
 

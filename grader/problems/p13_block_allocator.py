@@ -132,7 +132,7 @@ class _Pool:
 def _case(name, fn, args, hidden=False, seed=None):
     shown = ", ".join(f"{k}={v!r}" for k, v in args.items())
     return Case(name, fn, args, hidden=hidden, seed=seed,
-                describe=shown + (f"; seed {seed}" if seed is not None else ""))
+                describe=shown)
 
 
 def _public():

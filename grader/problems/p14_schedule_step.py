@@ -72,7 +72,7 @@ def _case(name, running, waiting, budget, max_running=None, hidden=False, seed=N
     args = {"running": [tuple(r) for r in running], "waiting": [tuple(w) for w in waiting],
             "token_budget": int(budget), "max_running": max_running}
     shown = (f"running={args['running']}, waiting={args['waiting']}, token_budget={budget}, "
-             f"max_running={max_running}" + (f"; seed {seed}" if seed is not None else ""))
+             f"max_running={max_running}")
     return Case(name, FN, args, hidden=hidden, seed=seed, describe=shown)
 
 

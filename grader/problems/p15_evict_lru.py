@@ -81,7 +81,7 @@ def _case(name, parent, tokens, last, in_use, n_needed, hidden=False, seed=None)
     args = {"parent": np.asarray(parent, dtype=np.int64), "tokens": np.asarray(tokens, dtype=np.int64),
             "last_access": np.asarray(last, dtype=np.int64), "in_use": np.asarray(in_use, dtype=bool),
             "n_needed": int(n_needed)}
-    shown = (f"{len(args['parent'])} nodes, n_needed={n_needed}" + (f"; seed {seed}" if seed is not None else "")
+    shown = (f"{len(args['parent'])} nodes, n_needed={n_needed}"
              if hidden else f"parent={list(args['parent'])}, tokens={list(args['tokens'])}, "
              f"last_access={list(args['last_access'])}, in_use={[bool(x) for x in args['in_use']]}, n_needed={n_needed}")
     return Case(name, FN, args, hidden=hidden, seed=seed, describe=shown)

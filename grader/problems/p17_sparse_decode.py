@@ -132,7 +132,7 @@ def _describe(a, note="", seed=None):
     n_minus = int((idx == -1).sum())
     return (f"q [{', '.join(map(str, q.shape))}], kv_cache [{', '.join(map(str, a['kv_cache'].shape))}] uint8, "
             f"indices [{', '.join(map(str, idx.shape))}] {idx.dtype} ({n_minus} are -1), softmax_scale "
-            f"{a['softmax_scale']:.6g}" + (f", {note}" if note else "") + (f", seed {seed}" if seed is not None else ""))
+            f"{a['softmax_scale']:.6g}" + (f", {note}" if note else ""))
 
 
 def make_cases(seed):

@@ -84,8 +84,7 @@ def _redraw(rng, a, q=True, k=True):
 
 def _describe(a, seed=None):
     s_q, H, D = a["q_idx"].shape
-    return (f"q_idx [{s_q}, {H}, {D}], weights [{s_q}, {H}], k_idx [{a['k_idx'].shape[0]}, {D}], topk {a['topk']}"
-            + (f", seed {seed}" if seed is not None else ""))
+    return f"q_idx [{s_q}, {H}, {D}], weights [{s_q}, {H}], k_idx [{a['k_idx'].shape[0]}, {D}], topk {a['topk']}"
 
 
 def make_cases(seed):
