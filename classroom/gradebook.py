@@ -38,11 +38,11 @@ from .grade import FILE, NOT_GRADED, ClassResult, replace_strings
 REASONS = {  # the judge's reason tags, as a teacher would say them
     "wrong_answer": "wrong answer", "wrong_shape": "wrong shape", "wrong_type": "wrong type returned",
     "not_finite": "NaN/inf where a number is expected (or the reverse)", "exception": "raised an exception",
-    "timeout": "too slow (time limit)", "memory": "ran out of memory (memory cap)",
+    "timeout": "too slow (time limit)", "time_budget": "used its whole time budget", "memory": "ran out of memory (memory cap)",
     "uses_reference": "used the course's reference code", "import_error": "file does not import",
     "missing_function": "function missing or misnamed", "exit": "exited / killed the process",
     "crash": "crashed the process", "not_started": "not started (stub)", "missing": "no file handed in",
-    "mutated_input": "modified its input in place", "no_kernel": "no Triton kernel launched",
+    "mutated_input": "modified its input in place", "no_kernel": "the kernel itself, launched by the judge, gives another answer",
     "too_large": "result too large", "not_run": "not run (an earlier case stopped the process)",
     "judge_error": "judge error (report it)", "unavailable": "not gradable on this machine",
     "infrastructure": "not graded: the grading machinery failed (run again)",

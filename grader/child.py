@@ -31,6 +31,8 @@ import types
 from enum import Enum
 
 OUTPUT_KEEP = 4000  # characters of printed output kept per case
+TEXT_KEEP = 4000    # characters of any other text a record carries (a traceback, a message)
+SOURCE_CAP = 4 * 2**20   # bytes of the attempt's file: a larger file is refused unread
 _REAL_EXIT = os._exit  # the harness's own way out (graded code gets a tripwire instead)
 
 
@@ -60,6 +62,15 @@ class ReferenceUseError(PermissionError):
 
 class _ExitCalled(BaseException):
     """os._exit inside graded code: turned into an exception so the verdict can say so."""
+
+
+def cut(text: str, limit: int = TEXT_KEEP) -> str:
+    """``text`` if it is short enough, else its first ``limit`` characters and a note of
+    how much was cut. Every text a record carries passes through here (and again through
+    the judge's own check of the record: grader/sandbox.py clean_record)."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f" \u2026 ({len(text) - limit:,} more characters cut)"
 
 
 class _CappedText(io.TextIOBase):
@@ -233,11 +244,12 @@ def _vm_data_bytes():
     return None
 
 
-def set_memory_headroom(mb, hard_too=False):
-    """Cap private writable memory (RLIMIT_DATA) at its current size + mb (the hard
-    limit too when hard_too, so the code under test cannot lift it). Returns the
-    previous limits for restore_memory, or None where unsupported. RLIMIT_DATA (not
-    RLIMIT_AS) so that torch/CUDA's large address-space reservations still work."""
+def set_memory_headroom(mb):
+    """Cap private writable memory (RLIMIT_DATA) at its current size + mb, soft and hard
+    limits alike, before the attempt's file is read: a process cannot raise its hard
+    limit, so the code under test cannot lift it. Returns the previous limits, or None
+    where unsupported. RLIMIT_DATA (not RLIMIT_AS) so that torch/CUDA's large
+    address-space reservations still work."""
     try:
         import resource
     except ImportError:
@@ -251,16 +263,10 @@ def set_memory_headroom(mb, hard_too=False):
     if hard != resource.RLIM_INFINITY and hard < cap:
         cap = hard
     try:
-        resource.setrlimit(resource.RLIMIT_DATA, (cap, cap if hard_too else hard))
+        resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
     except (ValueError, OSError):
         return None
     return old
-
-
-def restore_memory(old):
-    if old is not None:
-        import resource
-        resource.setrlimit(resource.RLIMIT_DATA, old)
 
 
 def _start_tracing() -> bool:
@@ -287,160 +293,22 @@ def _is_memory_error(e: BaseException) -> bool:
 
 # ----------------------------------------------------------------------- the guards
 
-class Launch:
-    """One `kernel[grid](...)` call of graded code: the tensors handed to it, with their
-    contents just before and just after it ran (to tell what the kernel wrote)."""
-
-    def __init__(self, run, args, kwargs):
-        self.run, self.args, self.kwargs = run, args, kwargs
-        self.tensors = [a for a in (*args, *kwargs.values()) if _is_tensor(a)]
-        self.before = [t.detach().clone() for t in self.tensors]
-        self.after = None
-
-    def finished(self):
-        self.after = [t.detach().clone() for t in self.tensors]
-
-    def rerun_poisoned(self, k, unsure):
-        """Run the launch again on copies of its tensors as they were before it, with
-        tensor k's `unsure` positions set to a value the launch did not leave there (NaN,
-        or 1.0 where it left NaN); return tensor k's contents afterwards."""
-        import torch
-        copies = {}
-
-        def fresh(a):
-            i = next((j for j, t in enumerate(self.tensors) if t is a), None)
-            if i is None:
-                return a
-            if i not in copies:
-                copies[i] = self.before[i].clone()
-            return copies[i]
-        args = [fresh(a) for a in self.args]
-        kwargs = {key: fresh(a) for key, a in self.kwargs.items()}
-        target = copies.get(k)
-        if target is None:
-            return None
-        shape = tuple(target.shape)
-        left_nan = torch.isnan(self.after[k])
-        with torch.no_grad():  # in place: the strides the kernel uses stay
-            target.masked_fill_(torch.as_tensor(unsure.reshape(shape), device=target.device) & ~left_nan,
-                                float("nan"))
-            target.masked_fill_(torch.as_tensor(unsure.reshape(shape), device=target.device) & left_nan, 1.0)
-        self.run(*args, **kwargs)
-        return _contents(target)
-
-
-def _is_tensor(a) -> bool:
-    return type(a).__module__.startswith("torch") and hasattr(a, "numel") and hasattr(a, "detach")
-
-
-def _contents(t):
-    """A tensor's values as a numpy array (bf16 / fp16 / fp8 widened to float32)."""
-    x = t.detach()
-    if x.dtype.is_floating_point and x.element_size() < 4:
-        x = x.float()
-    return x.cpu().numpy().copy()
-
-
-def _equal(a, b):
-    """Elementwise equality, NaN equal to NaN (numpy arrays of one shape)."""
-    import numpy as np
-    eq = a == b
-    if a.dtype.kind == "f":
-        eq = eq | (np.isnan(a) & np.isnan(b))
-    return eq
-
-
 class Watch:
-    """What the guards saw while graded code ran: reference use, kernel launches.
-    One per process; ``take`` hands out and clears what was seen during one case."""
+    """What the guards saw while graded code ran: use of the course's reference, calls of
+    os._exit. One per process; ``take`` hands out and clears what was seen during one case."""
 
     def __init__(self):
         self.reference_uses: list[str] = []
         self.exit_calls: list = []
-        self.launches = 0
-        self.launch_log: list = []  # Launch records of this case, in order
 
     def saw_reference(self, what: str):
         if what not in self.reference_uses:
             self.reference_uses.append(what)
 
-    def take(self):
-        seen = (list(self.reference_uses), self.launches)
+    def take(self) -> list:
+        seen = list(self.reference_uses)
         self.reference_uses.clear()
-        self.launches = 0
-        self.launch_log = []
         return seen
-
-    def kernel_wrote(self, result) -> dict:
-        """{"from_kernel": True} when every array in `result` is what this case's launches
-        wrote: equal to the final contents of a tensor passed to a launch, unchanged since
-        the last launch that had it, and every element of it written by a launch (changed
-        by one, or -- where a launch left the value it found, e.g. a 0 over a zero-filled
-        tensor -- written again when that launch is re-run with those elements poisoned).
-        Otherwise from_kernel False and flat kernel_* fields saying what is wrong (why,
-        leaf, of, size, count, rerun_error: plain scalars, as the protocol carries them)."""
-        import numpy as np
-        leaves = list(result) if isinstance(result, (tuple, list)) else [result]
-        tensors = []
-        for launch in self.launch_log:
-            for t in launch.tensors:
-                if not any(t is u for u in tensors):
-                    tensors.append(t)
-        final = []
-        for t in tensors:
-            try:
-                final.append(_contents(t).ravel())
-            except Exception:  # noqa: BLE001 -- a tensor we cannot read is no witness
-                final.append(None)
-        for i, leaf in enumerate(leaves):
-            try:
-                arr = _contents(leaf) if hasattr(leaf, "detach") else np.asarray(leaf)
-                flat = arr.ravel().astype(np.float64)
-            except Exception:  # noqa: BLE001
-                return {"from_kernel": False, "kernel_leaf": i, "kernel_why": "unreadable"}
-            notes = []
-            for t, f in zip(tensors, final):
-                if f is None or f.size != flat.size or not _equal(f.astype(np.float64), flat).all():
-                    continue
-                note = self._written(t, f)
-                if note is None:
-                    break
-                notes.append(note)
-            else:
-                note = min(notes, key=lambda n: n.get("count", 0)) if notes else {"why": "not_a_launch_tensor"}
-                note = dict(note, leaf=i, of=len(leaves), size=int(flat.size))
-                return {"from_kernel": False, **{f"kernel_{k}": v for k, v in note.items()}}
-        return {"from_kernel": True}
-
-    def _written(self, t, final):
-        """None when every element of tensor t was written by a launch, else a note."""
-        import numpy as np
-        mine = [(launch, next(j for j, u in enumerate(launch.tensors) if u is t))
-                for launch in self.launch_log if any(u is t for u in launch.tensors)]
-        last, k = mine[-1]
-        after = _contents(last.after[k]).ravel()
-        if not _equal(after, final).all():
-            return {"why": "changed_after"}
-        unsure = np.ones(final.size, bool)
-        for launch, j in mine:
-            unsure &= _equal(_contents(launch.before[j]).ravel(), _contents(launch.after[j]).ravel())
-        if not unsure.any():
-            return None
-        if not last.after[k].dtype.is_floating_point:
-            return None  # no NaN to poison an integer tensor with: trust the comparison above
-        for launch, j in reversed(mine):
-            try:
-                got = launch.rerun_poisoned(j, unsure)
-            except Exception as e:  # noqa: BLE001
-                return {"why": "unwritten", "count": int(unsure.sum()),
-                        "rerun_error": f"{type(e).__name__}: {e}"[:200]}
-            if got is None:
-                continue
-            written = _equal(got.ravel(), _contents(launch.after[j]).ravel())  # not the poison
-            unsure &= ~written
-            if not unsure.any():
-                return None
-        return {"why": "unwritten", "count": int(unsure.sum())}
 
     def take_exits(self) -> list:
         calls, self.exit_calls = self.exit_calls, []
@@ -583,62 +451,6 @@ def trip_os_exit():
         pass
 
 
-def count_kernel_launches():
-    """If triton is loaded, record `kernel[grid](...)` launches (a problem whose point is
-    writing a Triton kernel checks that one ran, and that it wrote the answer), and fill
-    new torch tensors with NaN (see poison_new_tensors)."""
-    poison_new_tensors()
-    jit = sys.modules.get("triton.runtime.jit")
-    base = getattr(jit, "KernelInterface", None)
-    if base is None or getattr(base, "_judge_counted", False):
-        return
-    original = base.__getitem__
-
-    def __getitem__(self, grid):
-        launch = original(self, grid)
-
-        def counted(*args, **kwargs):
-            WATCH.launches += 1
-            record = Launch(launch, args, kwargs)
-            WATCH.launch_log.append(record)
-            try:
-                return launch(*args, **kwargs)
-            finally:
-                record.finished()
-        return counted
-    base.__getitem__ = __getitem__
-    base._judge_counted = True
-
-
-def poison_new_tensors():
-    """If torch is loaded: torch.empty, empty_like, empty_strided and Tensor.new_empty fill
-    floating tensors with NaN (their contents are undefined anyway), so that an output a
-    kernel must write starts poisoned and a value it never wrote cannot pass for its work."""
-    torch = sys.modules.get("torch")
-    if torch is None or getattr(torch, "_judge_poisoned", False) or not hasattr(torch, "empty"):
-        return
-
-    def poisoned(make):
-        def fn(*args, **kwargs):
-            t = make(*args, **kwargs)
-            try:
-                if t.is_floating_point():
-                    with torch.no_grad():
-                        t.fill_(float("nan"))
-            except Exception:  # noqa: BLE001 -- a tensor that cannot be filled stays as made
-                pass
-            return t
-        fn.__name__ = getattr(make, "__name__", "empty")
-        fn.__doc__ = getattr(make, "__doc__", None)
-        return fn
-    for name in ("empty", "empty_like", "empty_strided"):
-        if hasattr(torch, name):
-            setattr(torch, name, poisoned(getattr(torch, name)))
-    if hasattr(torch, "Tensor") and hasattr(torch.Tensor, "new_empty"):
-        torch.Tensor.new_empty = poisoned(torch.Tensor.new_empty)
-    torch._judge_poisoned = True
-
-
 class ReferenceProfiler:
     """For code that shares a process with the course (a notebook, the browser): while
     active, notes any call into a function defined under the reference folders."""
@@ -695,6 +507,58 @@ def _reference_record(uses):
 
 
 # ----------------------------------------------------------------------- inputs must not change
+
+def freeze_arrays(cases) -> bool:
+    """Hand every numpy array of the cases' arguments over read-only, by the operating
+    system: their bytes move into one sealed memfd (no process can write it any more,
+    this one included) mapped read-only, and each argument becomes a view of it. An
+    in-place write (``x *= 2``, ``x.sort()``) then raises numpy's "read-only" error, and
+    no patch of this harness can make it succeed; the judge turns that error into
+    "changed its input in place" (grader/runner.py). Lists and dicts stay ordinary Python
+    objects: for them the judge can only compare before and after (``changed_inputs``),
+    which an attempt that rewrites this harness could fool. Linux only; False elsewhere
+    (nothing is changed). Called before the attempt's file is read."""
+    import numpy as np
+    try:
+        import fcntl
+        import mmap
+        seals = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL
+        make = os.memfd_create
+    except (ImportError, AttributeError):
+        return False
+    found = []   # (container, key, array)
+
+    def walk(container, key, depth=0):
+        v = container[key]
+        if type(v) is np.ndarray and v.dtype.kind in "biufc" and v.size:
+            found.append((container, key, v))
+        elif type(v) in (list, dict) and depth < 20:
+            for k in (range(len(v)) if type(v) is list else list(v)):
+                walk(v, k, depth + 1)
+    for _, _, args in cases:
+        for k in list(args):
+            walk(args, k)
+    if not found:
+        return True
+    offsets, size = [], 0
+    for _, _, a in found:
+        offsets.append(size)
+        size += -(-a.nbytes // 64) * 64
+    fd = make("judge-inputs", os.MFD_ALLOW_SEALING | os.MFD_CLOEXEC)
+    try:
+        os.ftruncate(fd, size)
+        with mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE) as w:
+            for (_, _, a), off in zip(found, offsets):
+                w[off:off + a.nbytes] = a.tobytes(order="A")
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
+        view = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
+    finally:
+        os.close(fd)
+    for (container, key, a), off in zip(found, offsets):
+        order = "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
+        container[key] = np.ndarray(a.shape, a.dtype, buffer=view, offset=off, order=order)
+    return True
+
 
 def snapshot(x, depth=0):
     """An immutable, deep record of an argument as the judge sent it (numbers, strings,
@@ -841,14 +705,16 @@ def changed_inputs(kept: dict, args: dict) -> list:
     return out
 
 
-def run_case(fn, args: dict, path: str, memory_mb=None, check_inputs=True, profiler=None) -> dict:
-    """Call fn(**args) and describe what happened as a plain dict."""
+def run_case(fn, args: dict, path: str, trace_memory_mb=None, check_inputs=True, profiler=None) -> dict:
+    """Call fn(**args) and describe what happened as a plain dict. The process's memory
+    limits were set before the attempt's file was read (``main``, ``serve_forked``);
+    ``trace_memory_mb`` adds numpy's own accounting where the system enforces no data
+    limit (macOS: a courtesy for self-study, not a boundary)."""
     kept = {k: snapshot(v) for k, v in args.items()} if check_inputs else {}
     out, err = _CappedText(), _CappedText()
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = out, err
-    old = set_memory_headroom(memory_mb) if memory_mb else None
-    tracing = _start_tracing() if memory_mb else False
+    tracing = _start_tracing() if trace_memory_mb else False
     WATCH.take()
     rec = {}
     try:
@@ -860,39 +726,34 @@ def run_case(fn, args: dict, path: str, memory_mb=None, check_inputs=True, profi
                 result = fn(**args)
             peak = _stop_tracing() if tracing else 0
             tracing = False
-            if peak > memory_mb * 2**20 if memory_mb else False:
-                # where RLIMIT_DATA is not enforced (macOS), numpy's own accounting decides
+            if trace_memory_mb and peak > trace_memory_mb * 2**20:
                 rec = {"status": RunStatus.MEMORY_ERROR, "type": "MemoryError",
                        "message": f"it allocated {peak / 2**20:.0f} MB at peak (numpy arrays), "
-                                  f"over this case's {memory_mb} MB"}
+                                  f"over this case's {trace_memory_mb} MB"}
             else:
                 rec = {"status": RunStatus.OK, "result": encode(result)}
-                if WATCH.launches:
-                    rec.update(WATCH.kernel_wrote(result))
         finally:
             if tracing:
                 _stop_tracing()
-            restore_memory(old)
     except NotImplementedError as e:
-        rec = {"status": RunStatus.NOT_IMPLEMENTED, "message": str(e)}
+        rec = {"status": RunStatus.NOT_IMPLEMENTED, "message": cut(str(e))}
     except SystemExit as e:
-        rec = {"status": RunStatus.SYSTEM_EXIT, "message": f"SystemExit({e.code!r})"}
+        rec = {"status": RunStatus.SYSTEM_EXIT, "message": cut(f"SystemExit({e.code!r})", 300)}
     except _ExitCalled as e:
-        rec = {"status": RunStatus.SYSTEM_EXIT, "message": f"os._exit({e.args[0]!r})"}
+        rec = {"status": RunStatus.SYSTEM_EXIT, "message": cut(f"os._exit({e.args[0]!r})", 300)}
     except KeyboardInterrupt:
         raise
     except BaseException as e:  # noqa: BLE001 -- everything the learner raises is data
         rec = {"status": RunStatus.MEMORY_ERROR if _is_memory_error(e) else RunStatus.ERROR,
-               "message": learner_traceback(e, path), "type": type(e).__name__}
+               "message": cut(learner_traceback(e, path)), "type": cut(type(e).__name__, 200)}
     finally:
         sys.stdout, sys.stderr = saved
-    uses, launches = WATCH.take()
+    uses = WATCH.take()
     exits = WATCH.take_exits()
     if uses:  # even if the attempt caught the refusal and carried on
         rec = _reference_record(uses)
     elif exits and rec.get("status") != RunStatus.SYSTEM_EXIT:  # os._exit from another thread
-        rec = {"status": RunStatus.SYSTEM_EXIT, "message": f"os._exit({exits[0]!r}), from a thread"}
-    rec["launches"] = launches
+        rec = {"status": RunStatus.SYSTEM_EXIT, "message": cut(f"os._exit({exits[0]!r}), from a thread", 300)}
     printed = out.text() + err.text()
     if printed:
         rec["output"] = printed
@@ -904,40 +765,40 @@ def run_case(fn, args: dict, path: str, memory_mb=None, check_inputs=True, profi
 
 def import_failure(exc: BaseException, path: str) -> dict:
     """The record for a file that could not be imported."""
-    uses, _ = WATCH.take()
+    uses = WATCH.take()
     if uses:
         return dict(_reference_record(uses), event="import_error")
     if isinstance(exc, SystemExit):
         return {"event": "import_error", "type": "SystemExit",
-                "message": f"the file called exit ({exc.code!r}) while being imported"}
+                "message": cut(f"the file called exit ({exc.code!r}) while being imported", 300)}
     if isinstance(exc, _ExitCalled):
         return {"event": "import_error", "type": "SystemExit",
-                "message": f"the file called os._exit({exc.args[0]!r}) while being imported"}
-    return {"event": "import_error", "message": learner_traceback(exc, path), "type": type(exc).__name__}
+                "message": cut(f"the file called os._exit({exc.args[0]!r}) while being imported", 300)}
+    return {"event": "import_error", "message": cut(learner_traceback(exc, path)), "type": cut(type(exc).__name__, 200)}
 
 
-def run_cases(module, path, cases, send, profiler=None):
-    """Run each case and send its record; cases: (index, function name, args, memory_mb)."""
-    for i, fname, args, memory_mb in cases:
+def run_cases(module, path, cases, send, profiler=None, trace_memory_mb=None):
+    """Run each case and send its record; cases: (index, function name, args)."""
+    for i, fname, args in cases:
         send({"event": "start", "i": i})
         fn = getattr(module, fname, None)
         if not callable(fn):
             rec = {"status": RunStatus.MISSING_FUNCTION, "function": fname}
         else:
-            rec = run_case(fn, args, path, memory_mb, profiler=profiler)
+            rec = run_case(fn, args, path, trace_memory_mb, profiler=profiler)
         try:
-            line = dict(rec, event="done", i=i)
+            line = {"event": "done", "i": i, **rec}
             json.dumps(line)
         except (TypeError, ValueError) as e:
             line = {"event": "done", "i": i, "status": RunStatus.ERROR,
-                    "message": f"the result could not be sent back ({e})"}
+                    "message": cut(f"the result could not be sent back ({e})")}
         send(line)
     send({"event": "finished"})
 
 
 def run_in_process(path, cases, module=None, reference_folders=(), allowed_files=()):
     """Yield (index, record) for each case, in this process (browser / Windows).
-    cases: list of (index, function name, args, memory_mb). ``module`` may be any
+    cases: list of (index, function name, args). ``module`` may be any
     object holding the functions (then ``path`` is only used to trim tracebacks)."""
     profiler = (ReferenceProfiler(reference_folders, [*allowed_files, __file__])
                 if reference_folders else None)
@@ -951,16 +812,16 @@ def run_in_process(path, cases, module=None, reference_folders=(), allowed_files
         except BaseException as e:  # noqa: BLE001
             yield None, import_failure(e, path)
             return
-        uses, _ = WATCH.take()
+        uses = WATCH.take()
         if uses:
             yield None, dict(_reference_record(uses), event="import_error")
             return
-    for i, fname, args, memory_mb in cases:
+    for i, fname, args in cases:
         fn = getattr(module, fname, None)
         if not callable(fn):
             yield i, {"status": RunStatus.MISSING_FUNCTION, "function": fname}
             continue
-        yield i, run_case(fn, copy.deepcopy(args), path, memory_mb, profiler=profiler)
+        yield i, run_case(fn, copy.deepcopy(args), path, profiler=profiler)
 
 
 def _channel(fd: int, token: str):
@@ -975,14 +836,20 @@ def _channel(fd: int, token: str):
 def serve_forked(job: dict, module, fd: int):
     """In a forked copy of a notebook's kernel: limits, guards, then the cases."""
     send = _channel(fd, job["token"])
+    if job.get("freeze_inputs"):
+        freeze_arrays(job["cases"])
     if job["memory_mb"]:
-        set_memory_headroom(job["memory_mb"], hard_too=True)
+        set_memory_headroom(job["memory_mb"])
     install_guard(job["scratch"], protected=job["protected"], readable=[__file__])
     trip_os_exit()
-    count_kernel_launches()
+    if job.get("kernel"):   # the notebook's own kernel object, with the judge's launcher
+        from grader.kernel_harness import launch_with   # a notebook's kernel process has the course
+        k = job["kernel"]
+        launch = launch_with(k["launcher"], k["launcher_name"], getattr(module, k["name"]))
+        module = types.SimpleNamespace(**{fname: launch for _, fname, _ in job["cases"]})
     send({"event": "ready"})
     profiler = ReferenceProfiler(job["protected"], allowed_files=[__file__])
-    run_cases(module, job["path"], job["cases"], send, profiler=profiler)
+    run_cases(module, job["path"], job["cases"], send, profiler=profiler, trace_memory_mb=job.get("trace_memory_mb"))
 
 
 def die_with_parent():
@@ -1029,11 +896,54 @@ def set_rlimits(spec: dict) -> None:
             pass
 
 
+def kernel_launcher(kernel: dict, cases: list, source: bytes, path: str):
+    """For a problem whose answer must be a kernel's: an object whose function (the one the
+    cases call) launches the file's kernel with the judge's own launcher. Only the kernel
+    is taken from the file (grader/kernel_harness.py); nothing else of it runs here."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # the harness lies beside this file
+    import kernel_harness
+    module = kernel_harness.kernel_module(source, path, kernel["name"], os.getcwd())
+    launch = kernel_harness.launch_with(kernel["launcher"], kernel["launcher_name"], getattr(module, kernel["name"]))
+    return types.SimpleNamespace(**{fname: launch for _, fname, _ in cases})
+
+
+def attempt_imports(source: bytes, limit: int = 32) -> list[str]:
+    """The top-level packages the attempt's source imports (``import a.b, c as d``,
+    ``from e.f import g``), found by a linear scan of its lines, not by running it."""
+    names: list[str] = []
+    for line in source.decode("utf-8", "replace").splitlines():
+        body = line.lstrip(" \t")
+        if body.startswith("from "):
+            parts = [body[5:].split()[0] if body[5:].split() else ""]
+        elif body.startswith("import "):
+            parts = [p.strip().split()[0] for p in body[7:].split(";")[0].split(",") if p.strip()]
+        else:
+            continue
+        for part in parts:
+            top = part.split(".")[0]
+            if top.isidentifier() and top not in names and top not in COURSE_PACKAGES:
+                names.append(top)
+        if len(names) >= limit:
+            break
+    return names
+
+
+def preimport(names) -> None:
+    """Import library packages before the attempt runs (their memory is then the
+    interpreter's, not the attempt's); one that fails to import is left to the attempt."""
+    for m in names:
+        try:
+            __import__(m)
+        except BaseException:  # noqa: BLE001 -- ImportError, SystemExit from a library: the attempt's to meet
+            pass
+
+
 def main():
     die_with_parent()
     if "--sys-path" in sys.argv:   # run with -S (no site, no .pth files): the packages by hand
         sys.path.extend(p for p in sys.argv[sys.argv.index("--sys-path") + 1].split(os.pathsep) if p)
     fd = int(sys.argv[sys.argv.index("--fd") + 1])
+    go = int(sys.argv[sys.argv.index("--go") + 1]) if "--go" in sys.argv else None
     job_path = sys.argv[sys.argv.index("--job") + 1]
     with open(job_path, "rb") as f:
         job = pickle.load(f)
@@ -1042,40 +952,49 @@ def main():
     except OSError:
         pass  # read-only in the bubblewrap sandbox, where nothing else can see it
     send = _channel(fd, job["token"])
-    for m in job.get("preimport", []):
-        try:
-            __import__(m)
-        except Exception:
-            pass
-    set_rlimits(job.get("rlimits", {}))
-    if job["memory_mb"]:
-        set_memory_headroom(job["memory_mb"], hard_too=True)
-    send({"event": "alive"})  # from here on, whatever happens is the attempt's doing
     path = job["path"]
     sys.dont_write_bytecode = True
     try:
         with open(path, "rb") as f:
-            source = f.read()
+            source = f.read(SOURCE_CAP + 1)
     except OSError as e:
-        send({"event": "import_error", "message": f"cannot read {path}: {e}", "type": type(e).__name__})
+        source, unreadable = None, f"cannot read {path}: {e}"
+    else:
+        unreadable = f"the file is over {SOURCE_CAP >> 20} MB" if len(source) > SOURCE_CAP else None
+    preimport(job.get("preimport", []))
+    if job.get("preimport_attempt") and source is not None and unreadable is None:
+        preimport(attempt_imports(source))
+    if job.get("freeze_inputs"):
+        freeze_arrays(job["cases"])
+        import warnings   # torch.as_tensor of a read-only array works, and warns about it
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+    set_rlimits(job.get("rlimits", {}))
+    if job["memory_mb"]:
+        set_memory_headroom(job["memory_mb"])
+    send({"event": "alive"})  # the judge may now set this process's memory cap from outside
+    if go is not None:
+        os.read(go, 1)       # ... and says when it has
+        os.close(go)
+    # from here on, whatever happens is the attempt's doing
+    if unreadable is not None:
+        send({"event": "import_error", "message": cut(unreadable), "type": "OSError"})
         return
     # the judge starts this process in its own scratch folder
     install_guard(os.getcwd(), protected=job["protected"], readable=[path, __file__])
     block_course_imports(job.get("provided", {}))
     trip_os_exit()
-    count_kernel_launches()
     try:
-        module = load_module(path, source=source)
+        module = kernel_launcher(job["kernel"], job["cases"], source, path) if job.get("kernel") else \
+            load_module(path, source=source)
     except BaseException as e:  # noqa: BLE001
         send(import_failure(e, path))
         return
-    uses, _ = WATCH.take()
+    uses = WATCH.take()
     if uses:
         send(dict(_reference_record(uses), event="import_error"))
         return
-    count_kernel_launches()  # triton may have been imported by the file itself
     send({"event": "ready"})
-    run_cases(module, path, job["cases"], send)
+    run_cases(module, path, job["cases"], send, trace_memory_mb=job.get("trace_memory_mb"))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@
   the site-packages folders (ro)     numpy, torch, triton -- with any course package or
                                      editable-install hook found there hidden
   /judge/child.py, /judge/job.pkl    the child runner alone and the job (inputs, limits,
-                                     the result pipe's token: no expected value, no seed)
+                                     the result pipe's token: no expected value, no seed);
+                                     /judge/kernel_harness.py for a problem whose kernel the
+                                     judge launches itself (problem 12)
   the attempt's file (ro)            at its own path, alone in its folder
   /tmp (a size-capped tmpfs)         the only writable place: cwd, HOME and TMPDIR
   /proc                              a fresh one showing only the sandbox's processes
@@ -164,8 +166,9 @@ def environment(heavy: bool, interpret_triton: bool) -> dict:
 
 
 def command(child: str, job_file: str, attempt: str | None, fd: int, heavy: bool,
-            interpret_triton: bool, hide=(), gpu: bool = False) -> list[str]:
-    """The full command line: bwrap, its options, then the child's interpreter."""
+            interpret_triton: bool, hide=(), gpu: bool = False, helpers=()) -> list[str]:
+    """The full command line: bwrap, its options, then the child's interpreter. ``helpers``:
+    more files of the judge the child imports, bound beside it in /judge."""
     exe, _ = interpreter()
     args = [bwrap_path() or "bwrap", *base_args(TMPFS_MB["torch" if heavy else "numpy"] << 20)]
     if gpu:   # CUDA needs its device files and reads /sys (its libraries are under /usr).
@@ -180,6 +183,8 @@ def command(child: str, job_file: str, attempt: str | None, fd: int, heavy: bool
         if os.path.exists(h) and any(_under(os.path.realpath(h), b) for b in _bound(args)):
             args += _hide(os.path.realpath(h))
     args += ["--ro-bind", child, f"{JUDGE_DIR}/child.py", "--ro-bind", job_file, f"{JUDGE_DIR}/job.pkl"]
+    for h in helpers:
+        args += ["--ro-bind", h, f"{JUDGE_DIR}/{os.path.basename(h)}"]
     if attempt is not None:
         real = os.path.realpath(attempt)
         args += ["--ro-bind", real, real]

@@ -100,6 +100,39 @@ class Cgroup:
             pass
         return False
 
+    def _memory_file(self, v2: str, v1: str) -> Path:
+        return self.dirs["" if self.version == 2 else "memory"] / (v2 if self.version == 2 else v1)
+
+    def memory_now(self) -> int | None:
+        """Bytes the attempt's processes hold right now (anonymous, tmpfs and page cache)."""
+        try:
+            return int(self._memory_file("memory.current", "memory.usage_in_bytes").read_text().split()[0])
+        except (OSError, ValueError, IndexError, KeyError):
+            return None
+
+    def memory_peak(self) -> int | None:
+        """The most they held at once so far (None where the kernel does not say)."""
+        try:
+            return int(self._memory_file("memory.peak", "memory.max_usage_in_bytes").read_text().split()[0])
+        except (OSError, ValueError, IndexError, KeyError):
+            return None
+
+    def set_memory(self, limit_bytes: int) -> bool:
+        """Lower (or raise) the memory cap while the attempt runs; True when it took."""
+        limit_bytes = int(limit_bytes)
+        if self.version == 2:
+            ok = _write(self.dirs[""] / "memory.max", str(limit_bytes))
+        else:
+            mem = self.dirs["memory"]
+            swap = mem / "memory.memsw.limit_in_bytes"
+            # v1 keeps memsw >= limit: lower the limit first, raise memsw first
+            lowering = limit_bytes <= self.limits.get("memory", limit_bytes)
+            order = [mem / "memory.limit_in_bytes", swap] if lowering else [swap, mem / "memory.limit_in_bytes"]
+            ok = all(_write(f, str(limit_bytes)) for f in order if f.exists())
+        if ok:
+            self.limits["memory"] = limit_bytes
+        return ok
+
     def kill_all(self, wait_s: float = 5.0) -> bool:
         """SIGKILL every process in the cgroup until none is left. True when empty."""
         end = time.monotonic() + wait_s

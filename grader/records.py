@@ -7,6 +7,10 @@ Three levels, one Enum each (values are the words people read and JSON carries):
 and where an attempt ran, ``Isolation`` (jail, process, user, fork, none).
 State changes are methods on the records (``CaseOutcome.fail``, ``ProblemResult.finish``),
 as in Exercism's test runner, so no caller spells a status by hand.
+
+Every text a record holds is bounded where it is set (``cut``: ``MESSAGE_CAP`` for a
+verdict, ``OUTPUT_CAP`` for printed output), whatever the attempt sent: a result, its
+cache entry and a gradebook row stay a few KiB per case.
 """
 from __future__ import annotations
 
@@ -14,8 +18,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from .child import RunStatus  # noqa: F401 -- re-exported: the sandbox's vocabulary
+from .child import cut  # noqa: F401 -- re-exported: one way to bound a text, with its "cut" note
 from .lang import N_
 from .spec import Case, Problem
+
+
+MESSAGE_CAP = 12_000   # characters of one verdict (the attempt's part of it is at most ~4,000)
+OUTPUT_CAP = 12_000    # characters of printed output kept with a case or a problem
 
 
 class CaseStatus(str, Enum):
@@ -71,12 +80,15 @@ class CaseOutcome:
     def passed(self) -> bool:
         return self.status is CaseStatus.PASS
 
+    def __post_init__(self):
+        self.output = cut(str(self.output), OUTPUT_CAP)
+
     def fail(self, message: str, reason: str = "wrong_answer") -> "CaseOutcome":
-        self.status, self.message, self.reason = CaseStatus.FAIL, message, reason
+        self.status, self.message, self.reason = CaseStatus.FAIL, cut(str(message), MESSAGE_CAP), reason
         return self
 
     def not_started(self, message: str) -> "CaseOutcome":
-        self.status, self.message, self.reason = CaseStatus.NOT_STARTED, message, "not_started"
+        self.status, self.message, self.reason = CaseStatus.NOT_STARTED, cut(str(message), MESSAGE_CAP), "not_started"
         return self
 
     def not_run(self) -> "CaseOutcome":
@@ -119,7 +131,7 @@ class ProblemResult:
 
     def broken(self, message: str, reason: str = "import_error") -> "ProblemResult":
         """The file as a whole could not be graded (it did not import, ...)."""
-        self.status, self.message, self.reason = ProblemStatus.FAILED, message, reason
+        self.status, self.message, self.reason = ProblemStatus.FAILED, cut(str(message), MESSAGE_CAP), reason
         return self
 
     def add(self, outcome: CaseOutcome):

@@ -25,9 +25,10 @@ import numpy as np
 
 from . import child as _child
 from . import jail, sandbox, seeds
+from . import plan as plan_mod
 from .child import RunStatus
 from .lang import said
-from .records import CaseOutcome, CaseStatus, Isolation, ProblemResult, ProblemStatus
+from .records import OUTPUT_CAP, CaseOutcome, CaseStatus, Isolation, ProblemResult, ProblemStatus, cut
 from .spec import Case, Problem, same_answer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -184,8 +185,7 @@ def may_import_text(problem: Problem) -> str:
 def run_in_process(path: str, cases: list, module=None) -> dict:
     """Same records as the sandbox, computed in this process (no limits). A profiler
     notices calls into the course's code, since it shares this process."""
-    jobs = [(i, c.function, c.args, c.memory_mb if not IN_BROWSER else None)
-            for i, c in enumerate(cases)]
+    jobs = [(i, c.function, c.args) for i, c in enumerate(cases)]
     allowed = [path] if not path.startswith("<") else []
     records = {}
     for i, rec in _child.run_in_process(path, jobs, module=module,
@@ -195,6 +195,22 @@ def run_in_process(path: str, cases: list, module=None) -> dict:
             break
         records[i] = json.loads(json.dumps(rec))  # the same plain-data round trip as from a child
     return records
+
+
+def run_kernel_in_process(problem: Problem, path: str, cases: list, module=None) -> dict:
+    """Problem.kernel where there is no other process (Windows): the judge's launcher with
+    the kernel of the module (loaded again from ``path`` when not given). A courtesy, like
+    everything in this process: nothing here is a boundary."""
+    try:
+        module = module if module is not None else _child.load_module(path, "learner_kernel")
+        kernel = getattr(module, problem.kernel.name)
+    except BaseException as e:  # noqa: BLE001 -- the learner's module: its failure is theirs
+        return {i: {"status": RunStatus.ERROR, "type": type(e).__name__, "message": str(e)[:2000]}
+                for i in range(len(cases))}
+    launch = problem.kernel.launcher
+    return {i: json.loads(json.dumps(_child.run_case(lambda **a: launch(kernel, **a), copy.deepcopy(c.args),
+                                                     path, check_inputs=False)))
+            for i, c in enumerate(cases)}
 
 
 # --------------------------------------------------------------------------- grading
@@ -234,6 +250,11 @@ def _messages(problem: Problem, case: Case, rec: dict) -> tuple[str, str]:
                     "from the stub.", name=repr(rec.get("function"))), "missing_function"
     if st == RunStatus.USES_REFERENCE:
         return uses_reference_text(problem, rec.get("uses", [])), "uses_reference"
+    if st == RunStatus.TIMEOUT and rec.get("budget_s") is not None:
+        return said("{fn} was stopped: the attempt used its whole time budget of {seconds} s (every case "
+                    "together; one case may take up to its own limit, the others a tenth of theirs on "
+                    "average). Is some code waiting or doing far more work than the answer needs?",
+                    fn=fn, seconds=f"{rec['budget_s']:.0f}"), "time_budget"
     if st == RunStatus.TIMEOUT:
         why = case.timeout_message or said("(an infinite loop, or far too much work for these sizes?)")
         return said("{fn} was still running after {seconds} s and was stopped {why}", fn=fn,
@@ -246,7 +267,7 @@ def _messages(problem: Problem, case: Case, rec: dict) -> tuple[str, str]:
                     "before returning: native code stopped it.", fn=fn, code=rec.get("code")), "exit"
     if st == RunStatus.TOO_LARGE:
         return said("{fn} returned a result too large to send back (over {mb} MB).", fn=fn,
-                    mb=sandbox.RECORD_CAP // 2**20), "too_large"
+                    mb=sandbox.LINE_CAP // 2**20), "too_large"
     return said("unexpected result from the test process: {status}", status=repr(st)), "error"
 
 
@@ -270,31 +291,31 @@ def mutations(problem: Problem, mutated) -> list[str]:
     return out
 
 
-def kernel_text(problem: Problem, fn: str, rec: dict) -> str:
-    """Why an answer does not count as the kernel's (problem 12: needs_kernel_launch)."""
-    point = (f"the point of problem {problem.number} is the kernel itself (kernel[grid](...) storing "
-             "every value of out and lse), not the same math in torch or numpy.")
-    note = {k[len("kernel_"):]: v for k, v in rec.items() if isinstance(k, str) and k.startswith("kernel_")}
-    ordinal = ("first", "second", "third", "fourth")
-    leaf, of = note.get("leaf"), note.get("of")
-    which = (f"the {ordinal[leaf]} array of its answer"
-             if type(leaf) is int and 0 <= leaf < 4 and not (type(of) is int and of == 1) else "its answer")
-    if not rec.get("launches"):
-        return f"{fn} returned an answer without launching a Triton kernel; {point}"
-    why = note.get("why")
-    if why == "unwritten":
-        rerun = f" (re-running it raised {str(note['rerun_error'])[:200]})" if note.get("rerun_error") else ""
-        return (f"{fn} returned {which} ({note.get('size', '?')} numbers), but your kernel did not "
-                f"write {note.get('count', 'some')} of them: they held the same values before the "
-                "launch, and when the judge re-ran the launch with those elements poisoned (NaN) "
-                f"the kernel left the poison there{rerun}. The judge fills new tensors (torch.empty) "
-                f"with NaN, so a value computed outside the kernel and left in the output does not "
-                f"count; {point}")
-    if why == "changed_after":
-        return (f"{fn} returned {which} from a tensor that was changed after your kernel wrote it "
-                f"(by torch or numpy code in the launcher); {point}")
-    return (f"{fn} returned {which} that is not what your kernel wrote (no tensor passed to a "
-            f"launch holds it); {point}")
+def kernel_failure(problem: Problem, case: Case, kernel_rec: dict | None) -> str | None:
+    """Why the kernel, launched by the judge itself (Problem.kernel), does not give the
+    answer of this case; None when it does."""
+    if kernel_rec is None:
+        return None if problem.kernel is None else said("the judge could not launch it")
+    if kernel_rec.get("status") == RunStatus.OK:
+        try:
+            verdict = problem.check(case, _child.decode(kernel_rec.get("result")))
+        except Exception as e:  # noqa: BLE001 -- the launcher's answer has the shape it makes
+            return said("its answer could not be read ({error})", error=f"{type(e).__name__}: {e}")
+        return None if verdict.passed else verdict.message
+    if kernel_rec.get("type") == "NotAKernel":   # grader/kernel_harness.py refused the file's kernel
+        why = kernel_rec.get("message", "").rpartition("NotAKernel: ")[2]
+        return said("the judge cannot launch it: {why}", why=why)
+    if kernel_rec.get("event") in ("import_error", "import_failed"):
+        return _import_message(problem, kernel_rec)[0]
+    return _messages(problem, case, kernel_rec)[0]
+
+
+def kernel_text(problem: Problem, fn: str, why: str) -> str:
+    """The verdict of a right answer that is not the kernel's."""
+    return said("{fn} returned the right answer, but {kernel}, launched by the judge itself the way the "
+                "given launcher launches it (its outputs filled with NaN beforehand), does not: {why}\n"
+                "The point of problem {number} is the kernel: the answer must come from it.",
+                fn=fn, kernel=problem.kernel.name, why=why, number=problem.number)
 
 
 def uses_reference_text(problem: Problem, uses: list) -> str:
@@ -331,8 +352,9 @@ def _is_proc_read(use: str) -> bool:
     return use.startswith("reading /proc/") and len(parts) > 2 and parts[2].isdigit()
 
 
-def grade_record(problem: Problem, case: Case, rec: dict) -> CaseOutcome:
-    """One case's verdict from its record."""
+def grade_record(problem: Problem, case: Case, rec: dict, kernel_rec: dict | None = None) -> CaseOutcome:
+    """One case's verdict from its record (and, for a problem whose answer must be a
+    kernel's, the record of the judge's own launch of that kernel on the same case)."""
     out = CaseOutcome(case, output=rec.get("output", ""))
     st = rec.get("status")
     fn = case.function
@@ -345,22 +367,29 @@ def grade_record(problem: Problem, case: Case, rec: dict) -> CaseOutcome:
                                  "its arguments as they were: work on a copy (x = x * 2, not x *= 2; "
                                  "sorted(xs) or list(xs), not xs.sort() or xs.pop()).",
                                  fn=fn, changes="; ".join(changed)), "mutated_input")
-        if problem.needs_kernel_launch and not (rec.get("launches") and rec.get("from_kernel")):
-            return out.fail(kernel_text(problem, fn, rec), "no_kernel")
         try:
             verdict = problem.check(case, result)
         except Exception as e:  # noqa: BLE001 -- a result the checker could not read
             return out.fail(said("the judge could not read the result of {fn} ({error}); return the "
                                  "type the statement asks for.", fn=fn, error=f"{type(e).__name__}: {e}"),
                             "wrong_type")
-        if verdict.passed:
-            return out
-        return out.fail(verdict.message, verdict.reason)
+        if not verdict.passed:
+            return out.fail(verdict.message, verdict.reason)
+        why = kernel_failure(problem, case, kernel_rec) if problem.kernel is not None else None
+        return out if why is None else out.fail(kernel_text(problem, fn, why), "no_kernel")
     if st == RunStatus.NOT_IMPLEMENTED:
         return out.not_started(said("{fn} is not written yet (it raises NotImplementedError).", fn=fn))
+    if st == RunStatus.ERROR and rec.get("type") == "ValueError" and _READ_ONLY in rec.get("message", ""):
+        return out.fail(said("{fn} tried to change one of its input arrays in place:\n{message}\nThe judge "
+                             "hands the arrays over read-only, as a caller who still needs them would: "
+                             "work on a copy (x = x * 2, not x *= 2; np.sort(x), not x.sort()).",
+                             fn=fn, message=rec.get("message", "")), "mutated_input")
     if st == RunStatus.NOT_RUN:
         return out.not_run()
     return out.fail(*_messages(problem, case, rec))
+
+
+_READ_ONLY = "is read-only"   # numpy: "output array is read-only", "assignment destination is read-only"
 
 
 def explain_mistakes(problem: Problem, outcomes: list) -> None:
@@ -491,12 +520,12 @@ def grade(problem: Problem, path=None, seed: int | None = None, module=None, pro
     cases = [c for c in cases if not c.hidden] + [c for c in cases if c.hidden]
     if where.kind is Isolation.NONE:
         records = run_in_process(path, cases, module=module)
+        kernel_records = run_kernel_in_process(problem, path, cases, module) if problem.kernel else {}
     else:
         protected = sorted(set(course_folders()) | {str(Path(f).resolve()) for f in protect})
         try:
             try:
-                records, res.output = sandbox.run(problem, path, cases, protected, provided_data(problem),
-                                                  where, module=module)
+                records, kernel_records, res.output = run_plan(problem, path, cases, protected, where, module)
             except sandbox.InfrastructureError:
                 if asked is not None or where.kind is not Isolation.JAIL:
                     raise
@@ -504,8 +533,7 @@ def grade(problem: Problem, path=None, seed: int | None = None, module=None, pro
                 # grade it behind the Python guard rather than not at all
                 where = sandbox.Placement(Isolation.PROCESS)
                 res.isolation = where.kind
-                records, res.output = sandbox.run(problem, path, cases, protected, provided_data(problem),
-                                                  where, module=module)
+                records, kernel_records, res.output = run_plan(problem, path, cases, protected, where, module)
         except sandbox.InfrastructureError as e:
             res.unavailable(said("the judge could not run this attempt: {error}. This is not the "
                                  "attempt's fault; grade it again (if it keeps happening, report it).",
@@ -517,11 +545,47 @@ def grade(problem: Problem, path=None, seed: int | None = None, module=None, pro
         res.broken(*_import_message(problem, records["import_error"]))
     else:
         for i, c in enumerate(cases):
-            res.add(grade_record(problem, c, records.get(i, {"status": RunStatus.NOT_RUN})))
+            res.add(grade_record(problem, c, records.get(i, {"status": RunStatus.NOT_RUN}), kernel_records.get(i)))
         explain_mistakes(problem, res.outcomes)
         res.finish()
     res.elapsed = time.monotonic() - t0
     return res
+
+
+def run_plan(problem: Problem, path: str, cases: list, protected: list, where,
+             module=None) -> tuple[dict, dict, str]:
+    """Run the attempt as its plan says (grader/plan.py): the shared process, then each
+    case with a memory budget of its own in a process of its own, then (Problem.kernel)
+    the judge's own launch of the file's kernel, all within the attempt's whole time
+    budget. Returns ({case index: record}, {case index: the kernel launch's record}, output)."""
+    plan = plan_mod.plan_for(problem, cases)
+    stop_at = time.monotonic() + plan.total_s
+    provided = provided_data(problem)
+    records: dict = {}
+    kernel_records: dict = {}
+    outputs = []
+    for group in plan.groups:
+        if "import_error" in records:
+            break    # the file does not import: nothing more to run
+        if group.kernel and not any(records.get(i, {}).get("status") == RunStatus.OK for i in group.cases):
+            break    # no answer to hold the kernel to (not started, or every case failed)
+        if stop_at - time.monotonic() < plan.startup_s:
+            # the budget is spent (by this attempt's earlier cases): the rest does not run
+            first, *rest = group.cases
+            spent = {first: {"status": RunStatus.TIMEOUT, "budget_s": plan.total_s},
+                     **{i: {"status": RunStatus.NOT_RUN} for i in rest}}
+            (kernel_records if group.kernel else records).update(spent)
+            continue
+        got, output = sandbox.run(problem, path, cases, group, plan, protected, provided, where,
+                                  module=module, stop_at=stop_at)
+        if group.kernel:
+            failed_import = got.pop("import_error", None)
+            kernel_records.update({i: failed_import for i in group.cases} if failed_import else got)
+        else:
+            records.update(got)
+        if output:
+            outputs.append(output)
+    return records, kernel_records, cut("\n".join(outputs), OUTPUT_CAP)
 
 
 def _import_message(problem: Problem, rec: dict) -> tuple[str, str]:

@@ -44,24 +44,33 @@ from pathlib import Path
 
 from . import child as _child
 from . import jail, limits
+from . import plan as plan_mod
 from .child import RunStatus
-from .records import Isolation
+from .records import Isolation, cut
 from .spec import TORCH_STACK
 
 CHILD = Path(_child.__file__).resolve()
-OUTPUT_CAP = 8000            # characters of fd-level output kept per run
-RECORD_CAP = 256 * 2**20     # bytes: a result larger than this is refused
+KERNEL_HARNESS = CHILD.with_name("kernel_harness.py")   # beside the child, for Problem.kernel
+OUTPUT_CAP = 8000            # bytes of fd-level output kept per process
+LINE_CAP = 8 * 2**20         # bytes of one record on the pipe: the largest answer any case needs is
+                             # ~1.4 MB (problem 8's expansion trap); a longer line is "too large"
+ITEMS_CAP = 20_000           # "," and ":" in one record: answers need under 200 (arrays travel as
+                             # base64 text), so a record built to explode when decoded is refused first
+TEXT_CAP = 4096              # characters of any text field of a record (messages, names, ...)
 START_GAP_S = 5.0            # seconds allowed between one case's end and the next one's start
-STARTUP_S = {"numpy": 20.0, "torch": 60.0}  # interpreter + imports, before the file runs
+STARTUP_S = plan_mod.STARTUP_S   # interpreter + imports, before the file runs
 # what native code prints when it cannot get memory (OpenBLAS, C++, glibc)
 MEMORY_WORDS = ("memory allocation", "cannot allocate memory", "bad_alloc", "out of memory",
                 "memoryerror", "failed to allocate")
 # the whole attempt (every process it starts, its files in the sandbox's tmpfs, memfds):
-# the interpreter and its imports, plus the largest case's memory_mb, plus this margin
+# the interpreter and its imports, plus the process's memory budget, plus this margin
 BASE_MEMORY_MB = {"numpy": 512, "torch": 2048}
 NO_CAP_MEMORY_MB = 16384       # a GPU run (CUDA maps large host regions): a loose backstop
 MAX_PIDS = {"numpy": 64, "torch": 128}   # processes and threads, in all
 FILE_MB = 64                   # RLIMIT_FSIZE where no cgroup caps the files together
+# a record's statuses the child may send; every other status is the parent's to give
+CHILD_STATUSES = {RunStatus.OK, RunStatus.NOT_IMPLEMENTED, RunStatus.ERROR, RunStatus.MEMORY_ERROR,
+                  RunStatus.SYSTEM_EXIT, RunStatus.MISSING_FUNCTION, RunStatus.USES_REFERENCE}
 
 
 class InfrastructureError(RuntimeError):
@@ -99,11 +108,13 @@ class Placement:
 @dataclass
 class Job:
     token: str
-    cases: list                 # (index, function name, args, memory_mb)
+    cases: list                 # (index, function name, args)
     timeouts: dict              # index -> seconds
     startup_s: float            # for the interpreter, the imports and the file itself
     payload: dict = field(default_factory=dict)  # everything else the child reads
     expect_alive: bool = False  # a fresh child says "alive" before it reads the attempt
+    memory_after_start_mb: int | None = None  # the cgroup's cap, set at "alive": what the
+                                # child holds then, plus this (a budget-bearing process)
 
 
 @dataclass
@@ -114,7 +125,7 @@ class Watched:
     alive: bool = False          # the child started and is about to read the attempt
     ready: bool = False          # the file imported
     finished: bool = False       # the child said it was done
-    killed_for: str | None = None  # "timeout" | "too_large"
+    killed_for: str | None = None  # "timeout" | "budget" (the whole attempt's time) | "too_large"
     output: bytes = b""
     output_total: int = 0
 
@@ -134,40 +145,58 @@ def has_gpu() -> bool:
 
 
 def stack(problem) -> str:
-    """The key of the tables above: "torch" for a problem that needs torch and Triton
-    (Problem.needs_torch: a slower start, more memory and threads), else "numpy"."""
-    return "torch" if problem.needs_torch else "numpy"
+    """The key of the tables above (grader/plan.py)."""
+    return plan_mod.stack(problem)
 
 
 # --------------------------------------------------------------------------- 1. the job
 
-def build_job(problem, path: str, cases: list, protected: list, provided: dict) -> Job:
+def build_job(problem, path: str, cases: list, group: plan_mod.Group, plan: plan_mod.Plan,
+              protected: list, provided: dict) -> Job:
+    """What the child of one group needs: its cases, its memory budget, what it may import."""
     heavy = problem.needs_torch
-    jobs = [(i, c.function, c.args, c.memory_mb) for i, c in enumerate(cases)]
-    timeouts = {i: (c.timeout_s or problem.timeout_s) for i, c in enumerate(cases)}
+    jobs = [(i, cases[i].function, cases[i].args) for i in group.cases]
+    timeouts = {i: plan.timeouts[i] for i in group.cases}
     # CUDA's driver maps large private regions of host memory: no cap for GPU runs
-    memory_mb = None if heavy and has_gpu() else problem.memory_mb
+    memory_mb = None if heavy and has_gpu() else group.memory_mb + (plan_mod.IMPORT_SLACK_MB if group.own_budget else 0)
     token = secrets.token_hex(16)
     payload = {"token": token, "path": str(Path(path).resolve()), "cases": jobs,
                "memory_mb": memory_mb, "protected": protected, "provided": provided,
-               "preimport": ["numpy", *(TORCH_STACK if heavy else ())], "rlimits": {}}
-    startup = STARTUP_S[stack(problem)] + problem.timeout_s
-    return Job(token, jobs, timeouts, startup, payload)
+               "preimport": ["numpy", *(TORCH_STACK if heavy else ())], "rlimits": {},
+               # a budget-bearing process loads what the file imports before its limit is set
+               "preimport_attempt": group.own_budget,
+               # macOS enforces no rlimit on data: numpy's own accounting is all there is
+               "trace_memory_mb": memory_mb if sys.platform == "darwin" and group.own_budget else None,
+               "wait_go": False,
+               # numpy arrays handed over read-only by the OS (child.freeze_arrays); torch
+               # problems keep writable inputs (a tensor sharing a read-only page would
+               # crash on an in-place write instead of explaining it)
+               "freeze_inputs": not heavy}
+    if group.kernel:   # the judge launches the file's kernel itself (grader/kernel_harness.py)
+        k = problem.kernel
+        payload["kernel"] = {"name": k.name, "launcher": k.launcher_source(), "launcher_name": k.launcher.__name__}
+    return Job(token, jobs, timeouts, plan.startup_s, payload)
 
 
-def memory_cap_mb(problem, cases: list) -> int:
-    """The cap on everything one attempt holds at once (cgroup, or RLIMIT_AS headroom)."""
+def memory_cap_mb(problem, group: plan_mod.Group) -> int:
+    """The cgroup's cap on everything one process of the attempt holds at once, when it
+    starts: the interpreter and its imports (a budget-bearing process may import torch
+    before its own cap is set), the process's budget, its files."""
     if problem.needs_torch and has_gpu():
         return NO_CAP_MEMORY_MB
-    biggest = max([c.memory_mb or problem.memory_mb or 0 for c in cases] + [problem.memory_mb or 0])
-    return BASE_MEMORY_MB[stack(problem)] + biggest + jail.TMPFS_MB[stack(problem)]
+    base = BASE_MEMORY_MB["torch" if group.own_budget else stack(problem)]
+    return base + group.memory_mb + plan_mod.IMPORT_SLACK_MB + jail.TMPFS_MB[stack(problem)]
 
 
-def fallback_rlimits(problem, cases: list, uid: int | None = None) -> dict:
-    """Where no cgroup holds the attempt: per-process limits the child sets on itself."""
+def fallback_rlimits(problem, group: plan_mod.Group, uid: int | None = None) -> dict:
+    """Where no cgroup holds the attempt: per-process limits the child sets on itself (hard
+    limits, before the attempt's file is read: it cannot raise them)."""
     out = {"fsize": FILE_MB << 20}
     if not (problem.needs_torch and has_gpu()):
-        out["as_headroom_mb"] = memory_cap_mb(problem, cases)
+        if group.own_budget:   # the budget itself, above what the interpreter and imports hold
+            out["as_headroom_mb"] = group.memory_mb + plan_mod.IMPORT_SLACK_MB
+        else:
+            out["as_headroom_mb"] = BASE_MEMORY_MB[stack(problem)] + group.memory_mb + jail.TMPFS_MB[stack(problem)]
     if sys.platform.startswith("linux"):
         # RLIMIT_NPROC counts every process and thread of the user (or of the sandbox's
         # user namespace); as root it does not apply at all
@@ -241,6 +270,7 @@ class Started:
     out_file: object = None            # the Popen pipe object (closed after), or None
     cgroup: limits.Cgroup | None = None
     user: int | None = None            # USER isolation: every process of this uid dies after
+    go_fd: int | None = None           # the child waits for a byte here after "alive"
 
 
 def _write_job(job: Job, folder: str) -> Path:
@@ -251,57 +281,70 @@ def _write_job(job: Job, folder: str) -> Path:
     return job_file
 
 
-def start_child(job: Job, problem, scratch: str, isolation: Placement, cases: list) -> Started:
+def start_child(job: Job, problem, scratch: str, isolation: Placement, group: plan_mod.Group) -> Started:
     """A fresh interpreter running grader/child.py in ``isolation`` (JAIL, USER or PROCESS)."""
     job.expect_alive = True
     heavy = problem.needs_torch
     r_fd, w_fd = os.pipe()
+    go_r, go_w = os.pipe()   # the child's "go": after "alive", before the attempt's file
     cg = None
     try:
         if isolation.kind is Isolation.JAIL:
-            cg = limits.create(memory_cap_mb(problem, cases) << 20, MAX_PIDS[stack(problem)])
+            cg = limits.create(memory_cap_mb(problem, group) << 20, MAX_PIDS[stack(problem)])
             if cg is None:
-                job.payload["rlimits"] = fallback_rlimits(problem, cases)
+                job.payload["rlimits"] = fallback_rlimits(problem, group)
+            elif group.own_budget and job.payload["memory_mb"] is not None:
+                job.memory_after_start_mb = job.payload["memory_mb"] + jail.TMPFS_MB[stack(problem)]
+            job.payload["wait_go"] = True
             job_file = _write_job(job, scratch)
             argv = jail.command(str(CHILD), str(job_file), job.payload["path"], w_fd, heavy,
                                 interpret_triton=problem.needs_torch and not has_gpu(),
-                                hide=[str(ROOT), *job.payload["protected"]], gpu=heavy and has_gpu())
+                                hide=[str(ROOT), *job.payload["protected"]], gpu=heavy and has_gpu(),
+                                helpers=[str(KERNEL_HARNESS)] if "kernel" in job.payload else [])
             env, cwd, user = {}, scratch, None   # bwrap starts with nothing of ours
         elif isolation.kind is Isolation.USER:
-            argv, env, cwd = _as_user(job, problem, cases, scratch, isolation, w_fd)
+            argv, env, cwd = _as_user(job, problem, group, scratch, isolation, w_fd)
             user = isolation.uid
         else:
-            job.payload["rlimits"] = fallback_rlimits(problem, cases)
+            job.payload["rlimits"] = fallback_rlimits(problem, group)
             job_file = _write_job(job, scratch)
             argv = [sys.executable, "-I", "-u", str(CHILD), "--fd", str(w_fd), "--job", str(job_file)]
             env, cwd, user = child_env(problem, scratch), scratch, None
+        if job.payload["wait_go"]:
+            argv = [*argv, "--go", str(go_r)]
         extra = {"user": isolation.uid, "group": isolation.gid, "extra_groups": []} if user is not None else {}
         proc = subprocess.Popen(limits.wrap(argv, cg), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, pass_fds=(w_fd,), cwd=cwd, env=env,
+                                stderr=subprocess.STDOUT, pass_fds=(w_fd, go_r), cwd=cwd, env=env,
                                 start_new_session=True, **extra)
     except BaseException:
         os.close(r_fd)
+        os.close(go_w)
         if cg is not None:
             cg.remove()
         raise
     finally:
         os.close(w_fd)
-    return Started(proc, r_fd, proc.stdout.fileno(), proc.stdout, cg, user)
+        os.close(go_r)
+    if not job.payload["wait_go"]:
+        os.close(go_w)
+        go_w = None
+    return Started(proc, r_fd, proc.stdout.fileno(), proc.stdout, cg, user, go_w)
 
 
 ROOT = CHILD.parent.parent
 
 
-def _as_user(job: Job, problem, cases: list, scratch: str, isolation: Placement, w_fd: int):
+def _as_user(job: Job, problem, group: plan_mod.Group, scratch: str, isolation: Placement, w_fd: int):
     """Gradescope without namespaces: the child as another user, who can read the child
     runner (a copy), the job and the attempt, and write only its own scratch folder."""
     os.chmod(scratch, 0o755)
-    shutil.copyfile(CHILD, Path(scratch) / "child.py")
-    os.chmod(Path(scratch) / "child.py", 0o644)
+    for f in [CHILD, *([KERNEL_HARNESS] if "kernel" in job.payload else [])]:
+        shutil.copyfile(f, Path(scratch) / f.name)
+        os.chmod(Path(scratch) / f.name, 0o644)
     work = Path(scratch) / "work"
     work.mkdir(mode=0o700)
     os.chown(work, isolation.uid, isolation.gid)
-    job.payload["rlimits"] = fallback_rlimits(problem, cases, uid=isolation.uid)
+    job.payload["rlimits"] = fallback_rlimits(problem, group, uid=isolation.uid)
     job_file = _write_job(job, scratch)
     os.chown(job_file, isolation.uid, isolation.gid)
     exe, _ = jail.interpreter()
@@ -371,67 +414,72 @@ def kill(proc):
 
 # --------------------------------------------------------------------------- 3. watching
 
-_STATUSES = {s.value for s in RunStatus}
-_TEXT_FIELDS = ("message", "output", "type", "function", "signal")
+# the fields a record of each status the child sends may carry, besides status and output
+_FIELDS = {RunStatus.OK: ("result", "mutated"),
+           RunStatus.NOT_IMPLEMENTED: ("message",), RunStatus.ERROR: ("message", "type"),
+           RunStatus.MEMORY_ERROR: ("message", "type"), RunStatus.SYSTEM_EXIT: ("message",),
+           RunStatus.MISSING_FUNCTION: ("function",), RunStatus.USES_REFERENCE: ("uses",)}
+_IMPORT_FIELDS = ("message", "type")
+_LIST_ITEMS, _ITEM_CAP = 20, 300   # "uses" and "mutated": at most this many texts of this size
+
+
+def _protocol_error(why: str) -> dict:
+    return {"status": RunStatus.ERROR, "type": "ProtocolError",
+            "message": f"the process running the attempt sent a record the judge cannot use ({why})"}
 
 
 def clean_record(event: dict, import_error: bool = False) -> dict:
-    """A record rebuilt from what came over the pipe, every field checked: graded code
-    can write anything there (it holds the token), so a field of the wrong type, a
-    status the judge does not know or a result that does not decode becomes that
-    attempt's failure -- never an exception in the judge."""
-    def text(v):
-        return v if isinstance(v, str) else repr(v)[:2000]
+    """A record rebuilt from what came over the pipe, every field checked and bounded:
+    graded code can write anything there (it holds the token), so a status the child
+    never sends, a field of the wrong type or a result that does not decode becomes that
+    attempt's failure ("ProtocolError") -- never an exception in the judge, never a
+    status only the parent may give (timeout, crash, ...), never an unbounded text."""
+    def text(v, limit=TEXT_CAP):
+        return cut(v, limit) if isinstance(v, str) else f"<{type(v).__name__}>"
 
-    def strings(v):
-        return [text(x) for x in v][:20] if isinstance(v, list) else [text(v)]
+    def texts(v):
+        items = v if isinstance(v, list) else [v]
+        return [text(x, _ITEM_CAP) for x in items[:_LIST_ITEMS]]
 
-    rec = {}
-    if import_error:
-        rec["event"] = "import_error"
     status = event.get("status")
-    if status is not None or not import_error:
-        if status not in _STATUSES:
-            return {"status": RunStatus.ERROR, "type": "ProtocolError", **rec,
-                    "message": f"the process running the attempt sent a record the judge cannot read "
-                               f"(status {text(status)[:80]})"}
-        rec["status"] = RunStatus(status)
-    for k in _TEXT_FIELDS:
-        if k in event:
-            rec[k] = text(event[k])
-    for k in ("uses", "mutated"):
-        if k in event:
-            rec[k] = strings(event[k])
-    if "launches" in event:
-        rec["launches"] = event["launches"] if type(event["launches"]) is int else 0
-    if "from_kernel" in event:
-        rec["from_kernel"] = event["from_kernel"] is True
-    for k in ("code", "timeout_s"):
-        if k in event:
-            rec[k] = event[k] if type(event[k]) in (int, float) else None
-    for k, v in event.items():   # any other field: kept only as plain scalars or a list of them
-        if k not in rec and k not in ("event", "i", "result") and _plain(v):
-            rec[k] = v
-    if rec.get("status") == RunStatus.OK:
+    if import_error and status is None:
+        rec, allowed = {"event": "import_error"}, _IMPORT_FIELDS
+    else:
+        try:
+            status = RunStatus(status) if isinstance(status, str) else None
+        except ValueError:
+            status = None
+        if status not in CHILD_STATUSES:
+            rec = _protocol_error(f"status {text(event.get('status'), 80)}")
+            return dict(rec, event="import_error") if import_error else rec
+        rec, allowed = {"status": status}, _FIELDS[status]
+        if import_error:
+            rec["event"] = "import_error"
+    for k in allowed:
+        if k not in event or k == "result":
+            continue
+        v = event[k]
+        if k in ("uses", "mutated"):
+            rec[k] = texts(v)
+        else:
+            rec[k] = text(v)
+    if "output" in event:
+        rec["output"] = text(event["output"], _child.OUTPUT_KEEP + 200)
+    if status is RunStatus.OK:
         try:
             _child.decode(event.get("result"))
         except Exception as e:  # noqa: BLE001 -- a garbled result: the attempt's failure
-            return {"status": RunStatus.ERROR, "type": "ProtocolError",
-                    "message": f"the result sent back could not be read ({type(e).__name__}: {str(e)[:200]})"}
+            return _protocol_error(f"the result could not be read: {type(e).__name__}: {str(e)[:200]}")
         rec["result"] = event.get("result")
     return rec
 
 
-def _plain(v) -> bool:
-    scalar = (str, int, float, bool, type(None))
-    return isinstance(v, scalar) or (isinstance(v, list) and len(v) <= 100 and all(isinstance(x, scalar) for x in v))
-
-
-def _handle(event: dict, job: Job, seen: Watched) -> float | None:
+def _handle(event: dict, job: Job, seen: Watched, started: Started) -> float | None:
     """Apply one protocol event; returns a new deadline (seconds from now) or None."""
     ev = event.get("event")
-    if ev == "alive":
+    if ev == "alive" and not seen.alive:
         seen.alive = True
+        _go(job, started)
     elif ev == "import_error":
         seen.records["import_error"] = clean_record(event, import_error=True)
         seen.finished = True
@@ -445,29 +493,49 @@ def _handle(event: dict, job: Job, seen: Watched) -> float | None:
         seen.records[event["i"]] = clean_record(event)
         seen.current = None
         return START_GAP_S
+    elif ev is _UNREADABLE and seen.current is not None:
+        seen.records[seen.current] = _protocol_error(f"a record of over {ITEMS_CAP:,} items")
+        seen.current = None
+        return START_GAP_S
     elif ev == "finished":
         seen.finished = True
     return None
 
 
-def watch(proc, job: Job, r_fd: int, out_fd: int) -> Watched:
-    """Read results and output until the child finishes, dies or misses a deadline."""
+def _go(job: Job, started: Started) -> None:
+    """The child is alive and has loaded its libraries, and the attempt has not run yet:
+    set a budget-bearing process's memory cap from what it holds now, then let it go on."""
+    if started.go_fd is None:
+        return
+    if job.memory_after_start_mb is not None:
+        now = started.cgroup.memory_now()
+        if now is None or not started.cgroup.set_memory(now + (job.memory_after_start_mb << 20)):
+            raise InfrastructureError("the memory budget of this case could not be set on its cgroup")
+    try:
+        os.write(started.go_fd, b"g")
+    except OSError:
+        pass   # the child is gone: its end is explained like any other
+    os.close(started.go_fd)
+    started.go_fd = None
+
+
+def watch(started: Started, job: Job, stop_at: float) -> Watched:
+    """Read results and output until the child finishes, dies, misses a case's deadline,
+    or reaches ``stop_at`` (time.monotonic()): the end of the whole attempt's budget."""
     import select  # not on every platform; only needed here
+    proc, r_fd, out_fd = started.proc, started.r_fd, started.out_fd
     seen = Watched()
     parts: list = []
     buf = b""
     open_fds = {r_fd, out_fd}
     deadline = time.monotonic() + job.startup_s
-    # the whole run's budget: graded code that forges "start" events (it can find the
-    # token in its own process) cannot keep resetting the per-case deadline past this
-    last_call = time.monotonic() + job.startup_s + sum(job.timeouts.values()) + START_GAP_S * (len(job.timeouts) + 1)
     while open_fds and not seen.finished:
-        left = min(deadline, last_call) - time.monotonic()
-        if left <= 0:
-            seen.killed_for = "timeout"
+        now = time.monotonic()
+        if min(deadline, stop_at) <= now:
+            seen.killed_for = "timeout" if deadline <= stop_at else "budget"
             kill(proc)
             break
-        rlist, _, _ = select.select(list(open_fds), [], [], min(left, 1.0))
+        rlist, _, _ = select.select(list(open_fds), [], [], min(min(deadline, stop_at) - now, 1.0))
         for fd in rlist:
             chunk = os.read(fd, 1 << 20)
             if not chunk:
@@ -479,26 +547,39 @@ def watch(proc, job: Job, r_fd: int, out_fd: int) -> Watched:
                     parts.append(chunk[:OUTPUT_CAP])
                 continue
             buf += chunk
-            if len(buf) > RECORD_CAP:
+            *lines, buf = buf.split(b"\n")
+            if len(buf) > LINE_CAP or any(len(line) > LINE_CAP for line in lines):
                 seen.killed_for = "too_large"
                 kill(proc)
                 open_fds.clear()
                 break
-            *lines, buf = buf.split(b"\n")
             for line in lines:
-                tok, _, body = line.partition(b"\t")
-                if tok.decode("ascii", "replace") != job.token:
-                    continue  # not from the child's harness: ignore
-                try:
-                    event = json.loads(body)
-                except (ValueError, RecursionError):
-                    continue
-                if isinstance(event, dict):
-                    new = _handle(event, job, seen)
+                event = _event(line, job.token)
+                if event is not None:
+                    new = _handle(event, job, seen, started)
                     if new is not None:
                         deadline = time.monotonic() + new
     seen.output = b"".join(parts)[:OUTPUT_CAP]
     return seen
+
+
+_UNREADABLE = object()   # the "event" of a line too large to decode (JSON cannot make this value)
+
+
+def _event(line: bytes, token: str) -> dict | None:
+    """One protocol line as a dict, or None: not from the harness (no token), or not JSON.
+    A line with more items than any honest record has becomes an unreadable record of its
+    case instead of being decoded (it could be built to take gigabytes once parsed)."""
+    tok, _, body = line.partition(b"\t")
+    if tok != token.encode("ascii"):
+        return None
+    if body.count(b",") + body.count(b":") > ITEMS_CAP:
+        return {"event": _UNREADABLE}
+    try:
+        event = json.loads(body)
+    except (ValueError, RecursionError, MemoryError):
+        return None
+    return event if isinstance(event, dict) else None
 
 
 def reap(started: Started, seen: Watched):
@@ -524,11 +605,13 @@ def reap(started: Started, seen: Watched):
 
 # --------------------------------------------------------------------------- 4. an early end
 
-def explain_death(proc, job: Job, seen: Watched, jailed: bool = False, oom_cap_mb: int = 0) -> None:
+def explain_death(proc, job: Job, seen: Watched, jailed: bool = False, oom_cap_mb: int = 0,
+                  budget_s: float | None = None) -> None:
     """The child stopped before finishing: pin a record on the case it was running (or on
     the import), and mark the cases after it not run. ``jailed``: the exit status is
     bwrap's (128 + N for a child killed by signal N); ``oom_cap_mb``: the cgroup's memory
-    cap (of that many MB) killed it."""
+    cap (of that many MB) killed it; ``budget_s``: the whole attempt's time budget, which
+    ran out. Every record here is the parent's: its numbers are the parent's own."""
     if seen.finished:
         return
     if seen.current is not None:
@@ -541,7 +624,9 @@ def explain_death(proc, job: Job, seen: Watched, jailed: bool = False, oom_cap_m
     if jailed and rc is not None and rc > 128:
         rc = -(rc - 128)
     printed = seen.output.decode("utf-8", "replace").lower()
-    if seen.killed_for == "timeout":
+    if seen.killed_for == "budget":
+        rec = {"status": RunStatus.TIMEOUT, "budget_s": budget_s}
+    elif seen.killed_for == "timeout":
         limit = job.timeouts.get(seen.current, job.startup_s) if where != "import" else job.startup_s
         rec = {"status": RunStatus.TIMEOUT, "timeout_s": limit}
     elif seen.killed_for == "too_large":
@@ -573,41 +658,49 @@ def _output_text(seen: Watched) -> str:
     return out
 
 
-def run(problem, path: str | None, cases: list, protected: list, provided: dict,
-        placement: Placement, module=None) -> tuple[dict, str]:
-    """Run the cases where ``placement`` says: a fresh child for a file (JAIL, PROCESS or
-    USER), a fork for ``module`` (FORK: an object holding a notebook's functions).
-    Returns ({case index: record}, output). Raises InfrastructureError when the child never
-    got as far as reading the attempt."""
+def run(problem, path: str | None, cases: list, group: plan_mod.Group, plan: plan_mod.Plan,
+        protected: list, provided: dict, placement: Placement, module=None,
+        stop_at: float | None = None) -> tuple[dict, str]:
+    """Run one group of the plan where ``placement`` says: a fresh child for a file (JAIL,
+    PROCESS or USER), a fork for ``module`` (FORK: an object holding a notebook's
+    functions). ``stop_at`` (time.monotonic()) ends the whole attempt's budget.
+    Returns ({case index: record} for the group's cases, output). Raises
+    InfrastructureError when the child never got as far as reading the attempt."""
     if (placement.kind is Isolation.FORK) != (module is not None) or placement.kind is Isolation.NONE:
         raise ValueError(f"cannot run {'a notebook' if module is not None else 'a file'} in {placement}: "
                          "a file runs in jail, process or user, a notebook's functions in a fork")
+    stop_at = time.monotonic() + plan.total_s if stop_at is None else stop_at
     with tempfile.TemporaryDirectory(prefix="mla-judge-") as scratch:
-        job = build_job(problem, path or "<notebook>", cases, protected, provided)
+        job = build_job(problem, path or "<notebook>", cases, group, plan, protected, provided)
         if module is None:
-            started = start_child(job, problem, scratch, placement, cases)
+            started = start_child(job, problem, scratch, placement, group)
         else:
             job.payload["path"] = path or "<notebook>"
             job.startup_s = START_GAP_S + problem.timeout_s  # nothing to import
             started = start_fork(job, module, scratch)
         seen = Watched(killed_for="interrupted")  # until watch returns
         try:
-            seen = watch(started.proc, job, started.r_fd, started.out_fd)
+            seen = watch(started, job, stop_at)
         finally:
             reap(started, seen)
+            if started.go_fd is not None:
+                os.close(started.go_fd)
             if started.out_file is not None:
                 started.out_file.close()
             else:
                 os.close(started.out_fd)
             os.close(started.r_fd)
-            oom = started.cgroup.limits["memory"] >> 20 if started.cgroup and started.cgroup.oom_killed() else 0
+            oom = 0
+            if started.cgroup and started.cgroup.oom_killed():
+                oom = group.memory_mb if group.own_budget else started.cgroup.limits["memory"] >> 20
             if started.cgroup is not None:
                 started.cgroup.remove()
     if job.expect_alive and not seen.alive:
         printed = _output_text(seen).strip()
         raise InfrastructureError(
             f"the {placement.kind} for this attempt did not start"
-            + (" in time" if seen.killed_for == "timeout" else f" (exit code {started.proc.returncode})")
+            + (" in time" if seen.killed_for in ("timeout", "budget") else f" (exit code {started.proc.returncode})")
             + (f": {printed[-300:]}" if printed else ""))
-    explain_death(started.proc, job, seen, jailed=placement.kind is Isolation.JAIL, oom_cap_mb=oom)
+    explain_death(started.proc, job, seen, jailed=placement.kind is Isolation.JAIL, oom_cap_mb=oom,
+                  budget_s=plan.total_s)
     return seen.records, _output_text(seen)

@@ -42,7 +42,7 @@ Field reference
 ---------------
 Problem(number, slug, title, chapter, functions, statement, hints, make_cases, check,
         mistakes=(), requires=("numpy",), timeout_s=5.0, memory_mb=1024, reference=None,
-        may_import={}, needs_kernel_launch=False, edges=(), fixed={}, normalises_rows=False,
+        may_import={}, kernel=None, edges=(), fixed={}, normalises_rows=False,
         may_change_inputs={}, no_twin={})
   number      1..99, the id used everywhere (stub, notebook, solution, judge).
   slug        snake_case name; the files are pNN_slug.py.
@@ -56,14 +56,17 @@ Problem(number, slug, title, chapter, functions, statement, hints, make_cases, c
   requires    modules needed to run the problem (("torch", "triton") for a GPU kernel);
               if one is missing the judge says so instead of grading.
   timeout_s   wall-clock seconds per case (override per case with Case.timeout_s).
-  memory_mb   address-space headroom the child gets above its size after imports.
+  memory_mb   what the attempt's process may hold beyond the interpreter and its imports
+              (grader/plan.py); a case with a budget of its own (Case.memory_mb) runs alone.
   reference   {function name: callable from mlacourse}, one per function; the judge's
               tests check that it passes every case on several seeds.
   may_import  {module: [names]} of the course the attempt may import: plain data only
               (dataclass instances arrive as read-only records of their fields).
-  needs_kernel_launch  the answer must come from a Triton kernel launch (problem 12): the
-              judge fills new tensors (torch.empty and friends) with NaN and checks that
-              every value returned is what a launch wrote into a tensor passed to it.
+  kernel      KernelContract(name, launcher): the answer must be a Triton kernel's (problem 12).
+              Besides running the attempt's function, the judge launches the file's kernel
+              ``name`` itself with the spec's ``launcher(kernel, **args)``, in a process where
+              no other line of the file runs (grader/kernel_harness.py); a case passes only
+              when both answers do.
   edges       Edge(name, holds(args)): situations the statement promises ("an empty
               split", "T = 1", "one head"); some HIDDEN case of every seed must hold each
               (tests/test_judge_specs.py checks 50 seeds).
@@ -293,6 +296,20 @@ class Edge:
 TORCH_STACK = ("torch", "triton")   # the modules that make a problem need_torch
 
 
+@dataclass(frozen=True)
+class KernelContract:
+    """A problem whose point is a Triton kernel: the file's ``@triton.jit`` function ``name``
+    is launched by the judge with ``launcher(kernel, **case.args) -> answer`` (a function of
+    the spec, sent to the sandbox as its source: it may use only torch, triton and numpy)."""
+    name: str
+    launcher: Callable
+
+    def launcher_source(self) -> str:
+        import inspect
+        import textwrap
+        return textwrap.dedent(inspect.getsource(self.launcher))
+
+
 @dataclass
 class Problem:
     number: int
@@ -310,7 +327,7 @@ class Problem:
     memory_mb: int = 1024
     reference: dict | None = None
     may_import: dict = field(default_factory=dict)   # {"mlacourse.hardware": ["GPUS"]}: data only
-    needs_kernel_launch: bool = False  # the answer must come from a Triton kernel launch
+    kernel: "KernelContract | None" = None  # the answer must come from this Triton kernel
     edges: Sequence[Edge] = ()         # situations the hidden cases must always include
     fixed: dict = field(default_factory=dict)  # {"arg" or "arg.axisN": why it never varies}
     normalises_rows: bool = False      # softmax / lse merge per row: needs uneven_rows_edge

@@ -1,12 +1,11 @@
-"""Inputs are read-only, and a kernel problem's answer is what the kernel wrote.
+"""Inputs are read-only, and a kernel problem's answer is what the kernel computes.
 
 - child.snapshot / first_change: a deep, type-strict comparison of every argument before
   and after the call, and the words that say where it changed (``waiting[2]``,
   ``running``'s order, ``x[1, 2]``); runner.mutations: only what the contract forbids.
-- Watch.kernel_wrote, through the real child with a toy Triton problem: outputs start as
-  NaN (torch.empty is poisoned), a value the kernel did not write fails -- also over a
-  zero-filled output, where a re-run with the element poisoned decides -- and a kernel
-  that writes every element passes however its outputs were allocated.
+- Problem.kernel, through the real child with a toy Triton problem: the judge launches the
+  file's kernel itself (grader/kernel_harness.py), so an answer computed outside the kernel
+  fails however the file dresses it up, and a kernel that reaches beyond triton is refused.
 """
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ import pytest
 
 from grader import child, runner
 from grader.records import ProblemStatus
-from grader.spec import INPUTS_RULE, Case, Problem, compare_arrays
+from grader.spec import INPUTS_RULE, Case, KernelContract, Problem, compare_arrays
 
 
 def _changes(before: dict, mutate) -> list[str]:
@@ -138,7 +137,7 @@ def test_a_list_popped_fails_through_the_child(tmp_path):
     assert "changed its input in place: waiting has" in f.message and "items were removed" in f.message
 
 
-# ------------------------------------------------------------------ kernels must write
+# ------------------------------------------------------------------ the answer must be the kernel's
 
 def _double_cases(seed):
     rng = np.random.default_rng(seed)
@@ -147,64 +146,73 @@ def _double_cases(seed):
     return [Case("x [64]", "double", {"x": x}, describe="x [64]")]
 
 
+def launch_twice(kernel, x):
+    """The toy's judge launcher: the kernel writes 2 * x into a NaN-filled output."""
+    import torch
+    x_t = torch.as_tensor(x, dtype=torch.float32)
+    out = torch.full(x_t.shape, float("nan"), dtype=torch.float32)
+    kernel[(1,)](x_t, out, x_t.numel(), STORE_FROM=0, BLOCK=64)
+    return out
+
+
 KERNEL_TOY = Problem(
     number=91, slug="double_kernel", title="Double in Triton", chapter="(toy)",
     functions=["double"], statement="double(x) -> 2 * x, computed by a Triton kernel",
     hints=["-"], make_cases=_double_cases,
     check=lambda c, r: compare_arrays("double", 2.0 * c.args["x"], r, rtol=1e-6, atol=0.0),
-    requires=("torch", "triton"), timeout_s=60.0, needs_kernel_launch=True)
+    requires=("torch", "triton"), timeout_s=60.0, kernel=KernelContract("twice", launch_twice))
 
-KERNEL_HEAD = '''
+KERNEL_HEAD = """
 import os
 import torch
 os.environ.setdefault("TRITON_INTERPRET", "1")
 import triton
 import triton.language as tl
+FACTOR = 2.0
 
 @triton.jit
-def twice(x_ptr, out_ptr, n, STORE_FROM: tl.constexpr, BLOCK: tl.constexpr, FACTOR: tl.constexpr = 2.0):
+def twice(x_ptr, out_ptr, n, STORE_FROM: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
-    tl.store(out_ptr + offs, FACTOR * x, mask=(offs < n) & (offs >= STORE_FROM))
-'''
+    tl.store(out_ptr + offs, __BODY__, mask=(offs < n) & (offs >= STORE_FROM))
+"""
 
-KERNEL_ATTEMPTS = {  # name: (the launcher's body, does it pass?)
-    "empty, every element written": ('''
-        out = torch.empty(x_t.shape, dtype=torch.float32)
-        twice[(1,)](x_t, out, x_t.numel(), STORE_FROM=0, BLOCK=64)
-        return out''', True),
-    "zeros, every element written (some are 0)": ('''
-        out = torch.zeros(x_t.shape, dtype=torch.float32)
-        twice[(1,)](x_t, out, x_t.numel(), STORE_FROM=0, BLOCK=64)
-        return out''', True),
-    "torch answer, kernel stores nothing": ('''
-        out = 2.0 * x_t
-        twice[(1,)](x_t, out, x_t.numel(), STORE_FROM=64, BLOCK=64)
-        return out''', False),
-    "zeros, kernel skips the first five (the zeros)": ('''
-        out = torch.zeros(x_t.shape, dtype=torch.float32)
-        twice[(1,)](x_t, out, x_t.numel(), STORE_FROM=5, BLOCK=64)
-        return out''', False),
-    "the kernel's output overwritten by torch": ('''
-        out = torch.empty(x_t.shape, dtype=torch.float32)
-        twice[(1,)](x_t, out, x_t.numel(), STORE_FROM=0, BLOCK=64, FACTOR=3.0)
-        out.copy_(2.0 * x_t)
-        return out''', False),
+KERNEL_ATTEMPTS = {  # name: (the kernel's stored value, the attempt's own function, passes?, why not)
+    "the kernel computes it": ("FACTOR * x", "out = torch.empty(x_t.shape)\n"
+                               "twice[(1,)](x_t, out, x_t.numel(), STORE_FROM=0, BLOCK=64)\nreturn out", True, None),
+    "torch computes it, the kernel copies x": ("x", "return 2.0 * x_t", False, "does not match"),
+    "torch computes it, the kernel is never launched": ("x", "return 2.0 * x_t", False, "does not match"),
+    "the kernel reaches for torch": ("torch.mul(x, 2.0)", "return 2.0 * x_t", False, "the name 'torch'"),
+    "the kernel reaches for Python through triton": ("tl.core.builtins", "return 2.0 * x_t", False,
+                                                     "the attribute 'core'"),
+    # module-level code that would switch any in-process check off: never run where the kernel is
+    "module code patches the judge's harness": ("x", "return 2.0 * x_t", False, "does not match"),
 }
+PATCH = """
+import sys
+for name, mod in list(sys.modules.items()):
+    if name.endswith("kernel_harness") or name == "__main__":
+        for attr in ("launch_with", "kernel_module", "kernel_launcher"):
+            if hasattr(mod, attr):
+                setattr(mod, attr, lambda *a, **k: None)
+"""
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(KERNEL_ATTEMPTS))
-def test_only_what_the_kernel_wrote_counts(tmp_path, name):
+def test_the_judge_launches_the_kernel_itself(tmp_path, name):
+    """A case passes only when the kernel, launched by the judge with its own launcher in a
+    process where no other line of the file runs, gives the answer too."""
     if runner.missing_requirements(KERNEL_TOY):
         pytest.skip("needs torch and triton")
-    body, passes = KERNEL_ATTEMPTS[name]
+    stored, body, passes, why = KERNEL_ATTEMPTS[name]
     src = tmp_path / "attempt.py"
-    src.write_text(KERNEL_HEAD + "\n\ndef double(x):\n    x_t = torch.as_tensor(x)\n"
-                   + textwrap.indent(textwrap.dedent(body).strip("\n"), "    ") + "\n")
+    src.write_text(KERNEL_HEAD.replace("__BODY__", stored) + (PATCH if "patches" in name else "")
+                   + "\n\ndef double(x):\n    x_t = torch.as_tensor(x)\n" + textwrap.indent(body, "    ") + "\n")
     res = runner.grade(KERNEL_TOY, src, seed=0)
     f = res.first_failure()
     if passes:
         assert res.status is ProblemStatus.PASSED, f.message if f else res.message
     else:
         assert res.status is ProblemStatus.FAILED and f.reason == "no_kernel", f.message if f else res.message
+        assert "launched by the judge itself" in f.message and why in f.message, f.message

@@ -22,7 +22,7 @@ def _make_cases(seed):
     rng = np.random.default_rng(seed)
     return [Case("small", "double", {"x": np.arange(6.0).reshape(2, 3)}, describe="x [2, 3]"),
             Case("random", "double", {"x": rng.standard_normal((4, 5))}, hidden=True, seed=seed,
-                 describe=f"x [4, 5]; seed {seed}")]
+                 describe="x [4, 5]")]
 
 
 def _check(case, result):
@@ -256,8 +256,20 @@ def test_fake_result_markers_are_ignored(graded):
 
 
 def test_mutating_inputs_is_reported(graded):
+    """The sandboxed child hands arrays over read-only (grader/child.py freeze_arrays): the
+    write itself fails, and the verdict says where."""
     f = first(graded["mutates input"])
-    assert "changed its input in place: x[0, 1] was 1.0, now 2.0" in f.message and f.mistake is None
+    assert f.reason == "mutated_input" and f.mistake is None
+    assert "tried to change one of its input arrays in place" in f.message and "x *= 2" in f.message
+
+
+def test_where_inputs_are_not_frozen_a_change_is_caught_by_comparison():
+    """Where arrays cannot be frozen (not Linux, a notebook's own objects) and for lists,
+    the child compares each argument after the call with a snapshot taken before it."""
+    rec = child.run_case(lambda x: x.__imul__(2), {"x": np.ones((2, 3))}, "<test>")
+    assert rec["status"] == "ok" and rec["mutated"] == ["x[0, 0] was 1.0, now 2.0 (6 of 6 values changed)"]
+    rec = child.run_case(lambda xs: xs.pop(), {"xs": [1, 2]}, "<test>")
+    assert rec["mutated"] and rec["mutated"][0].startswith("xs")
 
 
 def test_memory_hog_gets_memory_error(graded):
@@ -275,7 +287,7 @@ def test_hidden_failure_reports_seed(graded):
     from grader import report
     res = graded["public only"]
     f = first(res)
-    assert f.case.hidden and res.seed == 7 and "seed 7" in f.case.describe
+    assert f.case.hidden and res.seed == 7 and "seed" not in f.case.describe
     text = report.details(res)
     assert "--seed 7" in text and "public 1/1" in text
     assert "public cases pass, but hidden case" in report.status_line(res)
@@ -339,14 +351,12 @@ def test_missing_requirement_says_so_instead_of_grading(tmp_path):
 
 def test_memory_cap_without_rlimit_falls_back_to_allocation_accounting(monkeypatch):
     """Where RLIMIT_DATA is not enforced (macOS), a case's memory_mb is still checked."""
-    monkeypatch.setattr(child, "set_memory_headroom", lambda mb, hard_too=False: None)
-
     def hog(x):
         big = np.ones((64, 1024, 1024 // 8))  # 64 MB
         return 2 * x + big[0, 0, 0] * 0
-    rec = child.run_case(hog, {"x": np.ones(3)}, "<test>", memory_mb=16)
+    rec = child.run_case(hog, {"x": np.ones(3)}, "<test>", trace_memory_mb=16)
     assert rec["status"] == "memory_error" and "64 MB at peak" in rec["message"]
-    rec = child.run_case(lambda x: 2 * x, {"x": np.ones(3)}, "<test>", memory_mb=16)
+    rec = child.run_case(lambda x: 2 * x, {"x": np.ones(3)}, "<test>", trace_memory_mb=16)
     assert rec["status"] == "ok"
 
 
@@ -515,9 +525,10 @@ def test_the_attempts_process_dies_with_the_judge(tmp_path):
 def test_forged_start_events_cannot_extend_the_run(tmp_path, monkeypatch):
     """Graded code can find the protocol's token in its own frames and print fake 'start'
     events to reset the per-case deadline; the whole run's budget still ends it."""
+    import grader.plan as plan
     import grader.sandbox as sb
     monkeypatch.setattr(sb, "START_GAP_S", 0.5)
-    monkeypatch.setattr(sb, "STARTUP_S", {"numpy": 3.0, "torch": 3.0})
+    monkeypatch.setattr(plan, "STARTUP_S", {"numpy": 3.0, "torch": 3.0})
     t0 = time.monotonic()
     res = grade_src(tmp_path, """
         import json, sys, time
@@ -531,6 +542,6 @@ def test_forged_start_events_cannot_extend_the_run(tmp_path, monkeypatch):
                 send({"event": "start", "i": 0})   # keep asking for a fresh deadline
                 time.sleep(0.2)
         """)
-    # budget: startup 3 + timeout 1 + cases 2 * 1 + gaps 3 * 0.5 = 7.5 s
-    assert time.monotonic() - t0 < 15
-    assert first(res).reason == "timeout"
+    # the attempt's budget (grader/plan.py): startup 3 + 1, the largest limit 1, a tenth of 2 x 1 = 5.2 s
+    assert time.monotonic() - t0 < 12
+    assert first(res).reason == "time_budget" and "whole time budget of 5 s" in first(res).message

@@ -190,11 +190,30 @@ def test_the_record_from_the_pipe_is_checked_field_by_field():
                                                                                    "b64": "!!"}})
     assert rec["status"] == "error" and "could not be read" in rec["message"]
     rec = sandbox.clean_record({"status": "pwned"})
-    assert rec["status"] == "error" and "cannot read" in rec["message"]
+    assert rec["status"] == "error" and rec["type"] == "ProtocolError" and "cannot use" in rec["message"]
+    # fields of the wrong type are made harmless; fields a status does not carry are dropped
     rec = sandbox.clean_record({"status": "ok", "result": 3, "mutated": [1, {"a": 2}], "launches": "x",
-                                "from_kernel": "yes", "message": 5, "note": "kept", "deep": {"a": [1]}})
-    assert rec == {"status": "ok", "result": 3, "mutated": ["1", "{'a': 2}"], "launches": 0,
-                   "from_kernel": False, "message": "5", "note": "kept"}
+                                "from_kernel": "yes", "message": 5, "note": "kept?", "deep": {"a": [1]}})
+    assert rec == {"status": "ok", "result": 3, "mutated": ["<int>", "<dict>"]}
+
+
+@pytest.mark.parametrize("status", ["timeout", "crashed", "out_of_memory", "too_large", "not_run", "exited"])
+def test_a_status_only_the_judge_gives_is_a_protocol_error_when_the_attempt_sends_it(status):
+    """A forged "timeout" with timeout_s "forever" once made the verdict's formatting raise,
+    so the attempt was 'not graded' forever: such a record is now the attempt's failure."""
+    rec = sandbox.clean_record({"event": "done", "i": 0, "status": status, "timeout_s": "forever",
+                                "code": "x", "cap_mb": None, "signal": 9})
+    assert rec == {"status": "error", "type": "ProtocolError",
+                   "message": f"the process running the attempt sent a record the judge cannot use (status {status})"}
+
+
+def test_every_text_of_a_record_is_bounded():
+    huge = "x" * (40 << 20)
+    rec = sandbox.clean_record({"status": "error", "message": huge, "type": huge, "output": huge})
+    assert len(rec["message"]) < sandbox.TEXT_CAP + 100 and rec["message"].endswith("characters cut)")
+    assert len(rec["type"]) < sandbox.TEXT_CAP + 100 and len(rec["output"]) < 5000
+    rec = sandbox.clean_record({"status": "uses_reference", "uses": [huge] * 1000})
+    assert len(rec["uses"]) == 20 and all(len(u) < 400 for u in rec["uses"])
 
 
 def test_a_sandbox_that_does_not_start_is_the_machinerys_failure(tmp_path, monkeypatch):

@@ -67,9 +67,8 @@ def simulate(problem, seed, impl: dict):
             continue
         if got is None and c.function in impl and not _runs_file(problem, impl[c.function]):
             got = problem.reference[c.function](**copy.deepcopy(c.args))  # a model: the slip changes nothing here
-        rec = {"status": child.RunStatus.OK, "launches": 1, "from_kernel": True,  # as if a kernel wrote it
-               "result": json.loads(json.dumps(child.encode(got)))}
-        outcomes.append(runner.grade_record(problem, c, rec))
+        rec = {"status": child.RunStatus.OK, "result": json.loads(json.dumps(child.encode(got)))}
+        outcomes.append(runner.grade_record(problem, c, rec, rec))  # as if the judge's kernel launch gave it too
     runner.explain_mistakes(problem, outcomes)
     return outcomes
 
@@ -121,9 +120,8 @@ def test_no_mistake_is_named_for_an_unknown_slip(problem):
             got = _plain(problem.reference[c.function](**copy.deepcopy(c.args)))
             if c is target:
                 got = _perturb(got)
-            rec = {"status": child.RunStatus.OK, "launches": 1, "from_kernel": True,
-                   "result": json.loads(json.dumps(child.encode(got)))}
-            outcomes.append(runner.grade_record(problem, c, rec))
+            rec = {"status": child.RunStatus.OK, "result": json.loads(json.dumps(child.encode(got)))}
+            outcomes.append(runner.grade_record(problem, c, rec, rec))
         runner.explain_mistakes(problem, outcomes)
         bad = [o for o in outcomes if o.status is CaseStatus.FAIL]
         assert bad, f"{problem.slug}: a perturbed answer passed"

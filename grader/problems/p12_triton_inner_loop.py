@@ -1,7 +1,9 @@
 """Problem 12: the decode kernel's inner loop, in Triton (chapter 6).
 
 Graded on the CPU under TRITON_INTERPRET=1 (the judge sets it when there is no GPU) or
-on a CUDA GPU, and only when the answer comes from a kernel launch (needs_kernel_launch).
+on a CUDA GPU. The answer must be the kernel's: the judge also launches the file's
+``decode_kernel`` itself (``kernel=KernelContract``, ``judge_launch`` below) in a process
+where no other line of the file runs, and a case passes only when both answers do.
 The reference is mlacourse.attention. The named mistakes are Triton files
 (mistakes/p12_triton_inner_loop/); the judge recognises them through numpy models of
 those files (MODELS), tile by tile in float64 while a learner's kernel computes in float32
@@ -12,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import (Case, Edge, Problem, compare_out_lse, load_mistakes, memo_twins, new_values,
-                         row_offsets, uneven_rows_edge)
+from grader.spec import (Case, Edge, KernelContract, Problem, compare_out_lse, load_mistakes, memo_twins,
+                         new_values, row_offsets, uneven_rows_edge)
 from mlacourse.attention import attention
 
 FN = "triton_inner_loop"
@@ -48,9 +50,16 @@ hidden cases use other powers of two (h_q 16-64, d_k 32-128, d_v 16-64), so take
 sizes from the arguments, as the launcher does. Keep the softmax stable, head by head:
 in one hidden case one head's scores sit near +750 and another's near -750, so the
 running max must be each head's own (a max over the whole tile fails); use the `scale`
-given (one case passes another than 1/sqrt(d_k)). Everything is float32. The judge fills
-new tensors (`torch.empty`) with NaN and checks that the kernel wrote every value of
-`out` and `lse` it returns.
+given (one case passes another than 1/sqrt(d_k)). Everything is float32.
+
+**The answer must be the kernel's.** Besides calling your `triton_inner_loop`, the judge
+launches your `decode_kernel` itself, the way the given launcher does (one program per
+sequence, the same arguments, `out` and `lse` filled with NaN beforehand), in a process
+where no other line of your file runs; a case passes only when both answers are right.
+So the kernel (and any other `@triton.jit` function it calls) may use only its arguments,
+`triton` and `triton.language`, number constants defined at the top of the file, and
+`range`, `float`, `int`, `min`, `max`, `abs`, `bool`: no other modules, names or
+imports inside it.
 
 Checked against `mlacourse.attention.attention` per sequence with |got - expected| <=
 {ATOL:g} + {RTOL:g} * |expected| (tf32 on a GPU fits; the CPU interpreter is ~1e-6).
@@ -71,6 +80,22 @@ HINTS = [
     "the loop: out = acc / l and lse = m + log(l), guarding l == 0 with tl.where.",
 ]
 
+
+
+def judge_launch(kernel, q, kv, cache_seqlens, d_v, scale, block_t=16):
+    """How the judge launches the learner's ``decode_kernel`` (the stub's launcher, with
+    the outputs poisoned): sent to the sandbox as source, so it is self-contained."""
+    import torch
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    q_t = torch.as_tensor(q, dtype=torch.float32).to(device).contiguous()       # [b, H, D_K]
+    kv_t = torch.as_tensor(kv, dtype=torch.float32).to(device).contiguous()     # [b, t_max, D_K]
+    lens = torch.as_tensor(cache_seqlens, dtype=torch.int32).to(device)         # [b]
+    n_seq, n_heads, d_k = q_t.shape
+    out = torch.full((n_seq, n_heads, d_v), float("nan"), dtype=torch.float32, device=device)
+    lse = torch.full((n_seq, n_heads), float("nan"), dtype=torch.float32, device=device)
+    kernel[(n_seq,)](q_t, kv_t, lens, out, lse, kv_t.shape[1], scale,
+                     H=n_heads, D_K=d_k, D_V=d_v, BLOCK_T=block_t)
+    return out.cpu(), lse.cpu()
 
 
 def reference(q, kv, cache_seqlens, d_v, scale):
@@ -268,7 +293,8 @@ PROBLEM = Problem(
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
     requires=("torch", "triton"), timeout_s=60.0,
-    reference={FN: reference}, edges=EDGES, needs_kernel_launch=True, normalises_rows=True,
+    reference={FN: reference}, edges=EDGES, kernel=KernelContract("decode_kernel", judge_launch),
+    normalises_rows=True,
     no_twin={"cache_seqlens": "rows at and past cache_seqlens are NaN in kv, so the lengths cannot "
                               "change without kv (other_shapes twins change both)"},
 )

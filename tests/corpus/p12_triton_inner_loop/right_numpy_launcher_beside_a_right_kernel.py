@@ -1,5 +1,5 @@
-"""expect: fail
-slip: the kernel is launched, but its result is thrown away and the answer recomputed in numpy.
+"""expect: pass
+slip: none -- the kernel is right, though the launcher computes its own answer in numpy: the judge launches the kernel itself with the given launcher, and holds the kernel to the answer.
 """
 import os
 
@@ -59,7 +59,7 @@ def triton_inner_loop(q, kv, cache_seqlens, d_v, scale):
     lse = torch.empty((n_seq, n_heads), dtype=torch.float32, device=DEVICE)
     decode_kernel[(n_seq,)](q_t, kv_t, lens, out, lse, kv_t.shape[1], scale,
                             H=n_heads, D_K=d_k, D_V=d_v, BLOCK_T=BLOCK_T)
-    import numpy as np                                                        # slip: numpy answer
+    import numpy as np  # the answer here is not the kernel's: the judge launches the kernel itself
     outs, lses = np.zeros((n_seq, n_heads, d_v)), np.full((n_seq, n_heads), -np.inf)
     for i, n in enumerate(np.asarray(cache_seqlens)):
         if n:

@@ -1,5 +1,5 @@
-"""expect: fail
-slip: the launcher computes the answer with torch (softmax over the valid rows) and never runs the Triton kernel.
+"""expect: pass
+slip: none -- the kernel is right, though the launcher computes its own answer in torch: the judge launches the kernel itself with the given launcher, and holds the kernel to the answer.
 """
 import os
 
@@ -57,7 +57,7 @@ def triton_inner_loop(q, kv, cache_seqlens, d_v, scale):
     n_seq, n_heads, d_k = q_t.shape
     out = torch.empty((n_seq, n_heads, d_v), dtype=torch.float32, device=DEVICE)
     lse = torch.empty((n_seq, n_heads), dtype=torch.float32, device=DEVICE)
-    for i in range(n_seq):                                                    # slip: no kernel launch
+    for i in range(n_seq):  # the answer here is not the kernel's: the judge launches the kernel itself
         n = int(lens[i])
         s = (q_t[i] @ kv_t[i, :n].T) * scale                                  # [H, n]
         lse[i] = torch.logsumexp(s, dim=1)
