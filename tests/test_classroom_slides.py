@@ -351,6 +351,26 @@ def test_the_guide_is_generated_from_the_specs():
         assert f"../notebooks/{nb.name}" in text
 
 
+def test_the_chinese_guide_s_problem_reference_comes_from_the_judge_s_catalogue():
+    """docs/teaching.zh.md's reference: each problem under its Chinese title, pointing to its
+    Chinese chapter, and every named mistake's message in Chinese, as i18n/zh_CN/judge.po
+    has them (read here from the .po, not through the judge's lookup the guide uses)."""
+    from i18n import judge as catalogue
+    zh = {(e.msgctxt, e.msgid): e.msgstr for e in catalogue.load() if e.msgstr and not e.obsolete}
+    text = guide.chinese_guide().read_text(encoding="utf-8")
+    reference = text.split("<!-- BEGIN GENERATED: problems -->", 1)[1].split("<!-- END GENERATED: problems -->")[0]
+    assert "Named mistakes the judge recognises" not in reference and "判题程序能识别的典型错误" in reference
+    for p in guide._problems():
+        key = f"p{p.number:02d}"
+        title = zh[(f"{key} title", p.title)]
+        assert f"### 习题 {p.number} · `{p.slug}` -- {title}" in reference
+        assert f"(../{p.chapter.replace('notebooks/', 'notebooks/zh/')})" in reference
+        for m in p.mistakes:
+            message = zh[(f"{key} mistake {m.name}", m.message)]
+            assert f"  - *{m.name}*：{message}" in reference, (p.number, m.name)
+    assert len(CJK.findall(reference)) > 5000
+
+
 def test_a_new_chapter_enters_the_plan(monkeypatch, tmp_path):
     extra = tmp_path / "07_new_chapter.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Chapter 7 — Next")]), extra)
