@@ -7,6 +7,7 @@ Prose only: code, formulas and link targets are names, and 「verbatim quotation
 Chinese sources keep their own words."""
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,3 +140,32 @@ def test_absorption_is_introduced_as_matrix_absorption():
         first = _first_absorption(texts)
         assert first is not None and first.startswith("矩阵吸收"), \
             f"{name}: the first mention of absorption reads {first!r}; introduce it as 矩阵吸收"
+
+
+# The Chinese sources the course grew from are not in the repository; where a copy is at
+# hand (a translator's machine), every 「quotation」 must be found in one of them.
+SEEDS = Path(os.environ.get("MLA_SEEDS", "/work/shared/seeds"))
+
+
+def _bare(text: str) -> str:
+    """What a verbatim comparison keeps: no spaces, no thousands separators (1{,}556{,}480,
+    34,560), no backticks, none of the operators a quotation restores in brackets ([×])."""
+    text = re.sub(r"\[[×≈+=−-]\]", "", text.replace("{,}", ""))
+    return re.sub(r"[\s`]|(?<=\d),(?=\d)", "", text)
+
+
+@pytest.mark.skipif(not SEEDS.is_dir(), reason=f"the Chinese sources are not here ({SEEDS}; MLA_SEEDS)")
+def test_quotations_of_the_chinese_sources_are_verbatim():
+    """Each 「quotation」 of a Chinese catalogue, cut at its ellipses (……), is in a source."""
+    sources = [_bare(f.read_text(encoding="utf-8")) for f in sorted(SEEDS.glob("*.txt"))]
+
+    def in_a_source(quote: str) -> bool:
+        return all(any(_bare(part) in src for src in sources) for part in quote[1:-1].split("……") if _bare(part))
+
+    quotes = [(path.relative_to(ROOT), where, q) for path in CATALOGUES for where, text in catalogue_texts(path)
+              for q in QUOTE.findall(text)]
+    assert len(quotes) >= 10
+    missing = [f"{path} {where}: {q}" for path, where, q in quotes if not in_a_source(q)]
+    assert not missing, "quoted, but not in any source:\n  " + "\n  ".join(missing)
+    assert not in_a_source("「约 128 [×] 128K 的缓存」") and in_a_source("「约 128 [×] 128K [×] 128」")
+    assert _bare("「1{,}556{,}480」 `x` 128 [×] 128K") == "「1556480」x128128K"
