@@ -20,6 +20,10 @@ import os
 import time
 from pathlib import Path
 
+# The tag every exercise's solution cell carries (CONTRIBUTING: "A new chapter", exercises;
+# Jupyter shows it collapsed by its jupyter.source_hidden): the site's book shows it inside a
+# closed <details> (web/build.py), the lecture decks leave it out (slides.py).
+SOLUTION_TAG = "solution"
 ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 WITHOUT_TAG = "mla-without"   # the tag on the cell that ``without`` inserts
 

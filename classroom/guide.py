@@ -44,9 +44,12 @@ def _heavy(p) -> list[str]:
     return [m for m in p.requires if m != "numpy"]
 
 
-# The generated parts' own words; the Chinese guide (docs/teaching.zh.md) gets the plan and
-# the "open" table in Chinese, with the Chinese chapters' titles and decks. The problem
-# reference stays English there: its words are the specs' (titles, cases, named mistakes).
+# The generated parts' own words; the Chinese guide (docs/teaching.zh.md) gets all three in
+# Chinese, with the Chinese chapters' titles and decks, and in the problem reference the
+# problems' titles and named mistakes from the judge's catalogue (i18n/zh_CN/judge.po, read
+# through grader/texts.py as the judge itself reads it). The cases' and situations' names and
+# the mistakes' own names stay as the specs write them: the judge's output and the gradebook
+# (summary.md) use those same names in every language.
 WORDS = {
     "en": {"plan_head": "| week | chapter | practice problems (graded) | lecture deck |",
            "not_found": "(chapter not found)", "deck": "slides/{stem}.slides.html",
@@ -54,14 +57,40 @@ WORDS = {
            "open_head": "| problem | the judge's reference runs | course functions with the problem's names |",
            "only_spec": "(only the spec file)", "in": " in ", "none": "none",
            "open_tail": "Open in a release (the reference runs course code the bundle ships): problems "
-                        "{opened}. With course functions under the problem's own names: problems {same}."},
+                        "{opened}. With course functions under the problem's own names: problems {same}.",
+           "p_head": "### Problem {number} · `{slug}` -- {title}",
+           "p_where": "- Chapter: [{name}](../{chapter}); file `practice/{file}`; writes {functions}.",
+           "p_cases": "- Cases: {public} public, {hidden} hidden (redrawn from the seed). Public: {public_names}. "
+                      "Hidden: {hidden_names}.",
+           "p_edges": "- Every seed includes: {edges}.",
+           "p_limits": "- Limits: {seconds} s per case, about {mb} MB of memory",
+           "p_caps": " ({caps} on some cases)", "p_cap": "{mb} MB",
+           "p_budget": "; at most {budget} s in all for one attempt.",
+           "p_needs": "- Needs {what} (on a CPU, Triton's interpreter).", "p_and": " and ",
+           "p_may": "- May import from the course: {names} (data only); any other course import is refused.",
+           "p_may_not": "- May import nothing from the course (numpy and the standard library are fine).",
+           "p_mistakes": "- Named mistakes the judge recognises:", "p_mistake": "  - *{name}*: {message}",
+           "sep": "; ", "comma": ", ", "end": "."},
     "zh": {"plan_head": "| 周 | 章 | 习题（计分） | 课堂幻灯片 |",
            "not_found": "（找不到该章）", "deck": "slides/zh/{stem}.slides.html",
            "review": "复习；最后几道习题的截止时间；评分，并在课上讨论 `summary.md`",
            "open_head": "| 习题 | 判题程序的参考实现运行的代码 | 带有该题函数名的课程函数 |",
            "only_spec": "（只有规格文件）", "in": "，位于 ", "none": "无",
            "open_tail": "在发布包中公开（参考实现运行学生包附带的课程代码）的习题：{opened}。"
-                        "课程中有与题目函数同名的函数的习题：{same}。"},
+                        "课程中有与题目函数同名的函数的习题：{same}。",
+           "p_head": "### 习题 {number} · `{slug}` -- {title}",
+           "p_where": "- 所在章：[{name}](../{chapter})；文件 `practice/{file}`；要编写 {functions}。",
+           "p_cases": "- 用例：公开 {public} 个，隐藏 {hidden} 个（按种子重新抽取）。公开：{public_names}。"
+                      "隐藏：{hidden_names}。",
+           "p_edges": "- 每个种子都包含：{edges}。",
+           "p_limits": "- 限制：每个用例 {seconds} s，内存约 {mb} MB",
+           "p_caps": "（部分用例为 {caps}）", "p_cap": "{mb} MB",
+           "p_budget": "；一次作答总计最多 {budget} s。",
+           "p_needs": "- 需要 {what}（在 CPU 上用 Triton 的解释器）。", "p_and": " 和 ",
+           "p_may": "- 可以从课程中导入：{names}（仅数据）；其他任何课程导入都会被拒绝。",
+           "p_may_not": "- 不能从课程中导入任何东西（numpy 和标准库可以用）。",
+           "p_mistakes": "- 判题程序能识别的典型错误：", "p_mistake": "  - *{name}*：{message}",
+           "sep": "；", "comma": "，", "end": "。"},
 }
 
 
@@ -114,38 +143,45 @@ def _case_topics(p) -> list[str]:
     return public, hidden
 
 
-def problems() -> str:
+def problems(lang: str = "en") -> str:
+    """The per-problem reference. In Chinese (lang "zh") the frame, the problems' titles and
+    their named mistakes' messages are Chinese (the judge's catalogue, through
+    grader/texts.py); the names of cases, situations and mistakes are the specs'."""
+    from grader import lang as judge_lang
+    from grader import texts
+
     from .pool import budget_for
+    w = WORDS[lang]
     out = []
-    for p in _problems():
-        cases = p.make_cases(0)
-        public, hidden = _case_topics(p)
-        n_pub = sum(not c.hidden for c in cases)
-        out += [f"### Problem {p.number} · `{p.slug}` -- {p.title}", "",
-                f"- Chapter: [{Path(p.chapter).name}](../{p.chapter}); file `practice/{p.filename}`; "
-                f"writes {', '.join(f'`{f}`' for f in p.functions)}.",
-                f"- Cases: {n_pub} public, {len(cases) - n_pub} hidden (redrawn from the seed). "
-                f"Public: {'; '.join(public)}. Hidden: {'; '.join(hidden) or '--'}."]
-        if p.edges:
-            out.append("- Every seed includes: " + "; ".join(e.name for e in p.edges) + ".")
-        lim = f"- Limits: {p.timeout_s:g} s per case, about {p.memory_mb} MB of memory"
-        caps = sorted({c.memory_mb for c in cases if c.memory_mb})
-        if caps:
-            lim += f" ({', '.join(f'{m} MB' for m in caps)} on some cases)"
-        lim += f"; at most {budget_for(p):.0f} s in all for one attempt."
-        out.append(lim)
-        if p.needs_torch:
-            out.append(f"- Needs {' and '.join(_heavy(p))} (on a CPU, Triton's interpreter).")
-        if p.may_import:
-            out.append("- May import from the course: " + ", ".join(
-                f"`{m}.{n}`" for m, ns in p.may_import.items() for n in ns) + " (data only); any other "
-                "course import is refused.")
-        else:
-            out.append("- May import nothing from the course (numpy and the standard library are fine).")
-        if p.mistakes:
-            out.append("- Named mistakes the judge recognises:")
-            out += [f"  - *{m.name}*: {m.message}" for m in p.mistakes]
-        out.append("")
+    with judge_lang.speaking("zh_CN" if lang == "zh" else "en"):
+        for p in _problems():
+            cases = p.make_cases(0)
+            public, hidden = _case_topics(p)
+            n_pub = sum(not c.hidden for c in cases)
+            out += [w["p_head"].format(number=p.number, slug=p.slug, title=texts.title(p)), "",
+                    w["p_where"].format(name=Path(p.chapter).name, chapter=p.chapter, file=p.filename,
+                                        functions=w["comma"].join(f"`{f}`" for f in p.functions)),
+                    w["p_cases"].format(public=n_pub, hidden=len(cases) - n_pub, public_names="; ".join(public),
+                                        hidden_names="; ".join(hidden) or "--")]
+            if p.edges:
+                out.append(w["p_edges"].format(edges="; ".join(e.name for e in p.edges)))
+            lim = w["p_limits"].format(seconds=f"{p.timeout_s:g}", mb=p.memory_mb)
+            caps = sorted({c.memory_mb for c in cases if c.memory_mb})
+            if caps:
+                lim += w["p_caps"].format(caps=w["comma"].join(w["p_cap"].format(mb=m) for m in caps))
+            lim += w["p_budget"].format(budget=f"{budget_for(p):.0f}")
+            out.append(lim)
+            if p.needs_torch:
+                out.append(w["p_needs"].format(what=w["p_and"].join(_heavy(p))))
+            if p.may_import:
+                out.append(w["p_may"].format(names=w["comma"].join(
+                    f"`{m}.{n}`" for m, ns in p.may_import.items() for n in ns)))
+            else:
+                out.append(w["p_may_not"])
+            if p.mistakes:
+                out.append(w["p_mistakes"])
+                out += [w["p_mistake"].format(name=m.name, message=texts.mistake(p, m.message)) for m in p.mistakes]
+            out.append("")
     return "\n".join(out).rstrip()
 
 
@@ -206,7 +242,7 @@ def open_problems(lang: str = "en") -> str:
     return "\n".join(rows)
 
 
-GENERATORS = {"plan": plan, "open": open_problems, "problems": lambda lang="en": problems()}
+GENERATORS = {"plan": plan, "open": open_problems, "problems": problems}
 
 
 def render(text: str, lang: str = "en") -> str:

@@ -11,6 +11,8 @@ points, the key plots and results, not every cell:
   * longer code that prints a result shows the result only; longer code that prints
     nothing, set-up cells (imports only, or the first code cell) and cells of asserts only
     are left out;
+  * an exercise's solution cell (tagged ``solution``: execute.SOLUTION_TAG) is left out,
+    with its outputs, whatever its tags or slide type say;
   * sections for the learner to do alone (a heading with "check yourself", "exercise",
     "practice", "your turn", "try it") are left out, heading included.
 
@@ -60,6 +62,8 @@ import tempfile
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+
+from .execute import SOLUTION_TAG
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -461,7 +465,9 @@ def build_deck(path: Path, out: Path, execute: bool = True,
     if asset_prefix:
         for k, v in asset_urls(asset_prefix).items():
             setattr(exporter, k, v)
-    strip = TagRemovePreprocessor(remove_input_tags={HIDE_INPUT}, enabled=True)
+    # an exercise's solution (code and outputs) is not for the lecture: it leaves the deck
+    # (removed after the run, so the cells after it still see what it defined)
+    strip = TagRemovePreprocessor(remove_input_tags={HIDE_INPUT}, remove_cell_tags={SOLUTION_TAG}, enabled=True)
     exporter.register_preprocessor(strip, enabled=True)
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": path.stem}})
     body = _set_language(body, lang)

@@ -48,14 +48,14 @@ def reveal_hint(problem) -> str:
     n = hints.reveal(problem)
     if not problem.hints:
         return _("Problem {number} has no hints; re-read {chapter}.").format(
-            number=problem.number, chapter=problem.chapter)
+            number=problem.number, chapter=texts.chapter(problem))
     lines = [_("Hints for problem {number} ({slug}), {n} of {total}:").format(
         number=problem.number, slug=problem.slug, n=n, total=len(problem.hints))]
     for k in range(1, n + 1):
         lines.append(f"  {k}. {texts.hint(problem, k)}")
     if n == len(problem.hints):
         lines.append("  " + _("That was the last hint; the derivation is in {chapter}.").format(
-            chapter=problem.chapter))
+            chapter=texts.chapter(problem)))
     return "\n".join(lines)
 
 
@@ -322,7 +322,7 @@ def main(argv=None, prog: str | None = None, practice=None, args=None) -> int:
         except KeyError as e:
             if args.file:
                 print(_("error: cannot tell which problem {file} is; name it: "
-                        "`{prog} 4 --file {file}`.").format(file=args.file, prog=prog), file=sys.stderr)
+                        "`{prog} 4 --file {file}`.").format(file=args.file, prog=report.command(prog)), file=sys.stderr)
             else:
                 print(_("error: {why}").format(why=lang.say(e.args[0])), file=sys.stderr)
             return 2
@@ -331,12 +331,12 @@ def main(argv=None, prog: str | None = None, practice=None, args=None) -> int:
         return 2
     if args.list:
         for p in problems:
-            print(f"{p.number:>2} {p.slug:<20} {texts.title(p)}   [{p.chapter}]")
+            print(f"{p.number:>2} {p.slug:<20} {texts.title(p)}   [{texts.chapter(p)}]")
         return 0
     if args.statement:
         for p in [single] if single else problems:
             where = _("(file: practice/{file}; chapter: {chapter}; check: {command})").format(
-                file=p.filename, chapter=p.chapter, command=f"{prog} {p.number}")
+                file=p.filename, chapter=texts.chapter(p), command=f"{report.command(prog)} {p.number}")
             print(f"{texts.statement(p)}\n\n{where}\n")
         return 0
     if not args.hint:
@@ -347,7 +347,7 @@ def main(argv=None, prog: str | None = None, practice=None, args=None) -> int:
     if args.hint:
         if single is None:
             print(_("which problem? `{prog} 4 --hint` gives the next hint for problem 4 "
-                    "(problems: {problems}).").format(prog=prog, problems=", ".join(
+                    "(problems: {problems}).").format(prog=report.command(prog), problems=", ".join(
                         f"{p.number} {p.slug}" for p in problems)), file=sys.stderr)
             return 2
         print(reveal_hint(single))

@@ -41,6 +41,8 @@ ENV_VARS = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")   # gettext's order
 _chosen: str | None = None        # set by ``use`` (--lang): lasts for this process / session
 _active: tuple[str, gettext.NullTranslations] | None = None
 _notes: list[str] = []            # what the last ``choose`` fell back from, for ``note``
+_by_option: str | None = None     # the language the last ``use`` took from its --lang, if it did
+_without_option: str = "en"       # what that ``use`` would have chosen without it (file, environment)
 
 
 def N_(message: str) -> str:
@@ -169,12 +171,23 @@ def use(lang: str | None, remember: bool = False, folder=None) -> str:
     """Speak ``lang`` from now on (None: decide by the session, the setting file in
     ``folder`` and the environment). With ``remember`` (``--lang``) it also holds for later
     calls in this process without one (a notebook's session)."""
-    global _active, _chosen
+    global _active, _chosen, _by_option, _without_option
     chosen = choose(lang, folder=folder)
     if remember and lang and normalize(lang):
         _chosen = chosen
+    _by_option = chosen if lang and normalize(lang) else None
+    _without_option = _from_file(folder)[0] or _from_environment() or "en"
     _active = (chosen, translations(chosen))
     return chosen
+
+
+def option_to_keep() -> str:
+    """What a command the judge suggests must add to go on speaking this language in a new
+    run: " --lang zh" (or " --lang en") when --lang chose the language now spoken and, without
+    it, the setting file or the environment would choose another; "" otherwise."""
+    if _by_option is None or _active is None or _active[0] != _by_option or _by_option == _without_option:
+        return ""
+    return " --lang " + ("zh" if _by_option == "zh_CN" else "en")
 
 
 class speaking:
@@ -200,8 +213,8 @@ class speaking:
 
 def forget() -> None:
     """Back to deciding by file and environment (tests)."""
-    global _active, _chosen
-    _active, _chosen = None, None
+    global _active, _chosen, _by_option
+    _active, _chosen, _by_option = None, None, None
 
 
 def current() -> str:
@@ -224,5 +237,6 @@ def pgettext(context: str, message: str) -> str:
 
 
 __all__ = ["N_", "_", "said", "said_lines", "say", "Said", "pgettext", "choose", "use", "speaking", "note", "current", "forget", "normalize",
+           "option_to_keep",
            "setting_file",
            "SETTING_FILE", "LANGUAGES", "DOMAIN", "LOCALES"]

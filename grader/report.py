@@ -8,7 +8,7 @@ import html
 import os
 import sys
 
-from . import texts
+from . import lang, texts
 from .lang import _, N_, say
 from .records import CaseStatus, Isolation, ProblemResult, ProblemStatus
 
@@ -46,6 +46,13 @@ def headline(r: ProblemResult) -> str:
         if total:
             parts.append(f"{label} {ok}/{total}" + (" " + _("({n} not run)").format(n=not_run) if not_run else ""))
     return _("{counts} cases pass").format(counts=_(", ").join(parts))
+
+
+def command(prog: str = PROG) -> str:
+    """``prog`` as the commands the judge suggests start: the command line's keeps the --lang
+    this run was given (a new process forgets it: grader/lang.py's option_to_keep); %judge's
+    session remembers its language by itself."""
+    return prog + lang.option_to_keep() if prog == PROG else prog
 
 
 def reproduce(r: ProblemResult, prog: str = PROG) -> str:
@@ -112,8 +119,9 @@ def message_of(problem, outcome) -> str:
 def details(r: ProblemResult, prog: str = PROG, hints_shown: int = 0) -> str:
     """Full feedback for one problem; only the first failure in detail."""
     p = r.problem
+    prog = command(prog)
     lines = [_("Problem {number} · {slug} -- {title}").format(number=p.number, slug=p.slug, title=texts.title(p)),
-             "  " + _("file: {file}    chapter: {chapter}").format(file=shown_path(r), chapter=p.chapter)]
+             "  " + _("file: {file}    chapter: {chapter}").format(file=shown_path(r), chapter=texts.chapter(p))]
     note = isolation_note(r.isolation)
     if note:
         lines.append("  " + note)
@@ -166,6 +174,7 @@ def details(r: ProblemResult, prog: str = PROG, hints_shown: int = 0) -> str:
 
 
 def summary(results, prog: str = PROG) -> str:
+    prog = command(prog)
     n = {s: sum(r.status is s for r in results) for s in ProblemStatus}
     parts = [_("passed {n}").format(n=n[ProblemStatus.PASSED]), _("failed {n}").format(n=n[ProblemStatus.FAILED]),
              _("not started {n}").format(n=n[ProblemStatus.NOT_STARTED])]
@@ -184,7 +193,7 @@ def summary(results, prog: str = PROG) -> str:
         r = todo[0]
         lines.append(_("Next: problem {number} ({slug}) -- read {chapter}, edit {file}, then "
                        "`{prog} {number}`.").format(number=r.problem.number, slug=r.problem.slug,
-                                                    chapter=r.problem.chapter, file=shown_path(r), prog=prog))
+                                                    chapter=texts.chapter(r.problem), file=shown_path(r), prog=prog))
     elif results and all(r.status in (ProblemStatus.PASSED, ProblemStatus.UNAVAILABLE) for r in results):
         lines.append(_("Everything here passes.") + (" " + _("Problems marked unavailable need packages "
                                                              "this machine lacks.") if n[ProblemStatus.UNAVAILABLE] else ""))
@@ -248,4 +257,4 @@ def to_html(r: ProblemResult, hints_shown: int = 0, prog: str = PROG) -> str:
 
 
 __all__ = ["details", "headline", "status_line", "summary", "to_json", "to_html", "failure_text",
-           "reproduce", "shown_path", "status_word", "PROG"]
+           "command", "reproduce", "shown_path", "status_word", "PROG"]

@@ -1,12 +1,18 @@
-"""A problem's words in the judge's language (grader/lang.py): its title, statement, hints
-and named-mistake messages, looked up in the catalogue under a context that says what
+"""A problem's words in the judge's language (grader/lang.py): its title, statement, hints,
+named-mistake messages and the chapter it points to, looked up in the catalogue under a context that says what
 they are -- "p04 title", "p04 statement", "p04 hint 2", "p04 mistake <its name>" -- with
 the English of the spec as the msgid (so a text without a usable translation stays English).
 i18n/judge.py extracts the same texts, through the same functions, into the catalogue."""
 from __future__ import annotations
 
-from .lang import _, pgettext
+import sys
+
+from .lang import _, current, pgettext
 from .spec import INPUTS_RULE
+
+# In the browser's lab a Chinese chapter is notebooks/zh/NN_slug.zh.ipynb (web/landing.py's
+# lab_notebook: JupyterLite mixed up the kernels of two notebooks with one file name).
+IN_BROWSER = sys.platform == "emscripten"
 
 
 # contexts: "p04 title", "p04 statement", "p04 hint 2", "p04 mistake <its name>"
@@ -39,6 +45,16 @@ def hint(problem, k: int) -> str:
     return pgettext(f"{key(problem)} hint {k}", problem.hints[k - 1])
 
 
+def chapter(problem) -> str:
+    """The chapter that teaches the problem, in the judge's language: in Chinese its Chinese
+    edition, notebooks/zh/NN_slug.ipynb (`python -m i18n build` makes one for every chapter)."""
+    path = problem.chapter
+    if current() != "zh_CN" or not path.startswith("notebooks/"):
+        return path
+    name = path.removeprefix("notebooks/")
+    return "notebooks/zh/" + (name.removesuffix(".ipynb") + ".zh.ipynb" if IN_BROWSER else name)
+
+
 def mistake(problem, message: str) -> str:
     """A named mistake's message (as the runner recorded it) in the current language."""
     for m in problem.mistakes:
@@ -47,4 +63,4 @@ def mistake(problem, message: str) -> str:
     return message
 
 
-__all__ = ["key", "statement_parts", "statement", "title", "hint", "mistake"]
+__all__ = ["key", "statement_parts", "statement", "title", "hint", "chapter", "mistake"]

@@ -14,10 +14,10 @@ Chinese file, which is committed (GitHub shows it) and must be what the build ma
 
 The teacher's guide has sections generated from the problem specs (classroom/guide.py,
 between ``<!-- BEGIN GENERATED: name -->`` markers). Their text is data from the specs
-and changes with every new problem, so the catalogue does not hold it: po4a reads the
-guide with those sections emptied, and the Chinese guide gets the same generated sections
-as the English (in English: problem titles and mistake messages belong to the judge's own
-catalogue). ``python -m classroom guide`` regenerates both files.
+and changes with every new problem, so this catalogue does not hold it: po4a reads the
+guide with those sections emptied, and ``python -m classroom guide`` writes the Chinese
+guide's generated sections in Chinese (classroom/guide.py: its own words, and the problems'
+titles and named mistakes from the judge's catalogue, i18n/zh_CN/judge.po).
 
 Links: a translation keeps the English targets (the checks compare them); the build points
 those that have a Chinese edition at it (a chapter -> notebooks/zh/, README.md ->

@@ -163,10 +163,22 @@ _MATH = re.compile(r"\$\$.+?\$\$|\$[^$\n]+\$", re.S)
 _CODE = re.compile(r"`[^`\n]+`")
 
 
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+           "October", "November", "December")
+# an English month before a year ("June 2024", "September 17, 2025") is a number: Chinese writes it
+# as one (2024 年 6 月)
+_MONTH_YEAR = re.compile(rf"\b({'|'.join(_MONTHS)})(?= (?:\d{{1,2}}, )?\d{{4}}\b)")
+# a fraction 1/N counts as N: the Chinese edition writes "N× fewer" as 是……的 1/N
+_ONE_OVER = re.compile(r"(?<![\w.])1/(?=\d)")
+
+
 def _numbers(text: str) -> list[str]:
-    """The numbers of a text outside math and code spans, thousands separators dropped."""
+    """The numbers of a text outside math and code spans, thousands separators dropped; an
+    English month before a year is its number, and 1/N is N."""
     plain = _CODE.sub(" ", _MATH.sub(" ", text))
     plain = _LINK.sub(lambda m: m.group(1) + " " + m.group(3), plain)  # link targets hold chapter numbers
+    plain = _MONTH_YEAR.sub(lambda m: f" {_MONTHS.index(m.group(1)) + 1} ", plain)
+    plain = _ONE_OVER.sub(" ", plain)
     return sorted(n.replace(",", "") for n in _NUMBER.findall(plain))
 
 

@@ -107,8 +107,9 @@ def sections(course: Course, chapter: Path) -> list[str]:
 
 
 def exercises(course: Course, chapter: Path) -> list[str]:
-    """At least two exercises (`**Exercise N.k ...**`), each with a collapsed solution cell
-    that starts `# Solution to exercise` (tests/test_chapter_figures.py runs them)."""
+    """At least two exercises (`**Exercise N.k ...**`), each with a collapsed solution cell,
+    tagged `solution`, that starts `# Solution to exercise` (tests/test_chapter_figures.py
+    runs them)."""
     labels = re.findall(r"\*\*Exercise (\d+\.\d+)", _markdown(chapter))
     solutions = [c for c in _cells(chapter, "code") if c.source.startswith("# Solution to exercise")]
     out = []
@@ -118,6 +119,9 @@ def exercises(course: Course, chapter: Path) -> list[str]:
         out.append(f"{len(labels)} exercise(s) but {len(solutions)} solution cell(s) starting `# Solution to exercise`")
     if not all(c.metadata.get("jupyter", {}).get("source_hidden") for c in solutions):
         out.append("collapse the solution cells (metadata jupyter.source_hidden)")
+    if not all("solution" in c.metadata.get("tags", []) for c in solutions):
+        out.append("tag the solution cells `solution` (the site's book collapses them, the lecture decks leave "
+                   "them out: classroom.execute.SOLUTION_TAG)")
     return out
 
 

@@ -99,7 +99,7 @@ def test_a_new_chapter_fails_a_named_step_until_each_is_done(course_copy):
     did("clean", clean)
     did("blas thread", lambda: setattr(nb.cells[1], "source", BLAS + nb.cells[1].source))
     did("sections", lambda: nb.cells.extend([_md("## 9.1 The idea\n\nText."), _md("## Summary\n\n- one point")]))
-    hidden = {"jupyter": {"source_hidden": True}}
+    hidden = {"jupyter": {"source_hidden": True}, "tags": ["solution"]}
     did("exercises", lambda: nb.cells.extend([
         _md("**Exercise 9.1.** Sum it."), _code("# Solution to exercise 9.1\nprint(1 + 2)", **hidden),
         _md("**Exercise 9.2.** Double it."), _code("# Solution to exercise 9.2\nprint(2 * 2)", **hidden)]))

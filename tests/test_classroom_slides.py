@@ -307,6 +307,39 @@ def test_an_executed_deck_shows_the_figure_not_the_code(tmp_path):
     assert info["executed"] and 8 <= info["slides"] <= 60
 
 
+@pytest.mark.parametrize("nb", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_no_solution_is_in_any_deck(decks, zh_decks, nb):
+    """The decks leave every exercise's solution out, in both languages: no line of its own
+    anywhere in the deck (tests/solution_cells.py)."""
+    from tests import solution_cells
+    for lang, built in (("en", decks), ("zh", zh_decks)):
+        chapter = nbformat.read(slides.chapter_in(lang, nb), as_version=4)
+        shown = solution_cells.shown_in_deck(chapter, built[nb.name][0].read_text(encoding="utf-8"))
+        assert not shown, f"{lang} {nb.stem}: " + "\n  ".join(shown[:10])
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_an_executed_deck_leaves_out_the_solutions_and_what_they_print(tmp_path, monkeypatch, lang):
+    """Chapter 1 executed into its deck: neither the solutions' code nor their printed lines
+    (those of the same chapter executed for the tests: tests/test_notebooks.run_chapter) are
+    in it; built with the tag ignored, the same check finds them."""
+    from tests import solution_cells
+    from tests.test_notebooks import run_chapter
+    executed = run_chapter(slides.chapter_in(lang, CHAPTERS[0]))
+    lines = solution_cells.telltales(executed)
+    assert all(t["output"] for t in lines.values()), lines
+    path, info = slides.build_deck(CHAPTERS[0], tmp_path, execute=True, lang=lang)
+    text = path.read_text(encoding="utf-8")
+    assert info["executed"] and "data:image/png;base64" in text
+    assert solution_cells.shown_in_deck(executed, text) == []
+    # the check sees a solution when one is there: the deck built with the tag ignored
+    monkeypatch.setattr(slides, "SOLUTION_TAG", "no-such-tag")
+    (tmp_path / "leaky").mkdir()
+    leaky, _ = slides.build_deck(CHAPTERS[0], tmp_path / "leaky", execute=True, lang=lang)
+    shown = solution_cells.shown_in_deck(executed, leaky.read_text(encoding="utf-8"))
+    assert any("its source line" in s for s in shown) and any("its output line" in s for s in shown), shown
+
+
 def test_the_guide_is_generated_from_the_specs():
     assert guide.stale() == [], "run: python -m classroom guide"
     text = guide.GUIDE.read_text()
@@ -316,6 +349,26 @@ def test_the_guide_is_generated_from_the_specs():
             assert m.message in text
     for nb in CHAPTERS:
         assert f"../notebooks/{nb.name}" in text
+
+
+def test_the_chinese_guide_s_problem_reference_comes_from_the_judge_s_catalogue():
+    """docs/teaching.zh.md's reference: each problem under its Chinese title, pointing to its
+    Chinese chapter, and every named mistake's message in Chinese, as i18n/zh_CN/judge.po
+    has them (read here from the .po, not through the judge's lookup the guide uses)."""
+    from i18n import judge as catalogue
+    zh = {(e.msgctxt, e.msgid): e.msgstr for e in catalogue.load() if e.msgstr and not e.obsolete}
+    text = guide.chinese_guide().read_text(encoding="utf-8")
+    reference = text.split("<!-- BEGIN GENERATED: problems -->", 1)[1].split("<!-- END GENERATED: problems -->")[0]
+    assert "Named mistakes the judge recognises" not in reference and "判题程序能识别的典型错误" in reference
+    for p in guide._problems():
+        key = f"p{p.number:02d}"
+        title = zh[(f"{key} title", p.title)]
+        assert f"### 习题 {p.number} · `{p.slug}` -- {title}" in reference
+        assert f"(../{p.chapter.replace('notebooks/', 'notebooks/zh/')})" in reference
+        for m in p.mistakes:
+            message = zh[(f"{key} mistake {m.name}", m.message)]
+            assert f"  - *{m.name}*：{message}" in reference, (p.number, m.name)
+    assert len(CJK.findall(reference)) > 5000
 
 
 def test_a_new_chapter_enters_the_plan(monkeypatch, tmp_path):

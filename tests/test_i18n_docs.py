@@ -157,15 +157,16 @@ def test_without_po4a_the_checks_skip_here_and_fail_in_ci(monkeypatch):
 
 
 def test_the_chinese_guide_has_its_generated_parts_in_chinese_and_the_check_covers_them(tmp_path, monkeypatch):
-    """`python -m classroom guide` writes the Chinese guide's plan and "open" table in
-    Chinese (the Chinese chapters' titles and decks); `guide --check` reports a Chinese
+    """`python -m classroom guide` writes the Chinese guide's plan, "open" table and problem
+    reference in Chinese (the Chinese chapters' titles and decks; the reference's words from
+    the judge's catalogue: tests/test_classroom_slides.py); `guide --check` reports a Chinese
     section that is stale; a guide elsewhere (GUIDE patched) never touches this one."""
     from classroom import guide
     zh = (ROOT / "docs/teaching.zh.md").read_text(encoding="utf-8")
     plan = zh.split("<!-- BEGIN GENERATED: plan -->")[1].split("<!-- END GENERATED: plan -->")[0]
     assert "| 周 | 章 |" in plan and "](../notebooks/zh/01_kv_cache.ipynb)" in plan and "`slides/zh/01_kv_cache" in plan
     assert "第 1 章" in plan and "](../notebooks/01_" not in plan
-    assert "Problem 1 · `kv_cache_bytes`" in zh        # the reference stays English
+    assert "习题 1 · `kv_cache_bytes`" in zh and "Problem 1 · `kv_cache_bytes`" not in zh   # the reference too
     copy = tmp_path / "docs" / "teaching.md"
     copy.parent.mkdir()
     copy.write_text((ROOT / "docs/teaching.md").read_text(encoding="utf-8"), encoding="utf-8")

@@ -237,6 +237,62 @@ def test_json_keys_and_statuses_are_english_in_both(tmp_path):
     assert "可能的失误" in zh["tests"][0]["message"] and "非因果" in zh["tests"][0]["message"]
 
 
+def test_chinese_points_to_the_chinese_chapters_and_its_commands_keep_the_language(tmp_path):
+    """In Chinese the judge sends the learner to notebooks/zh/ (every problem's Chinese
+    chapter exists), and the commands it suggests keep the --lang it was given where a new
+    run would otherwise speak another language; the JSON's test_code stays the same."""
+    for p in PROBLEMS:
+        lang.use("zh")
+        assert texts.chapter(p) == p.chapter.replace("notebooks/", "notebooks/zh/", 1)
+        assert (ROOT / texts.chapter(p)).is_file(), texts.chapter(p)
+        lang.use("en")
+        assert texts.chapter(p) == p.chapter
+    code, out, _ = run_cli("4", "--statement", "--lang", "zh")
+    assert "notebooks/zh/04_flops_and_path_choice.ipynb" in out and "python practice/judge.py --lang zh 4" in out
+    stub = tmp_path / "p04_choose_path.py"
+    stub.write_text((ROOT / "practice" / "p04_choose_path.py").read_text())
+    lang.forget()
+    code, out, _ = run_cli("4", "--file", str(stub), "--lang", "zh")
+    assert "notebooks/zh/04_flops_and_path_choice.ipynb" in out and "`python practice/judge.py --lang zh 4 --hint`" in out
+    assert not re.search(r"python practice/judge\.py (?!--lang zh)", out), out
+    lang.forget()
+    code, out, _ = run_cli("4", "--statement")                       # English: as before
+    assert "notebooks/04_flops_and_path_choice.ipynb" in out and "--lang" not in out
+    lang.forget()
+    (tmp_path / ".judge_lang").write_text("zh_CN\n")                 # the setting file keeps Chinese by itself
+    hints.use_folder(tmp_path)
+    code, out, _ = run_cli("4", "--statement")
+    assert "notebooks/zh/04_flops_and_path_choice.ipynb" in out and "--lang" not in out
+    lang.forget()
+    code, out, _ = run_cli("4", "--statement", "--lang", "en")        # ... so --lang en must be kept
+    assert "python practice/judge.py --lang en 4" in out and not ZH.search(out)
+
+
+def test_the_browser_names_the_chinese_chapter_as_its_lab_does(monkeypatch):
+    import sys
+    sys.path.insert(0, str(ROOT / "web"))
+    import landing
+    monkeypatch.setattr(texts, "IN_BROWSER", True)
+    lang.use("zh")
+    p = PROBLEMS[0]
+    assert texts.chapter(p) == landing.lab_notebook(Path(p.chapter).name, "zh-CN")
+
+
+EMPHASIS = re.compile(r"\*\*(?=\S)[^*\n]*?\S\*\*|__(?=\S)[^_\n]*?\S__")
+
+
+def test_named_mistakes_and_hints_print_as_plain_text():
+    """The terminal shows a named mistake's message and a hint as they are: no Markdown
+    emphasis in either language (English emphasises with capitals)."""
+    found = [f"p{p.number:02d} {what}: {text[:60]!r}" for p in PROBLEMS
+             for what, text in ([("hint", h) for h in p.hints] + [(f"mistake {m.name}", m.message) for m in p.mistakes])
+             if EMPHASIS.search(text)]
+    found += [f"[{e.msgctxt}] {e.msgstr[:60]!r}" for e in J.load() if not e.obsolete and e.msgctxt
+              and re.search(r" (hint \d+|mistake .*)$", e.msgctxt) and EMPHASIS.search(e.msgstr)]
+    assert not found, "Markdown emphasis prints literally in a terminal:\n  " + "\n  ".join(found)
+    assert EMPHASIS.search("取**剩余**预算") and not EMPHASIS.search("2.0 ** -6 and x ** 2")
+
+
 # --------------------------------------------------------------------------- same verdicts
 
 def corpus(numbers=None) -> list[tuple[Path, int]]:

@@ -3,6 +3,7 @@ landing page, the Pyodide lock trimming and its hash checks, the pins, the judge
 and the browser judge (%judge) run here on this machine's files."""
 from __future__ import annotations
 
+import copy
 import hashlib
 import io
 import json
@@ -218,6 +219,55 @@ def test_chinese_text_uses_system_fonts_and_no_page_loads_one(pages):
         assert "@font-face" not in text and "@import" not in text, page
         assert not re.search(r'url\(\s*["\']?(https?:)?//', text), f"{page}: a url() to another site"
         assert not re.search(r'<(link|script)[^>]+(href|src)="(https?:)?//', text), f"{page}: loads from another site"
+
+
+# --------------------------------------------------------------------------- exercises' solutions
+
+BOOK_CHAPTERS = [(folder, lang, p.name) for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+                 for folder, lang in (("", "en"), ("zh/", "zh-CN"))]
+
+
+def _book_page_of_executed(folder: str, lang: str, name: str):
+    """(the executed chapter, its book page), as build_book makes it (the session's
+    executed chapter, tests/test_notebooks.run_chapter, as the site's browser test hands it)."""
+    import build
+    from tests.test_notebooks import run_chapter
+    path = ROOT / "notebooks" / folder / name
+    nb = run_chapter(path)
+    return nb, build.render_page(build.book_exporter(), copy.deepcopy(nb), path, lang=lang)
+
+
+@pytest.mark.parametrize("folder, lang", [("", "en"), ("zh/", "zh-CN")])
+def test_the_book_shows_each_solution_closed_with_its_outputs(folder, lang):
+    """Chapter 1, executed, in both languages: each exercise's solution cell (code and what
+    it printed) is on the page, but only inside a closed <details> whose summary, in the
+    page's language, says how to open it. Without the tag the same check fails."""
+    from tests import solution_cells
+    nb, page = _book_page_of_executed(folder, lang, "01_kv_cache.ipynb")
+    lines = solution_cells.telltales(nb)
+    assert len(lines) >= 2 and all(t["output"] for t in lines.values()), lines   # they ran and printed
+    assert solution_cells.shown_in_book(nb, page) == []
+    summary = {"en": "Solution (click to open)", "zh-CN": "参考答案（点击展开）"}[lang]
+    assert page.count(f"<summary>{summary}</summary>") == len(lines)
+    import build
+    untagged = copy.deepcopy(nb)
+    for c in untagged.cells:
+        c.metadata["tags"] = [t for t in c.metadata.get("tags", []) if t != "solution"]
+    shown = solution_cells.shown_in_book(nb, build.render_page(build.book_exporter(), untagged,
+                                                               ROOT / "notebooks" / folder / "01_kv_cache.ipynb",
+                                                               lang=lang))
+    assert any("is visible" in s for s in shown) and any("not inside a closed" in s for s in shown), shown
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("folder, lang, name", BOOK_CHAPTERS, ids=[f"{f}{n[:-6]}" for f, _, n in BOOK_CHAPTERS])
+def test_no_solution_is_visible_in_any_book_page(folder, lang, name):
+    """Every chapter, executed, in both languages: no solution's code or output outside a
+    closed <details> (the session's executed chapters: CI executes them all anyway)."""
+    from tests import solution_cells
+    nb, page = _book_page_of_executed(folder, lang, name)
+    shown = solution_cells.shown_in_book(nb, page)
+    assert not shown, f"book/{folder}{name}: " + "\n  ".join(shown[:10])
 
 
 # --------------------------------------------------------------------------- the site's catalogue

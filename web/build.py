@@ -57,6 +57,7 @@ import posixpath  # noqa: E402
 
 import landing  # noqa: E402
 import pyodide_dist  # noqa: E402
+from classroom.execute import SOLUTION_TAG  # noqa: E402
 from i18n.site import N_, translator  # noqa: E402
 from landing import (EDITIONS, ZH_FONTS, chapter_in, chapters, edition, lab_notebook, lab_url,  # noqa: E402
                      other, render_landing, switch_html, title, up)
@@ -415,7 +416,9 @@ def book_exporter():
 
 
 BOOK_BAR = {"home": N_("Course home"), "run": N_("Run this chapter in the browser"),
-            "read_only": N_("(a read-only page: code and outputs as run when the site was built)")}
+            "read_only": N_("(a read-only page: code and outputs as run when the site was built)"),
+            # the summary of an exercise's solution, shown closed (the template's codecell block)
+            "solution": N_("Solution (click to open)")}
 
 
 def render_page(exporter, nb, nb_path: Path, in_lab=(), lang: str = "en") -> str:
@@ -423,7 +426,9 @@ def render_page(exporter, nb, nb_path: Path, in_lab=(), lang: str = "en") -> str
     lang="zh-CN"): <html lang> its language, titled with the chapter's title (nbconvert says
     "Notebook" otherwise), links rewritten for the site, figures with their alt text, and a
     bar with the course's home, the chapter in the lab and the switch to the same page in the
-    other language (the landing page there when the chapter is not translated)."""
+    other language (the landing page there when the chapter is not translated). An
+    exercise's solution cell (tagged SOLUTION_TAG) is inside a closed <details>, its code
+    and outputs with it: the reader opens it, as in Jupyter, after trying the exercise."""
     here, there = edition(lang), other(lang)
     page_dir = f"book/{here.folder}"
     rel = lambda site_path: posixpath.relpath(site_path, page_dir)  # noqa: E731  site-relative -> from this page
@@ -439,7 +444,8 @@ def render_page(exporter, nb, nb_path: Path, in_lab=(), lang: str = "en") -> str
                        "favicon_url": rel("favicon.ico"), "book_mathjax": rel("book/mathjax") + "/",
                        "home_url": rel(f"{here.folder}index.html"), "other_url": other_page,
                        "other_lang": there.lang, "switch": switch_html(lang, other_page),
-                       "zh_fonts": ZH_FONTS, "bar": {k: _(v) for k, v in BOOK_BAR.items()}})
+                       "zh_fonts": ZH_FONTS, "bar": {k: _(v) for k, v in BOOK_BAR.items()},
+                       "solution_tag": SOLUTION_TAG})
     if lang != "en":   # nbconvert writes <html lang="en"> and takes ISO 639-1 codes only ("zh", not "zh-CN")
         if '<html lang="en">' not in body:
             raise RuntimeError("nbconvert's page has no <html lang=\"en\">: update web/build.py's render_page")
