@@ -71,9 +71,9 @@ def test_the_step_table_and_the_roofline_points():
 
 def test_crossovers():
     h800, h200 = grab(r"from s_k = ([\d,]+) on an H800 and ([\d,]+) on an H200")
-    assert (h800, h200) == (S.sparse_crossover("H800"), S.sparse_crossover("H200")) == (2426, 2299)
-    assert grab(r"no logits round trip\): ([\d,]+)") == S.sparse_crossover("H800", logits_round_trip=False)
-    assert grab(r"bandwidth cancels\): ([\d,]+)") == S.sparse_crossover("H200", h_q=16)
+    assert (h800, h200) == (S.sparse_break_even("H800"), S.sparse_break_even("H200")) == (2426, 2299)
+    assert grab(r"no logits round trip\): ([\d,]+)") == S.sparse_break_even("H800", logits_round_trip=False)
+    assert grab(r"bandwidth cancels\): ([\d,]+)") == S.sparse_break_even("H200", h_q=16)
     # published: FlashMLA's blog, 410 TFLOPS sparse (top-k 2048) and 640 dense on an H800
     assert grab(r"2048 x 640 / 410 = ([\d,]+)") == round(2048 * 640 / 410) == 3197
 
@@ -89,7 +89,7 @@ def test_exercises_unanswered_then_solved():
     text = printed()
     for label in ("8.3", "8.4"):
         assert f"Exercise {label}: not attempted yet" in text and f"Exercise {label}: correct" in text
-    assert grab(r"Exercise 8.3: correct \(([\d,]+)\)") == S.sparse_crossover(
+    assert grab(r"Exercise 8.3: correct \(([\d,]+)\)") == S.sparse_break_even(
         "H200", cfg=dataclasses.replace(S.DSA_V32, index_topk=1024))
     assert grab(r"Exercise 8.4: correct \((\d+)\)") == 9 * 64 + 200 % 64
 
