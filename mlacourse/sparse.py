@@ -114,6 +114,20 @@ def index_topk(scores, topk: int, n_visible=None) -> np.ndarray:
     return out
 
 
+def hadamard(n: int) -> np.ndarray:
+    """The orthonormal Hadamard matrix [n, n] (n a power of two), Sylvester's construction
+    scaled by n**-0.5: what DeepSeek-V3.2's indexer applies to its queries and keys before
+    quantizing them (`rotate_activation`, a fast Walsh-Hadamard transform with
+    scale = n**-0.5). Orthonormal, so (H q) . (H k) = q . k: the scores do not change, but a
+    vector's largest entry is spread over all n, which suits one shared FP8 scale per 128."""
+    if n < 1 or n & (n - 1):
+        raise ValueError(f"n must be a power of two >= 1, got {n}")
+    h = np.ones((1, 1))
+    while h.shape[0] < n:
+        h = np.block([[h, h], [h, -h]])
+    return h / np.sqrt(n)
+
+
 # ---------------------------------------------------------------------------------------
 # FlashMLA's sparse addressing
 # ---------------------------------------------------------------------------------------
@@ -198,6 +212,21 @@ def sparse_decode(q, kv_cache, indices, softmax_scale: float, d_rope: int = D_RO
             o, l = attention_from_scores(scores, kv[:, :d_latent])
             out[i, j], lse[i, :, j] = o, l
     return out, lse
+
+
+def attn_sink_scale(lse, attn_sink) -> np.ndarray:
+    """FlashMLA's attn_sink (flash_mla_with_kvcache, flash_mla_sparse_fwd at 9241ae3): the
+    output of head h is multiplied by exp(lse) / (exp(lse) + exp(attn_sink[h])); lse itself
+    is returned unchanged. That is softmax attention with one more logit, attn_sink[h], whose
+    value vector is zero: the sink takes probability mass and gives nothing back. -inf: no
+    effect; +inf: the output becomes 0. lse [..., h_q] natural log, attn_sink [h_q].
+    Computed as 1 / (1 + exp(sink - lse)), which neither overflows nor loses a -inf lse."""
+    lse = np.asarray(lse, dtype=np.float64)
+    sink = np.asarray(attn_sink, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = sink - lse
+        d = np.where(np.isposinf(sink), np.inf, np.where(np.isneginf(sink), -np.inf, d))
+        return 1.0 / (1.0 + np.exp(d))
 
 
 POISON_BYTE = 0xFF  # 0xFF is a NaN e4m3 code, 0xFFFFFFFF a NaN float32 scale, 0xFFFF a NaN bf16

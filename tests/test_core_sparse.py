@@ -371,3 +371,32 @@ def test_pair_intensity_mqa_against_mha():
     assert S.pair_intensity("expand") == pytest.approx(2 * 128 * (192 + 128) / (2 * 128 * 320)) == 1.0
     with pytest.raises(ValueError, match="path"):
         S.pair_intensity("both")
+
+
+def test_hadamard_keeps_scores_and_spreads_an_outlier():
+    h = S.hadamard(128)
+    assert np.allclose(h @ h.T, np.eye(128))
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal(128), rng.standard_normal(128)
+    k[5] = 40.0  # one outlier dimension
+    assert np.isclose((h @ q) @ (h @ k), q @ k)
+    crest = lambda v: np.abs(v).max() / np.sqrt(np.mean(v * v))  # noqa: E731
+    assert crest(h @ k) < crest(k) / 2
+    with pytest.raises(ValueError):
+        S.hadamard(96)
+
+
+def test_attn_sink_is_a_logit_with_a_zero_value():
+    rng = np.random.default_rng(1)
+    scores = rng.standard_normal((4, 7))  # [h_q, keys]
+    v = rng.standard_normal((7, 3))
+    sink = np.array([0.5, -2.0, -np.inf, np.inf])
+    p = np.exp(scores - scores.max(axis=1, keepdims=True))
+    out = (p / p.sum(axis=1, keepdims=True)) @ v
+    lse = np.log(np.exp(scores).sum(axis=1))
+    with_sink = out * S.attn_sink_scale(lse, sink)[:, None]
+    for h in range(2):  # the softmax over [scores, sink] with a zero value for the sink
+        ext = np.exp(np.append(scores[h], sink[h]))
+        assert np.allclose(with_sink[h], (ext[:-1] / ext.sum()) @ v)
+    assert np.allclose(with_sink[2], out[2]) and np.all(with_sink[3] == 0)
+    assert S.attn_sink_scale(-np.inf, 0.0) == 0.0 and S.attn_sink_scale(-np.inf, -np.inf) == 1.0
