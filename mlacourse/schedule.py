@@ -159,10 +159,11 @@ def _greedy(blocks, budget: int, overhead: int, cut: bool = True):
 
 def fixed_split_pieces(cache_seqlens, split_blocks: int, block_n: int = 64) -> list:
     """Pieces of a fixed size: every sequence cut at multiples of split_blocks KV blocks,
-    whatever the batch (the batch-invariant split-KV of vLLM's proposal and FlashAttention
-    issue #1897: the cut depends on the sequence alone, so with a fixed combine order a
-    sequence's result is the same bits in any batch, and long sequences are still spread
-    over many programs). Returns [(seq, first block, end block)], a sequence's pieces in order."""
+    whatever the batch (the remedy discussed in FlashAttention issue #1897 and proposed for
+    attention in Thinking Machines' "Defeating nondeterminism in LLM inference", 2025: the
+    cut depends on the sequence alone, so with a fixed combine order a sequence's result is
+    the same bits in any batch, and long sequences are still spread over many programs).
+    Returns [(seq, first block, end block)], a sequence's pieces in order."""
     if int(split_blocks) != split_blocks or split_blocks < 1:
         raise ValueError(f"split_blocks must be a whole number >= 1, got {split_blocks!r}")
     lens = np.asarray(cache_seqlens, dtype=np.int64)

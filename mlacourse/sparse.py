@@ -339,8 +339,8 @@ def sparse_break_even(gpu: GPU | str, h_q: int = 128, s_q: int = 1, cfg: DSAConf
     indexer's and the difference only grows. (Not FlashMLA's "crossover", which is its
     sparse kernel's exchange of dequantized rows between two CTAs: dequant_cycles_per_token.)"""
     def sparse_wins(s):
-        return sparse_step_seconds(s, gpu, h_q, s_q, cfg, row_bytes, logits_round_trip, indexer,
-                                   sparse_tflops)["total"] < dense_step_seconds(s, gpu, h_q, s_q, row_bytes, dense_tflops)
+        sparse = sparse_step_seconds(s, gpu, h_q, s_q, cfg, row_bytes, logits_round_trip, indexer, sparse_tflops)
+        return sparse["total"] < dense_step_seconds(s, gpu, h_q, s_q, row_bytes, dense_tflops)
     lo, hi = cfg.index_topk, cfg.index_topk
     if sparse_wins(lo):
         raise ValueError(f"sparse already wins at s_k = topk = {lo}: a faster sparse than dense kernel per key "

@@ -179,7 +179,8 @@ def test_fixed_size_cuts_table():
         for h in (16, 128):
             plan = schedule.schedule_stats("planned", lens, h, 1).work_max
             whole = schedule.schedule_stats("planned", lens, h, 1, batch_invariant=True).work_max
-            fx = [schedule.schedule_stats("fixed", lens, h, 1, split_blocks=s // 64).work_max for s in (256, 1024, 4096)]
+            fx = [schedule.schedule_stats("fixed", lens, h, 1, split_blocks=s // 64).work_max
+                  for s in (256, 1024, 4096)]
             row = rf"^{label}\s+{h}\s+{plan:.0f}\s+{whole / plan:.2f}x\s+" + r"\s+".join(f"{w / plan:.2f}x" for w in fx)
             assert re.search(row, printed(), re.M), row
     assert "GEMMs" in "".join(c.source for c in nbformat.read(NB, as_version=4).cells if c.cell_type == "markdown")

@@ -102,7 +102,8 @@ def test_crossovers():
 
 
 def test_dsm_crossover_clock_counts():
-    # FlashMLA's blog: 64 heads x (576 + 512) x 2 / 4096 = 34 clocks of MMA, (1/64+1/64+1/16+1/256) x 512 = 50 of dequant
+    # FlashMLA's blog: 64 heads x (576 + 512) x 2 / 4096 = 34 clocks of MMA,
+    # (1/64 + 1/64 + 1/16 + 1/256) x 512 = 50 of dequantization
     mma, deq, deq2 = grab(r"MMA (\d+) clocks; dequantizing 512 e4m3 values (\d+) clocks alone, (\d+) with the two-CTA")
     assert (mma, deq, deq2) == (64 * 1088 * 2 / 4096, (1 / 64 + 1 / 64 + 1 / 16 + 1 / 256) * 512, 25)
     assert grab(r"tensor cores busy at most (\d+)% without the crossover, (\d+)% with it") == [68, 100]

@@ -192,7 +192,8 @@ def test_path_mix_figures_against_the_rule(text):
                 want["threshold"] += fl["absorb" if c.kind == "decode" or (c.start > 0 and c.n <= 128) else "expand"]
         assert (f"per-chunk choice {want['chosen'] / 1e12:.2f} T; the rule {want['rule'] / 1e12:.2f} T "
                 f"(the choice saves {1 - want['chosen'] / want['rule']:.2%}); vLLM's threshold "
-                f"{want['threshold'] / 1e12:.2f} T (the choice saves {1 - want['chosen'] / want['threshold']:.2%})") in text, kind
+                f"{want['threshold'] / 1e12:.2f} T "
+                f"(the choice saves {1 - want['chosen'] / want['threshold']:.2%})") in text, kind
     assert "(the choice saves 0.26%)" in text and "(the choice saves 0.00%)" in text
 
 
@@ -215,8 +216,9 @@ def test_sparse_prefill_arithmetic(text):
     assert "more than 1/13 of its context" in text
     assert "absorbed 242 FLOP/byte (bf16 rows; 425 with FP8 rows), expanded 1" in text
     rows = dict(((a.strip(), b.strip()), (float(f), float(t))) for a, b, f, t in
-                re.findall(r"^((?:agent|prefill)[\w ,-]+?)\s{2,}(prefill expands|per-chunk choice|all absorb \(FlashMLA\))"
-                           r"\s+([\d.]+)\s+([\d.]+)$", text, re.M))
+                re.findall(r"^((?:agent|prefill)[\w ,-]+?)\s{2,}"
+                           r"(prefill expands|per-chunk choice|all absorb \(FlashMLA\))\s+([\d.]+)\s+([\d.]+)$",
+                           text, re.M))
     ph_rule, ph_abs = rows[("prefill-heavy, budget 2,048", "prefill expands")], rows[
         ("prefill-heavy, budget 2,048", "all absorb (FlashMLA)")]
     assert ph_abs[0] > 2 * ph_rule[0] and ph_abs[1] < ph_rule[1] / 10
@@ -249,7 +251,8 @@ def test_knee_table(text):
             assert got == [str(w) if w else "-" for w in want], (gpu, fp8_gemms, got, want)
     assert knee_closed_form("H200", 4096) == 81 and knee_closed_form("H800", 4096) == 1799
     assert knee_closed_form("H800", 4096, True) is None and knee_closed_form("H200", 4096, True) == 125
-    bf, f8, mem = grab(text, r"H800: compute ([\d.]+) us \(bf16 peak\), ([\d.]+) us \(FP8 GEMMs\); memory ([\d.]+) us", 3)
+    bf, f8, mem = grab(text, r"H800: compute ([\d.]+) us \(bf16 peak\), ([\d.]+) us \(FP8 GEMMs\); "
+                             r"memory ([\d.]+) us", 3)
     assert f8 < mem < bf and (bf, f8, mem) == (1.53, 1.36, 1.50)
 
 
