@@ -63,6 +63,24 @@ def decode_by_pieces(q, rows, pieces, scale: float, tile: int = 64, dtype=np.flo
     return out, top + np.log(total)
 
 
+def cancelling_rows(n: int, rng: np.random.Generator, big: float = 2.0**20, d: int = 576) -> np.ndarray:
+    """Cache rows [n, d] on which the cut certainly shows: standard normal values, plus `big`
+    in every value column (the first 512) of row 0 and minus `big` in those of row n-1.
+    With a query of zeros every score is 0, so the exact output is the mean of the value
+    columns, where the two bigs cancel. A float32 accumulator that holds +big keeps only 24
+    bits (its last place is big * 2**-23 = 0.125 for 2**20), so the small values added to it
+    while it holds big lose their low bits, and which ones those are -- the tiles before the
+    first cut -- depends on where the sequence was cut. The result moves by about
+    0.125 / n, which survives even a bf16 output's rounding: a case where the cut changes
+    the result, not one where it may. (big is a power of two, exact in bf16.)"""
+    if n < 2:
+        raise ValueError(f"need n >= 2 rows (one +big, one -big), got {n}")
+    rows = rng.standard_normal((n, d))
+    rows[0, :D_V] += big
+    rows[-1, :D_V] -= big
+    return rows
+
+
 def bits_differ(a, b) -> tuple:
     """(how many elements differ in their bits, largest |a - b|)."""
     a, b = np.asarray(a), np.asarray(b)

@@ -43,23 +43,47 @@ def causal_pairs(n_new: int, n_ctx: int) -> int:
     return n_new * n_ctx - n_new * (n_new - 1) // 2
 
 
-def attention_flops(n_new, n_ctx, n_heads=_H, d_nope=_DN, d_rope=_DR, d_v=_DV, d_latent=_DC):
+def sparse_causal_pairs(n_new: int, n_ctx: int, topk: int) -> int:
+    """(query, key) pairs when each of the n_new new tokens (the last of n_ctx) attends to
+    at most `topk` of the tokens it can see (DeepSeek Sparse Attention, chapter 8): new
+    token i sees v_i = n_ctx - n_new + 1 + i tokens and keeps min(topk, v_i) of them.
+    Equals causal_pairs while every new token sees at most topk tokens."""
+    if not 1 <= n_new <= n_ctx:
+        raise ValueError(f"need 1 <= n_new <= n_ctx, got n_new={n_new}, n_ctx={n_ctx}")
+    if int(topk) != topk or topk < 1:
+        raise ValueError(f"topk must be a whole number >= 1, got {topk!r}")
+    first = n_ctx - n_new + 1  # tokens the first new token sees
+    if first >= topk:
+        return n_new * topk
+    m = min(n_new, topk - first + 1)  # new tokens that see at most topk tokens: all they see
+    return m * first + m * (m - 1) // 2 + (n_new - m) * topk
+
+
+def attention_flops(n_new, n_ctx, n_heads=_H, d_nope=_DN, d_rope=_DR, d_v=_DV, d_latent=_DC, topk=None):
     """FLOPs of both paths for n_new new tokens attending causally over n_ctx tokens.
 
     expand = n_ctx * (expand one cached token) + pairs * (expand pair)
-    absorb = n_new * (absorb one query)        + pairs * (absorb pair)"""
-    pairs = causal_pairs(n_new, n_ctx)
+    absorb = n_new * (absorb one query)        + pairs * (absorb pair)
+
+    topk (DeepSeek Sparse Attention): each new token attends only to its top-k visible
+    tokens, so pairs = sparse_causal_pairs. The expand path must still up-project every
+    token some query chose; we count the fewest that can be, min(n_ctx, n_new * topk)
+    (no two queries choosing the same token) -- the count most favourable to expand."""
+    if topk is None:
+        pairs, expanded = causal_pairs(n_new, n_ctx), n_ctx
+    else:
+        pairs, expanded = sparse_causal_pairs(n_new, n_ctx, topk), min(n_ctx, n_new * topk)
     return {
-        "expand": n_ctx * expand_flops_per_cached_token(n_heads, d_nope, d_v, d_latent)
+        "expand": expanded * expand_flops_per_cached_token(n_heads, d_nope, d_v, d_latent)
         + pairs * expand_flops_per_pair(n_heads, d_nope, d_rope, d_v),
         "absorb": n_new * absorb_flops_per_new_token(n_heads, d_nope, d_v, d_latent)
         + pairs * absorb_flops_per_pair(n_heads, d_rope, d_latent),
     }
 
 
-def choose_path(n_new, n_ctx, n_heads=_H, d_nope=_DN, d_rope=_DR, d_v=_DV, d_latent=_DC) -> str:
+def choose_path(n_new, n_ctx, n_heads=_H, d_nope=_DN, d_rope=_DR, d_v=_DV, d_latent=_DC, topk=None) -> str:
     """The path with fewer FLOPs; a tie goes to 'absorb' (it also reads less memory)."""
-    f = attention_flops(n_new, n_ctx, n_heads, d_nope, d_rope, d_v, d_latent)
+    f = attention_flops(n_new, n_ctx, n_heads, d_nope, d_rope, d_v, d_latent, topk=topk)
     return "expand" if f["expand"] < f["absorb"] else "absorb"
 
 
@@ -73,6 +97,21 @@ def crossover_new_tokens(n_heads=_H, d_nope=_DN, d_rope=_DR, d_v=_DV, d_latent=_
     if extra_per_pair <= 0:
         return float("inf") if extra_per_pair == 0 else 0.0
     return expand_flops_per_cached_token(n_heads, d_nope, d_v, d_latent) / extra_per_pair
+
+
+def sparse_expand_fraction(topk, n_heads=_H, d_nope=_DN, d_rope=_DR, d_v=_DV, d_latent=_DC) -> float:
+    """With top-k attention, once every new token sees at least topk tokens and the chunk's
+    queries choose between them every cached token (n_new * topk >= n_ctx), expand has
+    fewer FLOPs only when n_new / n_ctx exceeds
+        (expand one cached token) / (absorb one query + topk * (absorb pair - expand pair)),
+    which is 1/13 for V3.2's shapes at topk 2048. In dense attention the up-projection of
+    the n_ctx cached tokens is paid against n_new * n_ctx pairs and the break-even
+    (crossover_new_tokens) does not depend on n_ctx; with top-k it is paid against
+    n_new * topk pairs, so the longer the context, the longer a chunk must be to amortise it."""
+    extra_per_pair = absorb_flops_per_pair(n_heads, d_rope, d_latent) - \
+        expand_flops_per_pair(n_heads, d_nope, d_rope, d_v)
+    return expand_flops_per_cached_token(n_heads, d_nope, d_v, d_latent) / (
+        absorb_flops_per_new_token(n_heads, d_nope, d_v, d_latent) + topk * extra_per_pair)
 
 
 # ---- decode: FLOPs, bytes and arithmetic intensity (FlashMLA's accounting) ----

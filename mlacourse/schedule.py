@@ -157,6 +157,25 @@ def _greedy(blocks, budget: int, overhead: int, cut: bool = True):
     return parts
 
 
+def fixed_split_pieces(cache_seqlens, split_blocks: int, block_n: int = 64) -> list:
+    """Pieces of a fixed size: every sequence cut at multiples of split_blocks KV blocks,
+    whatever the batch (the remedy discussed in FlashAttention issue #1897 and proposed for
+    attention in Thinking Machines' "Defeating nondeterminism in LLM inference", 2025: the
+    cut depends on the sequence alone, so with a fixed combine order a sequence's result is
+    the same bits in any batch, and long sequences are still spread over many programs).
+    Returns [(seq, first block, end block)], a sequence's pieces in order."""
+    if int(split_blocks) != split_blocks or split_blocks < 1:
+        raise ValueError(f"split_blocks must be a whole number >= 1, got {split_blocks!r}")
+    lens = np.asarray(cache_seqlens, dtype=np.int64)
+    if lens.ndim != 1 or (lens < 0).any():
+        raise ValueError(f"cache_seqlens must be a 1-D array of lengths >= 0, got {lens!r}")
+    pieces = []
+    for seq, n in enumerate(cdiv(lens, block_n).tolist()):
+        for b0 in range(0, max(n, 1), split_blocks):
+            pieces.append((seq, b0, min(b0 + split_blocks, n)))
+    return pieces
+
+
 def plan_seq_of_slot(plan: Plan) -> np.ndarray:
     """For each partial slot, its sequence (a check that slots are contiguous per sequence)."""
     out = np.full(plan.num_slots, -1, dtype=np.int64)
@@ -329,10 +348,12 @@ def schedule_stats(design: str, cache_seqlens, h_q: int, s_q: int, num_sms: int 
                    block_m: int = 64, overhead: int = FIXED_OVERHEAD_BLOCKS, kv_row_bytes: int = 1152,
                    l2_bytes: int = L2_BYTES_HOPPER, max_seqlen_bound: int | None = None,
                    seq_fastest: bool = True, batch_invariant: bool = False,
-                   programs_per_sm: int = 1) -> ScheduleStats:
+                   programs_per_sm: int = 1, split_blocks: int | None = None) -> ScheduleStats:
     """Per-SM work, programs, splits and modelled HBM traffic of one design on one batch.
-    design: "legacy" (split-KV grid) or "planned" (plan_decode, batch_invariant: no sequence
-    cut). programs_per_sm: resident programs per SM (the plan then has that many parts per SM)."""
+    design: "legacy" (split-KV grid), "planned" (plan_decode, batch_invariant: no sequence
+    cut) or "fixed" (fixed_split_pieces of split_blocks blocks, one program per piece and
+    row block, launched in order). programs_per_sm: resident programs per SM (the plan then
+    has that many parts per SM)."""
     lens = np.asarray(cache_seqlens, dtype=np.int64)
     n_rows = s_q * h_q
     if design == "legacy":
@@ -347,8 +368,17 @@ def schedule_stats(design: str, cache_seqlens, h_q: int, s_q: int, num_sms: int 
         progs = [((p, m), segs) for p, m, segs in planned_programs(plan)]
         n_partials = plan.num_slots
         split_seqs = len(plan.combine)
+    elif design == "fixed":
+        if split_blocks is None:
+            raise ValueError("design 'fixed' needs split_blocks (the piece size in KV blocks)")
+        pieces = fixed_split_pieces(lens, split_blocks, block_n)
+        rb = row_blocks(s_q, h_q, block_m)
+        progs = [((j, m), [piece]) for j, piece in enumerate(pieces) for m in range(rb)]
+        per_seq = np.bincount([seq for seq, _, _ in pieces], minlength=len(lens))
+        n_partials = int(per_seq[per_seq > 1].sum())
+        split_seqs = int((per_seq > 1).sum())
     else:
-        raise ValueError(f"design must be 'legacy' or 'planned', got {design!r}")
+        raise ValueError(f"design must be 'legacy', 'planned' or 'fixed', got {design!r}")
     work, reads = _reads_and_work(progs, overhead, kv_row_bytes, block_n)
     starts, busy = run_programs(work, num_sms, programs_per_sm)
     all_reads = [(starts[j] + t, key) for j, r in enumerate(reads) for t, key in r]

@@ -114,6 +114,20 @@ def index_topk(scores, topk: int, n_visible=None) -> np.ndarray:
     return out
 
 
+def hadamard(n: int) -> np.ndarray:
+    """The orthonormal Hadamard matrix [n, n] (n a power of two), Sylvester's construction
+    scaled by n**-0.5: what DeepSeek-V3.2's indexer applies to its queries and keys before
+    quantizing them (`rotate_activation`, a fast Walsh-Hadamard transform with
+    scale = n**-0.5). Orthonormal, so (H q) . (H k) = q . k: the scores do not change, but a
+    vector's largest entry is spread over all n, which suits one shared FP8 scale per 128."""
+    if n < 1 or n & (n - 1):
+        raise ValueError(f"n must be a power of two >= 1, got {n}")
+    h = np.ones((1, 1))
+    while h.shape[0] < n:
+        h = np.block([[h, h], [h, -h]])
+    return h / np.sqrt(n)
+
+
 # ---------------------------------------------------------------------------------------
 # FlashMLA's sparse addressing
 # ---------------------------------------------------------------------------------------
@@ -200,6 +214,21 @@ def sparse_decode(q, kv_cache, indices, softmax_scale: float, d_rope: int = D_RO
     return out, lse
 
 
+def attn_sink_scale(lse, attn_sink) -> np.ndarray:
+    """FlashMLA's attn_sink (flash_mla_with_kvcache, flash_mla_sparse_fwd at 9241ae3): the
+    output of head h is multiplied by exp(lse) / (exp(lse) + exp(attn_sink[h])); lse itself
+    is returned unchanged. That is softmax attention with one more logit, attn_sink[h], whose
+    value vector is zero: the sink takes probability mass and gives nothing back. -inf: no
+    effect; +inf: the output becomes 0. lse [..., h_q] natural log, attn_sink [h_q].
+    Computed as 1 / (1 + exp(sink - lse)), which neither overflows nor loses a -inf lse."""
+    lse = np.asarray(lse, dtype=np.float64)
+    sink = np.asarray(attn_sink, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = sink - lse
+        d = np.where(np.isposinf(sink), np.inf, np.where(np.isneginf(sink), -np.inf, d))
+        return 1.0 / (1.0 + np.exp(d))
+
+
 POISON_BYTE = 0xFF  # 0xFF is a NaN e4m3 code, 0xFFFFFFFF a NaN float32 scale, 0xFFFF a NaN bf16
 
 
@@ -262,45 +291,60 @@ def indexer_bytes(s_k: int, s_q: int = 1, cfg: DSAConfig = DSA_V32, logits_round
     return keys + queries + logits + 4 * s_q * cfg.index_topk
 
 
-def roofline_seconds(n_flops: float, n_bytes: float, gpu: GPU | str, precision: str = "bf16") -> float:
-    """The roofline's lower bound on a kernel's time: max(FLOPs / peak, bytes / bandwidth)."""
+def roofline_seconds(n_flops: float, n_bytes: float, gpu: GPU | str, precision: str = "bf16",
+                     tflops: float | None = None) -> float:
+    """The roofline's lower bound on a kernel's time: max(FLOPs / peak, bytes / bandwidth).
+    tflops: a rate the kernel reaches (a published measurement) in place of the peak."""
     g = get(gpu) if isinstance(gpu, str) else gpu
-    return max(n_flops / (g.peak_tflops(precision) * 1e12), n_bytes / (g.hbm_gbps * 1e9))
+    rate = g.peak_tflops(precision) if tflops is None else tflops
+    if not rate > 0:
+        raise ValueError(f"tflops must be > 0, got {tflops!r}")
+    return max(n_flops / (rate * 1e12), n_bytes / (g.hbm_gbps * 1e9))
 
 
 def dense_step_seconds(s_k: int, gpu: GPU | str, h_q: int = 128, s_q: int = 1,
-                       row_bytes: int = FP8_ROW_BYTES) -> float:
+                       row_bytes: int = FP8_ROW_BYTES, tflops: float | None = None) -> float:
     """Dense absorbed decode of one sequence over all s_k rows (same FP8 row format), on the
-    roofline: bf16 tensor-core peak, every row read once."""
+    roofline: bf16 tensor-core peak (or `tflops`), every row read once."""
     f = flops.decode_flops(h_q, s_q, s_k, D_LATENT + D_ROPE, D_LATENT)
     by = flops.decode_bytes(h_q, s_q, s_k, D_LATENT + D_ROPE, D_LATENT, kv_row_bytes=row_bytes)
-    return roofline_seconds(f, by, gpu, "bf16")
+    return roofline_seconds(f, by, gpu, "bf16", tflops)
 
 
 def sparse_step_seconds(s_k: int, gpu: GPU | str, h_q: int = 128, s_q: int = 1, cfg: DSAConfig = DSA_V32,
-                        row_bytes: int = FP8_ROW_BYTES, logits_round_trip: bool = True) -> dict:
+                        row_bytes: int = FP8_ROW_BYTES, logits_round_trip: bool = True, indexer: bool = True,
+                        tflops: float | None = None) -> dict:
     """Sparse decode of one sequence on the roofline: the indexer (an FP8 kernel over all s_k
     keys) plus the sparse attention over min(s_k, topk) rows per query token (bf16 MMAs after
-    dequantization; rows_read = s_q * min(s_k, topk), no overlap assumed). Returns
-    {"indexer": s, "attention": s, "total": s}."""
+    dequantization, at the bf16 peak or `tflops`; rows_read = s_q * min(s_k, topk), no
+    overlap assumed). indexer=False leaves the indexer out: the attention kernel alone, which
+    is what a kernel benchmark times. Returns {"indexer": s, "attention": s, "total": s}."""
     k = min(s_k, cfg.index_topk)
     t_idx = roofline_seconds(indexer_flops(s_k, s_q, cfg), indexer_bytes(s_k, s_q, cfg, logits_round_trip),
-                             gpu, "fp8")
+                             gpu, "fp8") if indexer else 0.0
     t_att = roofline_seconds(sparse_attention_flops(h_q, s_q, k),
-                             sparse_attention_bytes(h_q, s_q, s_q * k, row_bytes=row_bytes), gpu, "bf16")
+                             sparse_attention_bytes(h_q, s_q, s_q * k, row_bytes=row_bytes), gpu, "bf16", tflops)
     return {"indexer": t_idx, "attention": t_att, "total": t_idx + t_att}
 
 
-def sparse_crossover(gpu: GPU | str, h_q: int = 128, s_q: int = 1, cfg: DSAConfig = DSA_V32,
-                     row_bytes: int = FP8_ROW_BYTES, logits_round_trip: bool = True, s_max: int = 1 << 24) -> int:
-    """The smallest context s_k at which a sparse step (indexer + top-k attention) is faster
-    than dense decode over all s_k rows, on the roofline model. Up to topk the sparse step
-    does the dense step's work plus the indexer's, so it can only win beyond topk; past it
-    the dense time grows faster than the indexer's and the difference only grows."""
+def sparse_break_even(gpu: GPU | str, h_q: int = 128, s_q: int = 1, cfg: DSAConfig = DSA_V32,
+                      row_bytes: int = FP8_ROW_BYTES, logits_round_trip: bool = True, indexer: bool = True,
+                      dense_tflops: float | None = None, sparse_tflops: float | None = None,
+                      s_max: int = 1 << 24) -> int:
+    """The dense/sparse break-even: the smallest context s_k at which a sparse step (the
+    indexer, unless indexer=False, + the top-k attention) is faster than dense decode over
+    all s_k rows, on the roofline model (peaks, or the rates dense_tflops / sparse_tflops a
+    kernel is measured to reach). Up to topk the sparse attention does the dense step's
+    work, so sparse can only win beyond topk; past it the dense time grows faster than the
+    indexer's and the difference only grows. (Not FlashMLA's "crossover", which is its
+    sparse kernel's exchange of dequantized rows between two CTAs: dequant_cycles_per_token.)"""
     def sparse_wins(s):
-        return sparse_step_seconds(s, gpu, h_q, s_q, cfg, row_bytes, logits_round_trip)["total"] < \
-            dense_step_seconds(s, gpu, h_q, s_q, row_bytes)
+        sparse = sparse_step_seconds(s, gpu, h_q, s_q, cfg, row_bytes, logits_round_trip, indexer, sparse_tflops)
+        return sparse["total"] < dense_step_seconds(s, gpu, h_q, s_q, row_bytes, dense_tflops)
     lo, hi = cfg.index_topk, cfg.index_topk
+    if sparse_wins(lo):
+        raise ValueError(f"sparse already wins at s_k = topk = {lo}: a faster sparse than dense kernel per key "
+                         f"(sparse_tflops {sparse_tflops} > dense_tflops {dense_tflops}?)")
     while not sparse_wins(hi):
         hi *= 2
         if hi > s_max:
@@ -316,8 +360,68 @@ def published_equal_time_context(topk: int = 2048, dense_tflops: float = 640.0, 
     as a dense one at dense_tflops over s_k keys (same FLOPs per key):
     s_k = topk * dense_tflops / sparse_tflops. With FlashMLA's published H800 figures (640 for
     the bf16 dense kernel, 410 for the FP8 sparse kernel at topk 2048) about 3,200; FlashMLA's
-    deep-dive says the two take comparable time "when the sequence length is around 3000"."""
+    deep-dive says the two take comparable time "when the sequence length is around 3000".
+    Kernel against kernel: no indexer (sparse_break_even(..., indexer=False) at equal rates)."""
     return topk * dense_tflops / sparse_tflops
+
+
+# ---------------------------------------------------------------------------------------
+# FlashMLA's cycle arithmetic for its FP8 sparse decode kernel on an H800 (its deep-dive
+# blog, docs/20250929-hopper-fp8-sparse-deep-dive.md): why dequantization bounds the
+# kernel, and how the two-CTA "crossover" through distributed shared memory lifts it
+# ---------------------------------------------------------------------------------------
+
+MMA_FLOP_PER_CLOCK_SM = 4096  # 989 TFLOPS / 1,830 MHz / 132 SMs (the blog's figure, bf16 dense)
+# CUDA-core clocks per latent value to dequantize it, the four terms of the blog's sum
+# (e4m3 -> half, half -> float32, float32 -> bf16, times the scale; per NVIDIA's table of
+# arithmetic-instruction throughput): (1/64 + 1/64 + 1/16 + 1/256) clocks per value
+DEQUANT_CLOCKS_PER_VALUE = (1 / 64, 1 / 64, 1 / 16, 1 / 256)
+
+
+def mma_cycles_per_token(heads_per_cta: int = 64, d_k: int = D_LATENT + D_ROPE, d_v: int = D_LATENT) -> float:
+    """Tensor-core clocks one CTA spends per cached token: QK^T and PV for its heads,
+    2 * heads * (d_k + d_v) FLOPs at 4,096 FLOP per clock per SM (34 at 64 heads)."""
+    return 2 * heads_per_cta * (d_k + d_v) / MMA_FLOP_PER_CLOCK_SM
+
+
+def dequant_cycles_per_token(d_latent: int = D_LATENT, ctas_sharing: int = 1) -> float:
+    """CUDA-core clocks one CTA spends dequantizing a token's latent (50 for 512 values).
+    ctas_sharing: CTAs of a cluster that split the tokens and exchange the dequantized rows
+    through distributed shared memory (FlashMLA's "crossover": 2, each dequantizes half)."""
+    if ctas_sharing < 1:
+        raise ValueError(f"ctas_sharing must be >= 1, got {ctas_sharing}")
+    return sum(DEQUANT_CLOCKS_PER_VALUE) * d_latent / ctas_sharing
+
+
+def tensor_busy_ceiling(heads_per_cta: int = 64, ctas_sharing: int = 1) -> float:
+    """The most of its time a CTA's tensor cores can be busy when dequantization and MMAs
+    overlap perfectly: mma / max(mma, dequant) -- 0.68 without the crossover, 1 with it.
+    A ceiling from clock counts, not a prediction: latency, the prologue and epilogue of
+    a 2,048-key loop and the CTA exchange itself are left out."""
+    mma = mma_cycles_per_token(heads_per_cta)
+    return mma / max(mma, dequant_cycles_per_token(ctas_sharing=ctas_sharing))
+
+
+# ---------------------------------------------------------------------------------------
+# Sparse prefill runs absorbed: the (query, key) pair when queries choose different keys
+# ---------------------------------------------------------------------------------------
+
+def pair_intensity(path: str, n_heads: int = DEEPSEEK_V3.n_heads, row_bytes: int = 2 * (D_LATENT + D_ROPE)) -> float:
+    """FLOP per byte of one (query token, key) pair of top-k attention when no other query
+    token shares the gathered key (each chooses its own 2,048): every byte fetched for the
+    pair serves only this query token's heads.
+      absorb: one latent row (row_bytes: bf16 1,152; FP8 656) feeds all n_heads heads:
+              flops.absorb_flops_per_pair / row_bytes   (242 in bf16: MQA)
+      expand: each head reads its own K [192] and V [128] of that key, bf16:
+              flops.expand_flops_per_pair / (2 * n_heads * (192 + 128)) = 1   (MHA)
+    In dense prefill a tile of keys serves a tile of consecutive queries, which all attend to
+    it, and MHA's intensity grows with the query tile; with top-k selection it cannot."""
+    c = DEEPSEEK_V3
+    if path == "absorb":
+        return flops.absorb_flops_per_pair(n_heads, c.d_rope, c.d_latent) / row_bytes
+    if path == "expand":
+        return flops.expand_flops_per_pair(n_heads, c.d_nope, c.d_rope, c.d_v) / (2 * n_heads * (c.d_qk + c.d_v))
+    raise ValueError(f"path must be 'absorb' or 'expand', got {path!r}")
 
 
 # ---------------------------------------------------------------------------------------

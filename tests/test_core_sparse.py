@@ -278,19 +278,19 @@ def _first_principles_times(s_k, peak_bf16, peak_fp8, bw, h_q=128):
 
 
 @pytest.mark.parametrize("gpu", ["H800", "H200"])
-def test_crossover_is_the_first_context_where_sparse_wins(gpu):
+def test_break_even_is_the_first_context_where_sparse_wins(gpu):
     g = GPUS[gpu]
     peaks = (g.bf16_tflops * 1e12, g.fp8_tflops * 1e12, g.hbm_gbps * 1e9)
-    x = S.sparse_crossover(gpu)
+    x = S.sparse_break_even(gpu)
     wins = [s for s in range(1, 8000) if (lambda d, sp: sp < d)(*_first_principles_times(s, *peaks))]
     assert wins and wins[0] == x and all(s in wins for s in range(x, 8000))
     assert 2048 < x < 4096
 
 
-def test_crossover_numbers_and_the_published_equal_time_point():
-    assert S.sparse_crossover("H800") == 2426
-    assert S.sparse_crossover("H200") == 2299
-    assert S.sparse_crossover("H800", h_q=16) == S.sparse_crossover("H200", h_q=16) == 2636  # bandwidth cancels
+def test_break_even_numbers_and_the_published_equal_time_point():
+    assert S.sparse_break_even("H800") == 2426
+    assert S.sparse_break_even("H200") == 2299
+    assert S.sparse_break_even("H800", h_q=16) == S.sparse_break_even("H200", h_q=16) == 2636  # bandwidth cancels
     assert S.published_equal_time_context() == pytest.approx(2048 * 640 / 410)
     assert 3000 < S.published_equal_time_context() < 3300
 
@@ -313,3 +313,90 @@ def test_gather_sectors_and_overhead():
     rng = np.random.default_rng(11)
     rows = rng.choice(131072, size=2048, replace=False)  # a random top-k from a 128K context
     assert S.sectors_read(rows) * 32 / (2048 * 656) == pytest.approx(672 / 656, abs=2e-3)
+
+
+def _first_principles_kernels(s_k, s_q, dense_rate, sparse_rate, bw, h_q=128, k=2048):
+    """Dense and sparse ATTENTION kernel seconds (no indexer) from raw counts at given rates."""
+    q_out = 2 * h_q * s_q * (576 + 512)
+    dense = max(2 * h_q * s_q * s_k * 1088 / dense_rate, (q_out + 656 * s_k) / bw)
+    kk = min(s_k, k)
+    sparse = max(2 * h_q * s_q * kk * 1088 / sparse_rate, (q_out + 656 * s_q * kk) / bw)
+    return dense, sparse
+
+
+@pytest.mark.parametrize("s_q", [1, 2])
+def test_like_for_like_break_even_is_the_top_k_at_equal_rates(s_q):
+    """Kernel against kernel (no indexer), both at the bf16 peak: the sparse kernel does the
+    dense kernel's work at s_k = topk and less beyond, and both are compute-bound there
+    (656-byte rows: 425 FLOP/byte at s_q = 1 > the ridge 295), so sparse wins from topk + 1."""
+    g = GPUS["H800"]
+    first = next(s for s in range(2000, 2100)
+                 if (lambda d, sp: sp < d)(*_first_principles_kernels(s, s_q, g.bf16_tflops * 1e12,
+                                                                        g.bf16_tflops * 1e12, g.hbm_gbps * 1e9)))
+    assert S.sparse_break_even("H800", s_q=s_q, indexer=False) == first == 2049
+
+
+def test_break_even_at_the_blogs_s_q_and_at_published_rates():
+    # the chapter's own model at s_q = 2 (FlashMLA's benchmark runs s_q = 2): earlier than at s_q = 1
+    assert (S.sparse_break_even("H800", s_q=2), S.sparse_break_even("H200", s_q=2)) == (2242, 2180)
+    # kernel against kernel at the published rates (640 dense, 410 sparse): the blog's "around 3000"
+    g = GPUS["H800"]
+    first = next(s for s in range(3000, 3400)
+                 if (lambda d, sp: sp < d)(*_first_principles_kernels(s, 2, 640e12, 410e12, g.hbm_gbps * 1e9)))
+    assert S.sparse_break_even("H800", s_q=2, indexer=False, dense_tflops=640, sparse_tflops=410) == first
+    assert first == math.ceil(S.published_equal_time_context() + 1e-9) == 3197
+    # and with the indexer counted too, later still
+    assert S.sparse_break_even("H800", s_q=2, dense_tflops=640, sparse_tflops=410) > 3300
+    with pytest.raises(ValueError, match="already wins"):
+        S.sparse_break_even("H800", dense_tflops=100, sparse_tflops=900)
+    with pytest.raises(ValueError, match="tflops"):
+        S.roofline_seconds(1, 1, "H800", tflops=0)
+
+
+def test_flashmla_cycle_arithmetic_and_the_crossover_ceiling():
+    # the blog: 989 TFLOPS / 1830 MHz / 132 SMs = 4096 MMA FLOP per clock per SM (4096 is the
+    # datasheet's 989.4 exactly)
+    assert round(S.MMA_FLOP_PER_CLOCK_SM * 132 * 1.83e9 / 1e12, 1) == GPUS["H800"].bf16_tflops == 989.4
+    assert S.mma_cycles_per_token() == 64 * (576 + 512) * 2 / 4096 == 34.0
+    assert S.dequant_cycles_per_token() == pytest.approx((1 / 64 + 1 / 64 + 1 / 16 + 1 / 256) * 512) == 50.0
+    assert S.dequant_cycles_per_token(ctas_sharing=2) == 25.0 < S.mma_cycles_per_token()
+    assert S.tensor_busy_ceiling() == pytest.approx(34 / 50) and S.tensor_busy_ceiling(ctas_sharing=2) == 1.0
+    with pytest.raises(ValueError):
+        S.dequant_cycles_per_token(ctas_sharing=0)
+
+
+def test_pair_intensity_mqa_against_mha():
+    assert S.pair_intensity("absorb") == pytest.approx(2 * 128 * (576 + 512) / 1152)  # 241.8
+    assert S.pair_intensity("absorb", row_bytes=656) == pytest.approx(2 * 128 * 1088 / 656)
+    assert S.pair_intensity("expand") == pytest.approx(2 * 128 * (192 + 128) / (2 * 128 * 320)) == 1.0
+    with pytest.raises(ValueError, match="path"):
+        S.pair_intensity("both")
+
+
+def test_hadamard_keeps_scores_and_spreads_an_outlier():
+    h = S.hadamard(128)
+    assert np.allclose(h @ h.T, np.eye(128))
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal(128), rng.standard_normal(128)
+    k[5] = 40.0  # one outlier dimension
+    assert np.isclose((h @ q) @ (h @ k), q @ k)
+    crest = lambda v: np.abs(v).max() / np.sqrt(np.mean(v * v))  # noqa: E731
+    assert crest(h @ k) < crest(k) / 2
+    with pytest.raises(ValueError):
+        S.hadamard(96)
+
+
+def test_attn_sink_is_a_logit_with_a_zero_value():
+    rng = np.random.default_rng(1)
+    scores = rng.standard_normal((4, 7))  # [h_q, keys]
+    v = rng.standard_normal((7, 3))
+    sink = np.array([0.5, -2.0, -np.inf, np.inf])
+    p = np.exp(scores - scores.max(axis=1, keepdims=True))
+    out = (p / p.sum(axis=1, keepdims=True)) @ v
+    lse = np.log(np.exp(scores).sum(axis=1))
+    with_sink = out * S.attn_sink_scale(lse, sink)[:, None]
+    for h in range(2):  # the softmax over [scores, sink] with a zero value for the sink
+        ext = np.exp(np.append(scores[h], sink[h]))
+        assert np.allclose(with_sink[h], (ext[:-1] / ext.sum()) @ v)
+    assert np.allclose(with_sink[2], out[2]) and np.all(with_sink[3] == 0)
+    assert S.attn_sink_scale(-np.inf, 0.0) == 0.0 and S.attn_sink_scale(-np.inf, -np.inf) == 1.0

@@ -91,8 +91,9 @@ def test_chunked_prefill_trades_the_long_prompts_ttft_for_the_decoders_gaps():
 
 def test_mutation_weights_per_chunk_or_one_layer_are_caught(monkeypatch):
     real = timing_mod.chunk_cost
-    monkeypatch.setattr(timing_mod, "chunk_cost", lambda cfg, n, ctx, path, row=None: (
-        real(cfg, n, ctx, path, row)[0], real(cfg, n, ctx, path, row)[1] + step_model.attention_weight_bytes(cfg)))
+    monkeypatch.setattr(timing_mod, "chunk_cost", lambda cfg, n, ctx, path, row=None, topk=None: (
+        real(cfg, n, ctx, path, row, topk)[0],
+        real(cfg, n, ctx, path, row, topk)[1] + step_model.attention_weight_bytes(cfg)))
     with pytest.raises(AssertionError):
         agrees_with_chapter_5(64, 4096)
     monkeypatch.setattr(timing_mod, "chunk_cost", real)
@@ -107,3 +108,57 @@ def test_mutation_weights_per_chunk_or_one_layer_are_caught(monkeypatch):
     monkeypatch.setitem(globals(), "step_time", one_layer)
     with pytest.raises(AssertionError):
         agrees_with_chapter_5(64, 4096)
+
+
+def test_fp8_gemms_charge_the_projections_at_the_fp8_peak():
+    """gemms="fp8": W_DQ, W_UQ, W_DKV|W_KR and W_O at the FP8 peak, everything else (the
+    absorbed W_UK / W_UV products, the attention core) at the bf16 peak. Counts from the
+    matrix shapes of DeepSeek-V3 (d_model 7168, q_lora_rank 1536, 128 heads)."""
+    g = hardware.get("H800")
+    gemm = 2 * (7168 * 1536 + 1536 * 128 * 192 + 7168 * 576 + 128 * 128 * 7168)  # per token, per layer
+    absorb = 2 * 512 * 128 * 256  # W_UK and W_UV, applied to q and to the latent output
+    core = 2 * 128 * 4096 * (576 + 512)
+    t = decode_step_time(1, 4096, "H800", gemms="fp8")
+    want = 61 * (gemm / (g.fp8_tflops * 1e12) + (absorb + core) / (g.bf16_tflops * 1e12))
+    assert t.compute_s == pytest.approx(want, rel=1e-12) and t.flops == 61 * (gemm + absorb + core)
+    assert decode_step_time(1, 4096, "H800").compute_s == pytest.approx(t.flops / (g.bf16_tflops * 1e12), rel=1e-12)
+    # per sequence at 4K on an H800: compute below memory with FP8 GEMMs, above it without
+    w = step_model.attention_weight_bytes(V3) * 61
+    mem_seq = (decode_step_time(2, 4096, "H800").bytes - decode_step_time(1, 4096, "H800").bytes) / (g.hbm_gbps * 1e9)
+    assert t.compute_s < mem_seq < decode_step_time(1, 4096, "H800").compute_s
+    assert knee_batch(4096, "H800") == 1799 and knee_batch(4096, "H800", gemms="fp8") is None
+    assert knee_batch(4096, "H200", gemms="fp8") > knee_batch(4096, "H200")  # the knee moves right
+    with pytest.raises(ValueError, match="no fp8"):
+        decode_step_time(1, 16, "A100", gemms="fp8")
+    with pytest.raises(ValueError, match="gemms"):
+        decode_step_time(1, 16, "H800", gemms="int4")
+    assert w > 0
+
+
+def test_stream_throughput_busy_span_and_clock():
+    """Two requests far apart: the idle second between them counts in the span, not in the
+    busy time; the wait for the first arrival counts only from t = 0."""
+    eng = Engine(CFG, num_pages=400, page_size=64, token_budget=512, compute=False, path_shapes=V3_SHAPES)
+    timed, steps = run_timed(eng, [("a", [1] * 100, 5, 0.5), ("b", [2] * 50, 3, 1.5)], "H800")
+    th = timing_mod.stream_throughput(timed, steps)
+    busy = sum(st.seconds for _, _, st in steps)
+    end = steps[-1][1] + steps[-1][2].seconds
+    assert th["tokens"] == 8 and th["busy_s"] == pytest.approx(busy) and th["clock_s"] == pytest.approx(end)
+    assert th["span_s"] == pytest.approx(end - 0.5) and end > 1.5 > 0.5 + busy
+    assert th["busy_tok_s"] == pytest.approx(8 / busy) and th["span_tok_s"] < th["busy_tok_s"]
+    assert th["utilization"] == pytest.approx(busy / (end - 0.5))
+    with pytest.raises(ValueError):
+        timing_mod.stream_throughput({}, [])
+
+
+def test_sparse_chunk_bytes_gather_per_query():
+    """topk: absorb gathers each query token's own rows (656 bytes each here); expand builds
+    per-head K|V for the chosen tokens and every pair reads its own K|V (no sharing)."""
+    n, ctx, k = 16, 100_000, 2048
+    f_a, b_a = chunk_cost(V3, n, ctx, "absorb", 656, topk=k)
+    f_e, b_e = chunk_cost(V3, n, ctx, "expand", 656, topk=k)
+    pairs, hidden = n * k, n * 7168 * 4
+    assert b_a == 2 * 128 * n * (576 + 512) + pairs * 656 + hidden
+    built = min(ctx, n * k)
+    assert b_e == 2 * 128 * n * (192 + 128) + built * (656 + 2 * 128 * 320) + pairs * 2 * 128 * 320 + hidden
+    assert b_e / b_a > 50 and f_a < f_e  # a short chunk after a long context: absorb wins both ways

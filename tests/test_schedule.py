@@ -127,3 +127,46 @@ def test_work_per_sm_plot(tmp_path):
     before, after = S.work_per_sm(S.lengths_flashmla(np.random.default_rng(0), 128, 8192, 1), 128)
     assert len(before) == len(after) == 132
     assert after.max() / after.mean() < 1.05 < before.max() / before.mean()
+
+
+# ---- batch invariance: fixed split size, and a case whose cut certainly shows --------------
+
+def test_fixed_split_pieces_depend_on_the_sequence_alone():
+    a = S.fixed_split_pieces([300, 5000, 0], split_blocks=16, block_n=64)
+    b = S.fixed_split_pieces([5000, 7, 300], split_blocks=16, block_n=64)
+    seq_a = [(b0, b1) for s, b0, b1 in a if s == 1]
+    seq_b = [(b0, b1) for s, b0, b1 in b if s == 0]
+    assert seq_a == seq_b == [(0, 16), (16, 32), (32, 48), (48, 64), (64, 79)]  # 5000 tokens = 79 blocks
+    assert [(b0, b1) for s, b0, b1 in a if s == 0] == [(0, 5)] and [(b0, b1) for s, b0, b1 in a if s == 2] == [(0, 0)]
+    with pytest.raises(ValueError):
+        S.fixed_split_pieces([10], split_blocks=0)
+
+
+def test_fixed_split_keeps_parallelism_on_the_skewed_batch():
+    skewed = np.array([1] * 127 + [16384])
+    plan = S.schedule_stats("planned", skewed, 128, 1)
+    uncut = S.schedule_stats("planned", skewed, 128, 1, batch_invariant=True)
+    fixed = S.schedule_stats("fixed", skewed, 128, 1, split_blocks=4)
+    assert fixed.work_max < uncut.work_max / 10  # one 16K sequence no longer sits on one SM
+    assert plan.work_max <= fixed.work_max  # the planner, free to cut anywhere, is still best
+    assert fixed.split_seqs == 1 and fixed.splits == 64  # 256 blocks in pieces of 4
+    with pytest.raises(ValueError, match="split_blocks"):
+        S.schedule_stats("fixed", skewed, 128, 1)
+
+
+def test_cancelling_rows_make_every_cut_show():
+    from mlacourse import batch_invariance as bi
+    rows = bi.cancelling_rows(300, np.random.default_rng(5)).astype(np.float32)
+    q = np.zeros((4, 576), np.float32)  # every score 0: out = the mean of the value columns
+    cuts = ([(0, 300)], [(0, 64), (64, 300)], [(0, 192), (192, 300)])
+    outs = [bi.decode_by_pieces(q, rows, cut, 0.05) for cut in cuts]
+    exact = rows[:, :512].astype(np.float64).mean(axis=0)
+    for o, lse in outs:
+        assert np.abs(o - exact).max() < 8 * 0.125 / 300  # float32-close to the exact mean ...
+        assert np.allclose(lse, np.log(300), atol=1e-5)
+    for i in range(len(outs)):
+        for j in range(i + 1, len(outs)):  # ... and every two cuts differ in most values
+            n_diff, _ = bi.bits_differ(outs[i][0], outs[j][0])
+            assert n_diff > 0.8 * outs[i][0].size, (cuts[i], cuts[j], n_diff)
+    with pytest.raises(ValueError):
+        bi.cancelling_rows(1, np.random.default_rng(0))

@@ -8,14 +8,16 @@ chosen per chunk, sampling and stop conditions, preemption by recompute or swap.
   radix         a model of SGLang's radix-tree cache, to compare with the engine's hashes
   scheduler     Scheduler: each step's plan under a token budget
   sampling      greedy / temperature + top-p with a per-request seed; stop conditions
-  core          Engine: requests in, tokens out; the step trace; FLOP accounting. Its decode_backend
+  paths         the path each chunk takes: the engine's per-chunk choice, vLLM's rules, all one path
+  core          Engine: requests in, tokens out; the step trace. Its decode_backend
                 may be a factory of a device pool (the Triton kernel: kernels.engine_adapter; this
                 package imports nothing from kernels/)
   timing        seconds from the trace: chapter 5's roofline per step, TTFT, TPOT, throughput
   workloads     seeded request streams for the chapter's measurements
 """
-from .core import (POLICIES, Chunk, Engine, Request, RequestState, Result, StepRecord, chunk_path,  # noqa: F401
-                   step_attention_flops)
+from .core import Chunk, Engine, Request, RequestState, Result, StepRecord  # noqa: F401
+from .paths import (POLICIES, VLLM_REORDER_THRESHOLD, chunk_path, step_attention_flops,  # noqa: F401
+                    step_paths)
 from .model import ModelConfig, TinyModel, init_model, reference_generate  # noqa: F401
 from .pages import (OutOfPages, PagePool, append_slots, longest_shared_prefix, pages_for_requests,  # noqa: F401
                     pages_needed, pages_to_append, release, share_prefix, slot_mapping)

@@ -29,7 +29,7 @@ from enum import Enum
 import numpy as np
 
 from ..attention import causal_mask
-from ..flops import attention_flops, choose_path
+from ..flops import choose_path
 from ..layer import ATTEND, absorb_query, project_kv_latent, project_queries, rms_norm
 from .model import ModelConfig, TinyModel, check_prompt, logits_of, mlp
 from .pages import OutOfPages, PagePool, longest_shared_prefix, pages_needed
@@ -534,30 +534,3 @@ class Engine:
                               r.computed_tokens, r.finish_reason,
                               output_text(r.generated, r.sampling) if self.compute else "", r.cache_hit_tokens)
         return out
-
-
-# ---- accounting over a trace -----------------------------------------------------------
-
-POLICIES = ("chosen", "rule", "absorb", "expand")
-
-
-def chunk_path(chunk: Chunk, shapes: dict, policy: str = "chosen") -> str:
-    """The path a chunk takes under a policy:
-      "chosen"  decode absorbs, a prefill chunk takes choose_path's pick for these shapes
-                (the engine's per-chunk choice);
-      "rule"    decode absorbs, every prefill chunk expands (what vLLM's MLA backends do:
-                decode requests go to the absorbed kernel, prefill requests to expanded MHA);
-      "absorb" / "expand"  every chunk that path."""
-    if policy in ("absorb", "expand"):
-        return policy
-    if policy not in POLICIES:
-        raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
-    if chunk.kind == "decode":
-        return "absorb"
-    return "expand" if policy == "rule" else choose_path(chunk.n, chunk.n_ctx, **shapes)
-
-
-def step_attention_flops(chunks, shapes: dict, policy: str = "chosen") -> int:
-    """Attention FLOPs of one step's chunks (mlacourse.flops' accounting: the work that
-    differs between the paths, 2 per multiply-add) under a policy."""
-    return sum(attention_flops(c.n, c.n_ctx, **shapes)[chunk_path(c, shapes, policy)] for c in chunks)
