@@ -225,9 +225,11 @@ __all__ = [
 # Said once, in every statement whose problem does not declare may_change_inputs.
 INPUTS_RULE = N_(
     "**Inputs are read-only.** Do not change any argument in place -- an array, a list, or "
-    "anything inside one: the caller still needs them, and the judge compares every argument "
-    "before and after each call. Write `x = x * 2`, not `x *= 2`; `sorted(xs)` or "
-    "`list(xs)`, not `xs.sort()` or `xs.pop()`.")
+    "anything inside one: the caller still needs them. The judge hands numpy arrays over "
+    "read-only where the system allows it (an in-place write such as `x *= 2` then raises), "
+    "and compares every other argument before and after each call (a change put back before "
+    "returning cannot be seen, and is not counted). Write `x = x * 2`, not `x *= 2`; "
+    "`sorted(xs)` or `list(xs)`, not `xs.sort()` or `xs.pop()`.")
 
 
 # --------------------------------------------------------------------------- records

@@ -150,7 +150,18 @@ def check(case: Case, result):
 
 MISTAKES = load_mistakes(__file__)
 
-REFERENCE = {"attention_flops": flops.attention_flops, "choose_path": flops.choose_path}
+def _dense_attention_flops(n_new, n_ctx, n_heads=flops._H, d_nope=flops._DN, d_rope=flops._DR, d_v=flops._DV,
+                           d_latent=flops._DC):
+    """The problem's contract: dense attention (mlacourse's function also takes topk)."""
+    return flops.attention_flops(n_new, n_ctx, n_heads, d_nope, d_rope, d_v, d_latent)
+
+
+def _dense_choose_path(n_new, n_ctx, n_heads=flops._H, d_nope=flops._DN, d_rope=flops._DR, d_v=flops._DV,
+                       d_latent=flops._DC):
+    return flops.choose_path(n_new, n_ctx, n_heads, d_nope, d_rope, d_v, d_latent)
+
+
+REFERENCE = {"attention_flops": _dense_attention_flops, "choose_path": _dense_choose_path}
 
 
 def _cheaper(args):
