@@ -35,7 +35,8 @@ tolerances a GPU run is held to, so that what passes here is what a GPU will pas
 
 Rows that see no key: out 0 and lse -inf in both modes (log of an empty sum; FlashMLA
 returns +inf, see kernels/sparse_decode.py).
-`reference_decode_padded` is a batched version for timing on a GPU (float32)."""
+`reference_decode_padded` and `reference_sparse_decode_batched` are batched versions on the
+device (the benchmarks' gates; reference_decode_padded also times a float32 torch decode)."""
 from __future__ import annotations
 
 import math
@@ -229,6 +230,57 @@ def reference_decode_padded(q, kv_cache, block_table, cache_seqlens, head_dim_v=
     if exact:
         return out, lse
     return out.to(q.dtype), lse.float()
+
+
+def reference_sparse_decode_batched(q, kv_cache, indices, softmax_scale=None, mode="float64", operands=None,
+                                    max_bytes: int = 2**30):
+    """reference_sparse_decode on q's device, batched over query tokens (the sparse benchmark's
+    gate): rows gathered by index, dequantized exactly in float64 (code * scale; mode "gpu" then
+    rounds as the kernels do), -1 entries masked. Indices are not checked (the caller's, as for
+    the kernel). Returns out [b, s_q, h_q, 512], lse [b, h_q, s_q]: float64 (mode "float64") or
+    q's dtype and float32 (mode "gpu"). Works through the tokens in chunks whose float64 rows
+    stay under max_bytes."""
+    _check_mode(mode, operands)
+    ops = operands or q.dtype
+    b, s_q, h_q, d_k = q.shape
+    topk = indices.shape[-1]
+    scale = softmax_scale if softmax_scale is not None else d_k ** -0.5
+    flat = kv_cache.reshape(-1, kv_cache.shape[-1])  # [rows, 656]
+    qt = q.reshape(b * s_q, h_q, d_k)
+    it = indices.reshape(b * s_q, topk).long()
+    out = torch.empty(b * s_q, h_q, D_LATENT, dtype=torch.float64, device=q.device)
+    lse = torch.empty(b * s_q, h_q, dtype=torch.float64, device=q.device)
+    chunk = max(1, int(max_bytes // (8 * topk * (d_k + 2 * h_q))))
+    n_tiles = D_LATENT // np_fp8.TILE
+    for t0 in range(0, b * s_q, chunk):
+        idx = it[t0:t0 + chunk]  # [T, topk]
+        valid = idx >= 0
+        rows = flat[torch.where(valid, idx, torch.zeros_like(idx))]  # [T, topk, 656] uint8
+        codes = rows[..., :D_LATENT].contiguous().view(torch.float8_e4m3fn).to(torch.float64)
+        scales = rows[..., D_LATENT:D_LATENT + 4 * n_tiles].contiguous().view(torch.float32).to(torch.float64)
+        rope = rows[..., D_LATENT + 4 * n_tiles:].contiguous().view(torch.bfloat16).to(torch.float64)
+        lat = (codes.reshape(*codes.shape[:2], n_tiles, np_fp8.TILE) * scales[..., None]).reshape(codes.shape)
+        kv = torch.cat([lat, rope], dim=-1)  # [T, topk, 576] the exact values
+        if mode == "gpu":
+            kv = gpu_rows(kv, ops, True)
+        kv = torch.where(valid[..., None], kv, 0.0)  # -1 entries read page 0 here: their values never count
+        qd = qt[t0:t0 + chunk].to(torch.float64)
+        qd = round_to(qd, ops) if mode == "gpu" else qd
+        scores = torch.einsum("thd,tnd->thn", qd, kv)  # [T, h_q, topk]
+        scores = (round_to(scores, torch.float32) if mode == "gpu" else scores) * scale
+        scores = scores.masked_fill(~valid[:, None, :], -math.inf)
+        m = scores.amax(dim=-1, keepdim=True)
+        seen = torch.isfinite(m)
+        p = torch.where(seen, torch.exp(scores - torch.where(seen, m, 0.0)), 0.0)
+        l_sum = p.sum(dim=-1, keepdim=True)
+        pv = round_to(p, ops) if mode == "gpu" else p
+        out[t0:t0 + chunk] = torch.einsum("thn,tnd->thd", pv, kv[..., :D_LATENT]) / torch.where(seen, l_sum, 1.0)
+        lse[t0:t0 + chunk] = torch.where(seen, m + torch.log(torch.where(seen, l_sum, 1.0)), -math.inf)[..., 0]
+    out = out.reshape(b, s_q, h_q, D_LATENT)
+    lse = lse.reshape(b, s_q, h_q).permute(0, 2, 1).contiguous()
+    if mode == "gpu":
+        return out.to(q.dtype), lse.to(torch.float32)
+    return out, lse
 
 
 def value_rms(values) -> float:
