@@ -5,6 +5,8 @@ decode configurations.
   python kernels/bench_sparse.py --out RUN.md --quick    b 2 and 128, s_q 2, h_q 64 and 128
   python kernels/bench_sparse.py --out RUN.md --smoke    tiny shapes on a CPU, Triton's interpreter: the
                                                          correctness gate only -- nothing is timed
+  python kernels/bench_sparse.py --census                no run: the sm_90 SASS of the dequantization in
+                                                         the KV loop, counted (a compile, no GPU)
 
 Matrix (FlashMLA tests/test_flash_mla_sparse_decoding.py, its V3.2 production cases): top-k
 2048; per sequence s_k drawn as FlashMLA draws it, max(normal(32768, 16384), s_q); h_q 64 and
@@ -73,6 +75,9 @@ def parse_args(argv=None):
     size.add_argument("--quick", action="store_true", help="b 2 and 128, s_q 2, h_q 64 and 128")
     size.add_argument("--smoke", action="store_true",
                       help="tiny shapes on a CPU in Triton's interpreter: the correctness gate, no times")
+    size.add_argument("--census", action="store_true",
+                      help="no run: compile the kernel for sm_90 (no GPU) and count the dequantization's SASS "
+                           "in its KV loop (needs no TRITON_INTERPRET)")
     p.add_argument("--rep-ms", type=int, default=100, help="do_bench repetition time per measurement")
     p.add_argument("--out", default=None, help="the report (default: bench-sparse-<UTC time>.md here); never "
                                                "kernels/BENCHMARKS.md unless --update-benchmarks-md")
@@ -174,6 +179,58 @@ def flashmla_sparse_fn(flash_mla, q, cache, indices, scale):
                                                     causal=False, is_fp8_kvcache=True, indices=indices)
         return out, torch.where(lse == float("inf"), torch.full_like(lse, float("-inf")), lse)
     return fn
+
+
+# The SASS of the FP8 dequantization in the KV loop (sm_90, triton 3.9): e4m3 pairs to f16
+# pairs, each f16 to f32, the scale multiply (an FMUL, counted apart: the loop has other
+# FMULs), fp32 pairs to bf16 pairs (also P's conversion before P V)
+CONVERSIONS = ("F2FP.F16.E4M3.UNPACK_B", "HADD2.F32", "F2FP.BF16.F32.PACK_AB")
+
+
+def dequant_census(h_q: int = 128, b: int = 64, s_q: int = 1) -> dict:
+    """Compile the sparse kernel's GPU launch for this shape for sm_90 (no GPU needed; not under
+    TRITON_INTERPRET) and count its KV loop's SASS instructions per thread per tile: the
+    conversion instructions of the dequantization against the whole loop. With h_q > BLOCK_M
+    every program of a query token repeats them on the same rows (kernels/sparse_decode.py)."""
+    import collections
+    import re
+
+    import torch
+
+    from kernels import compile_report as cr
+    from kernels.sparse_decode import prepare
+
+    q = torch.zeros(b, s_q, h_q, D_K, dtype=torch.bfloat16)
+    kv = torch.zeros(4, PAGE, 1, FP8_ROW_BYTES, dtype=torch.uint8)
+    idx = torch.zeros(b, s_q, TOPK, dtype=torch.int32)
+    launch = prepare(q, kv, idx, gpu=True, check_indices=False, num_splits=1)[0][0]
+    kernel, _ = cr.compile_launch(launch)
+    found = cr.kv_loop(cr.sass_of(kernel) or "", cr.SASS)
+    if found is None:
+        raise RuntimeError("no KV loop found in the SASS (no cuobjdump in this triton?)")
+    ops = collections.Counter()
+    for line in found[1]:  # "<control codes>\t[@predicate ]OPCODE.MODIFIERS operands;"
+        m = re.match(r"(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_x]+)*)", line.split("\t")[-1].strip())
+        if m:
+            ops[m.group(1)] += 1
+    block_m, block_n = launch.block_shape
+    return dict(block_m=block_m, block_n=block_n, threads=32 * launch.num_warps, heads_programs=-(-h_q // block_m),
+                instructions=len(found[1]), conversions={k: ops[k] for k in CONVERSIONS},
+                fmul=ops["FMUL"], hgmma=sum(v for k, v in ops.items() if k.startswith("HGMMA")))
+
+
+def census_lines(c: dict) -> list:
+    """The census in words, per tile and per cache row."""
+    conv = sum(c["conversions"].values())
+    per_row = (conv + c["block_n"] * 512 // c["threads"]) * c["threads"] / c["block_n"]  # + one scale FMUL per value
+    return [f"KV loop of the sparse kernel, BLOCK_M={c['block_m']} x BLOCK_N={c['block_n']}, {c['threads']} threads: "
+            f"{c['instructions']} SASS instructions per thread per tile, {c['hgmma']} HGMMA",
+            "conversions per thread per tile: " + ", ".join(f"{k} {v}" for k, v in c["conversions"].items())
+            + f" ({conv}, {conv / c['instructions']:.0%} of the loop), and one FMUL per value for the scale "
+              f"({c['block_n'] * 512 // c['threads']} of the loop's {c['fmul']} FMUL)",
+            f"per cache row and program: {per_row:.0f} thread-instructions of dequantization "
+            f"({per_row / 512:.1f} per latent value); {c['heads_programs']} programs per query token at "
+            f"h_q={c['heads_programs'] * c['block_m']} each repeat them on the same rows"]
 
 
 def render_markdown(meta: dict, rows: list) -> str:
@@ -337,6 +394,9 @@ def main(argv=None) -> int:
     if "--smoke" in (sys.argv[1:] if argv is None else argv):
         os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is first imported
     args = parse_args(argv)
+    if args.census:
+        print("\n".join(census_lines(dequant_census())))
+        return 0
     rows = run(args)
     failed = [r for r in rows if r.get("failed")]
     if failed:

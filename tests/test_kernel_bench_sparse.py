@@ -139,3 +139,28 @@ def test_report_with_fake_timings():
     # 2*128*(128*2*2048)*1088 FLOP = 146.0e9: in 2 ms of call 73.0 TFLOPS, in 1 ms of kernels 146.0
     assert "| 128 | 2 | 128 | 2048 | 32768 | sparse | 1 | 2.000 | 1.000 | 73.0 | 146.0 | 1.00 |" in md, md
     assert "| flashmla | - | not timed |" in md and "medians on the GPU above" in md
+
+
+@pytest.mark.slow
+def test_the_dequantization_census_matches_the_tile():
+    """bench_sparse --census compiles the kernel for sm_90 (a subprocess: the interpreter cannot
+    compile) and counts the KV loop's conversions; each must convert exactly one tile's latents,
+    BLOCK_N * 512 values over the block's threads (e4m3 unpacks two per instruction)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+    code = "import json; from kernels.bench_sparse import dequant_census; print(json.dumps(dequant_census()))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900,
+                          cwd=root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    c = json.loads(proc.stdout.strip().splitlines()[-1])
+    values = c["block_n"] * 512 // c["threads"]  # latents per thread per tile
+    assert c["conversions"]["F2FP.F16.E4M3.UNPACK_B"] * 2 == values
+    assert c["conversions"]["HADD2.F32"] == values
+    assert c["conversions"]["F2FP.BF16.F32.PACK_AB"] * 2 >= values and c["fmul"] >= values
+    assert c["hgmma"] > 0 and c["heads_programs"] == 2
