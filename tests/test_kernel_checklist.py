@@ -121,7 +121,8 @@ def test_a_launcher_that_computes_wrong_fails_step_2(register):
     register(launch=wrong_scale, caches=("bf16",))
     found = K.against_reference(md.VERSION_TABLE["fake"])
     # the GPU-like reference passes (the references are right); the kernel fails against both of them
-    assert found and found[0].startswith("step 2 (tests): out (") and "vs float64 fake, bf16 cache: MISMATCH" in found[0]
+    assert found and found[0].startswith("step 2 (tests): out (")
+    assert "vs float64 fake, bf16 cache: MISMATCH" in found[0], found[0]
     assert any("vs GPU-like reference fake, bf16 cache: MISMATCH" in f for f in found), found
     register(caches=("bf16",))  # the right launcher passes
     assert K.against_reference(md.VERSION_TABLE["fake"]) == []

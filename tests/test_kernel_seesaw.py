@@ -90,7 +90,8 @@ def test_seesaw_gpu_cases_pass_in_emulation(lens, s_q, h_q, causal, page):
     """What test_seesaw_on_hopper will see, without a GPU: the GPU-like reference (bf16 K, V, P)
     within the GPU's tolerances of float64 on exactly its cases."""
     q, cache, bt, sl = make_case(lens, page=page, s_q=s_q, h_q=h_q, seed=len(lens))
-    assert_emulation_passes(f"[seesaw, lens={lens}]", *references(q, cache, bt, sl, False, causal, 192 ** -0.5, "seesaw"))
+    refs = references(q, cache, bt, sl, False, causal, 192 ** -0.5, "seesaw")
+    assert_emulation_passes(f"[seesaw, lens={lens}]", *refs)
 
 
 @pytest.mark.gpu

@@ -125,7 +125,8 @@ def _redraw(rng, a, q=True, cache=True, indices=True):
         valid = idx >= 0  # the -1 pattern stays, the rows move
         idx[valid] = rng.integers(0, num_blocks * page, size=int(valid.sum()))
     new = {"q": rng.standard_normal(a["q"].shape) if q else a["q"].copy(),
-           "kv_cache": (random_fp8_cache(rng, num_blocks, page, idx[idx >= 0], magnitude=(0.1, 3.0), scales=SCALES)
+           "kv_cache": (random_fp8_cache(rng, num_blocks, page, idx[idx >= 0], magnitude=(0.1, 3.0),
+                                         scales=SCALES)
                         if cache or indices else a["kv_cache"].copy()),
            "indices": idx, "softmax_scale": a["softmax_scale"]}
     return new
