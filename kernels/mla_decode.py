@@ -374,7 +374,8 @@ class Version:
         """The type its dots round K, V and P to on a GPU, for q of q_dtype (the GPU-like reference's
         `operands`)."""
         if self.dot_operands not in ("q", "float32"):
-            raise ValueError(f"version {self.name!r}: dot_operands must be 'q' or 'float32', got {self.dot_operands!r}")
+            raise ValueError(f"version {self.name!r}: dot_operands must be 'q' or 'float32', "
+                             f"got {self.dot_operands!r}")
         return torch.float32 if self.dot_operands == "float32" else q_dtype
 
     def runs_on(self, device) -> bool:

@@ -103,6 +103,9 @@ def table_row(v) -> list[str]:
         found.append(_say(1, f"call={v.call!r}: 'dense' (block_table) or 'sparse' (indices)"))
     if v.hopper_only and v.interpreter:
         found.append(_say(1, "hopper_only=True with interpreter=True: a Hopper-only kernel has no CPU interpreter"))
+    if v.dot_operands not in ("q", "float32"):
+        found.append(_say(1, f"dot_operands={v.dot_operands!r}: 'q' (its dots round K, V, P to q's dtype) or "
+                             f"'float32' (no rounding): the GPU-like reference rounds where it says"))
     if [w.number for w in md.VERSION_TABLE.values()].count(v.number) > 1:
         found.append(_say(1, f"number {v.number} is another version's too"))
     if not set(v.caches) <= {"bf16", "fp8"} or not v.caches or not set(v.block_m) <= set(SHAPE_OF_BLOCK_M):

@@ -100,6 +100,8 @@ def test_a_row_that_claims_what_the_launcher_does_not_fails_step_1(register):
     assert any("hopper_only=True with interpreter=True" in p for p in K.table_row(md.VERSION_TABLE["fake"]))
     register(number=2)
     assert any("number 2 is another version's too" in p for p in K.table_row(md.VERSION_TABLE["fake"]))
+    register(dot_operands="bf16")  # the GPU-like reference would not know where it rounds
+    assert any("dot_operands='bf16'" in p for p in K.table_row(md.VERSION_TABLE["fake"]))
 
 
 def test_what_a_row_leaves_out_is_refused_before_the_launcher_runs(register):

@@ -232,6 +232,24 @@ def test_batch_invariant_reads_each_list_in_one_program():
         prepare(*args, num_splits=0)
 
 
+def test_one_token_in_two_batches():
+    """A query token alone, then beside two others: the default split count follows the batch
+    (8 pieces alone, 3 beside them, on 8 "SMs"), so its last bits may move; batch_invariant=True reads
+    each list in one program and gives the same bits in both batches."""
+    q, cache, idx = served_case([300, 250, 280], s_q=1, h_q=4, topk=200, page=16, seed=61)
+    args_all = (q.to(DEVICE), torch.from_numpy(cache).to(DEVICE), torch.from_numpy(idx).to(torch.int32).to(DEVICE))
+    args_one = tuple(t[:1] if t.dim() >= 3 and t.shape[0] == 3 else t for t in args_all)
+    kw = dict(block_n=16, num_sms=8)  # 8 "SMs": one token is cut into 8 pieces, three into 3
+    assert prepare(*args_one, **kw)[0][0].grid[2] != prepare(*args_all, **kw)[0][0].grid[2]
+    one = sparse_mla_decode_with_kvcache(*args_one, batch_invariant=True, block_n=16)
+    many = sparse_mla_decode_with_kvcache(*args_all, batch_invariant=True, block_n=16)
+    assert torch.equal(one[0][0], many[0][0]) and torch.equal(one[1][0], many[1][0])
+    split_one = sparse_mla_decode_with_kvcache(*args_one, **kw)
+    split_many = sparse_mla_decode_with_kvcache(*args_all, **kw)
+    c = compare("the token, two batches", split_one[1][0], split_many[1][0], atol=1e-5, rtol=1e-5)
+    assert c.ok, c.message  # the same answer, up to the order of the merge
+
+
 def test_the_kernel_is_registered_in_the_version_table():
     v = VERSION_TABLE["sparse"]
     assert v.call == "sparse" and v.caches == ("fp8",) and v.interpreter and "-1" in v.summary
