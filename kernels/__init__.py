@@ -11,12 +11,13 @@
   plan             mla_decode_plan: the batch's schedule on the device (like FlashMLA's get_mla_metadata)
   dims             the model dimensions, LOG2E and the page rule, named once (no torch)
   engine_adapter   the engine's decode through the kernel: Engine(..., decode_backend=kernel_backend())
-  reference        the float64/float32 torch reference and `compare` (a record of the numbers)
-  fp8              FlashMLA's 656-byte FP8 cache row, packed and unpacked in torch
+  reference        the float64 and GPU-like references, FlashMLA's tolerances, `compare` (a record)
+  fp8              FlashMLA's FP8 cache layouts (V3.2's 656-byte row, MODEL1's), packed and unpacked in torch
   compile_report   python -m kernels.compile_report: sm_90 resources and the SASS of the KV loop
   schedule_report  python -m kernels.schedule_report: per-SM work and modelled HBM traffic
   triton36         python -m kernels.triton36 --install: the GPU machine's triton, for compile checks
   bench            python kernels/bench.py --out RUN.md  (needs a CUDA GPU; --smoke on a CPU)
+  bench_sparse     python kernels/bench_sparse.py --out RUN.md  (the sparse kernel; --smoke: the gate on a CPU)
   gpu_check.sh     bash kernels/gpu_check.sh: every GPU check in one command (--dry-run on a CPU)
 
 This package is named like a PyPI package (`kernels`); import it from the repository

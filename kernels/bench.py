@@ -12,10 +12,14 @@ last page NaN and the unused block-table entries out of range (FlashMLA's test d
 
 Correctness before speed: every version (the launcher table, kernels.mla_decode.VERSION_TABLE;
 the Gluon ones on a Hopper GPU only), the torch reference, and FlashMLA itself when
-`flash_mla` imports (bf16 caches), is checked on EVERY sequence -- out and lse -- against a
-float64 reference computed on the GPU, with FlashMLA's tolerances and rule
-(kernels.reference.FLASHMLA_OUT_TOL / FLASHMLA_LSE_TOL). A version that fails is not timed,
-its row says why, and the run exits with status 1 after writing its report.
+`flash_mla` imports (bf16 caches), is checked on EVERY sequence -- out and lse -- against two
+references computed on the device: float64, and the GPU-like one (kernels.reference, mode
+"gpu": the version's roundings of K, V and P emulated), the GPU-like one itself first held
+against float64 (kernels.reference.check_against_references). Tolerances: FlashMLA's dense
+decode test and rule (kernels.reference.gpu_tolerances: out abs 8e-4 or rel 2.01/128, cosine
+5e-6, the abs figure scaled from FlashMLA's V rms of 0.1 to this cache's, randn: rms 1; lse abs
+1e-6 or rel 8.01/65536). A version that fails is not timed, its row says why, and the run
+exits with status 1 after writing its report.
 
 Two times per row, both medians:
   call ms    the whole call, triton.testing.do_bench: launches, allocations, the combine --
@@ -183,12 +187,14 @@ def render_markdown(meta: dict, rows: list, compile_table: str | None = None) ->
              "",
              f"b = {meta.get('b', 128)} sequences, lengths {meta.get('lengths', 'max(normal(mean, mean/2), s_q), unclipped')}, "
              "causal, page_block_size 64, the tail of each last page NaN. "
-             + ("**CPU smoke run: Triton's interpreter, tolerances of tests/test_kernels.py (it truncates bf16 "
-                "stores), times are not a benchmark.** " if meta.get("smoke") else "")
+             + ("**CPU smoke run: Triton's interpreter, its tolerances (kernels.reference.INTERPRETER_OUT_TOL: "
+                "it truncates bf16 stores), times are not a benchmark.** " if meta.get("smoke") else "")
              + "Before a version is timed, every "
-             "sequence's out and lse are checked against a float64 reference with FlashMLA's tolerances "
-             "(out: abs 8e-4 or rel 2.01/128, cosine difference <= 5e-6; lse: abs 1e-6 or rel 8.01/65536, "
-             "<= 1e-7); `check` gives the worst out error and the cosine difference, or why it failed. "
+             "sequence's out and lse are checked against a float64 reference and a GPU-like one (the "
+             "version's bf16 roundings of K, V and P, emulated; it is itself checked against float64) with "
+             "FlashMLA's tolerances (out: abs 8e-4 x (V rms / 0.1) -- FlashMLA's cases draw V with rms 0.1 "
+             "-- or rel 2.01/128, cosine difference <= 5e-6; lse: abs 1e-6 or rel 8.01/65536, <= 1e-7); "
+             "`check` gives the worst out error against float64 and the cosine difference, or why it failed. "
              "`call ms`: the whole call, triton.testing.do_bench median (FlashMLA's published figures are "
              "whole-call do_bench times); `kernel ms`: the GPU kernels alone, torch.profiler (FlashMLA's "
              "current test times its kernel the same way). TFLOPS = sum 2*h_q*s_q*s_k*(576+512) / time; "
@@ -362,9 +368,11 @@ def kernel_time_ms(fn, reps: int = 10, device: str = "cuda") -> float:
     return total_us / reps / 1e3
 
 
-def exact_reference(torch, q, kvc, bt, sl, scale, fp8, device):
-    """out [b, s_q, h_q, 512] and lse [b, h_q, s_q] in float64 on the device, for every sequence,
-    in chunks whose float64 scores stay near 1 GB (kernels.reference.reference_decode_padded)."""
+def exact_reference(torch, q, kvc, bt, sl, scale, fp8, device, mode="float64", operands=None):
+    """out [b, s_q, h_q, 512] and lse [b, h_q, s_q] of every sequence, on the device, in chunks
+    whose float64 scores stay near 1 GB (kernels.reference.reference_decode_padded). mode
+    "float64": both float64; mode "gpu": the GPU-like reference for dot operands `operands`
+    (out in q's dtype, lse float32)."""
     from kernels.reference import reference_decode_padded
 
     b, s_q, h_q = q.shape[:3]
@@ -373,30 +381,24 @@ def exact_reference(torch, q, kvc, bt, sl, scale, fp8, device):
     outs, lses = [], []
     for i in range(0, b, chunk):
         o, l_ = reference_decode_padded(q[i:i + chunk], kvc, bt[i:i + chunk], sl[i:i + chunk], softmax_scale=scale,
-                                        causal=True, is_fp8_kvcache=fp8, dtype=torch.float64, exact=True)
+                                        causal=True, is_fp8_kvcache=fp8, dtype=torch.float64, exact=True, mode=mode,
+                                        operands=operands)
         outs.append(o)
         lses.append(l_)
     return torch.cat(outs), torch.cat(lses)
 
 
-# Triton's interpreter (the --smoke run on a CPU) truncates fp32 -> bf16 where a GPU rounds,
-# which alone moves the cosine difference past FlashMLA's 5e-6: the tolerances
-# tests/test_kernels.py uses there. A GPU run always uses FlashMLA's.
-INTERPRETER_OUT_TOL = dict(atol=5e-3, rtol=1e-2, max_cos_diff=1e-4)
-INTERPRETER_LSE_TOL = dict(atol=1e-4, rtol=1e-4)
-
-
-def gate(name, out, lse, ref_out, ref_lse, interpreter: bool = False):
-    """FlashMLA's check on every sequence (out and lse): (ok, text for the report)."""
-    from kernels.reference import FLASHMLA_LSE_TOL, FLASHMLA_OUT_TOL, compare
-    out_tol, lse_tol = (INTERPRETER_OUT_TOL, INTERPRETER_LSE_TOL) if interpreter else \
-        (FLASHMLA_OUT_TOL, FLASHMLA_LSE_TOL)
-    c_out = compare(f"{name} out", out, ref_out, **out_tol)
-    c_lse = compare(f"{name} lse", lse, ref_lse, **lse_tol)
-    if c_out.ok and c_lse.ok:
-        return True, f"ok: max abs {c_out.max_abs:.1e}, cos {c_out.cos_diff:.1e}"
-    bad = c_out if not c_out.ok else c_lse
-    return False, "FAILED " + bad.message
+def gate(name, out, lse, ref64, ref_gpu, interpreter: bool = False, v_rms: float = 1.0):
+    """The correctness gate of one version on one case (kernels.reference.check_against_references:
+    the GPU-like reference against float64 at the GPU's tolerances, the version against both at the
+    GPU's or, in the interpreter, the interpreter's): (ok, text for the report)."""
+    from kernels.reference import check_against_references
+    checks = check_against_references(name, out, lse, ref64, ref_gpu, not interpreter, v_rms)
+    bad = [c for c in checks if not c.ok]
+    if not bad:
+        c = checks[2]  # the version's out against float64
+        return True, f"ok: max abs {c.max_abs:.1e}, cos {c.cos_diff:.1e}"
+    return False, "FAILED " + bad[0].message
 
 
 def flashmla_fn(flash_mla, q, kvc, bt, sl, scale):
@@ -424,7 +426,7 @@ def run(args, device=None, timer=None, cases=None, kernel_timer=None):
     import triton
 
     from kernels.mla_decode import mla_decode_with_kvcache
-    from kernels.reference import reference_decode_padded
+    from kernels.reference import reference_decode_padded, value_rms
 
     smoke = getattr(args, "smoke", False)
     if device is None:
@@ -469,6 +471,7 @@ def run(args, device=None, timer=None, cases=None, kernel_timer=None):
                 torch.cuda.empty_cache()
             lens = draw_lengths(rng, args.b, mean_sk, s_q, args.lengths)
             kv, bt, sl = build_cache(torch, rng, lens, torch.bfloat16, dev)
+            v_rms = value_rms(kv[..., :D_V])  # randn: about 1 (the poisoned tails are not counted)
             cache_key = (mean_sk, s_q)
         if cache_kind == "fp8" and kv8 is None:
             kv8 = pack_fp8_chunked(torch, kv)
@@ -476,7 +479,13 @@ def run(args, device=None, timer=None, cases=None, kernel_timer=None):
         kvc = kv8 if fp8 else kv
         q = torch.randn(args.b, s_q, h_q, D_K, dtype=torch.bfloat16, device=dev)
         flop, nbytes = work(lens, s_q, h_q, cache_kind)
-        ref_out, ref_lse = exact_reference(torch, q, kvc, bt, sl, scale, fp8, dev)  # every sequence, float64
+        ref64 = exact_reference(torch, q, kvc, bt, sl, scale, fp8, dev)  # every sequence, float64
+        gpu_refs = {}  # the GPU-like reference per dot-operand type (bf16; float32 for version 1 and torch)
+
+        def ref_gpu(operands):
+            if operands not in gpu_refs:
+                gpu_refs[operands] = exact_reference(torch, q, kvc, bt, sl, scale, fp8, dev, "gpu", operands)
+            return gpu_refs[operands]
         plans = {}  # made once per batch, outside the timed call (FlashMLA's get_mla_metadata)
         for v in args.versions:
             row = dict(cache=cache_kind, s_k_mean=float(np.mean(lens)), s_k_max=int(np.max(lens)), s_q=s_q,
@@ -521,7 +530,9 @@ def run(args, device=None, timer=None, cases=None, kernel_timer=None):
                 out, lse = fn()
                 if dev.type == "cuda":
                     torch.cuda.synchronize()
-                ok, check = gate(v, out, lse, ref_out, ref_lse, interpreter=dev.type == "cpu")
+                operands = table()[v].gpu_operands(q.dtype) if v in table() else \
+                    (torch.float32 if v == "torch" else q.dtype)  # torch computes in float32; FlashMLA in bf16
+                ok, check = gate(v, out, lse, ref64, ref_gpu(operands), interpreter=dev.type == "cpu", v_rms=v_rms)
             except Exception as e:  # noqa: BLE001 -- a crash is a failed version, reported, not a dead run
                 ok, check = False, f"FAILED with {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
             if not ok:

@@ -4,6 +4,8 @@ launch configuration a GPU ships.
   Call            one mla_decode_with_kvcache call after its inputs were checked (the dense call)
   Launch          one kernel launch, kernel[grid](**args, **constexprs, num_warps=, num_stages=);
                   a launcher turns a Call into a list of them, which the compile report compiles
+  combine_launch, uniform_combine_table   the launch that merges split sequences by lse (the
+                  split-KV versions and the sparse kernel's top-k split share it)
   default_block_m, default_launch   the tile shape and warps a GPU launch ships
   check_tile      a tile size must be a power of two >= 16 (tl.dot's smallest tile)
   interpreting    True under Triton's CPU interpreter (TRITON_INTERPRET=1)
@@ -90,6 +92,30 @@ class Call:
 
     def take(self, name, default):
         return self.options.pop(name, default)
+
+
+def uniform_combine_table(b: int, num_splits: int, device) -> torch.Tensor:
+    """The combine table (kernels.plan's record: sequence, first slot, slots) [b, 3] int32 of a
+    batch where every sequence i has num_splits pieces in slots i*num_splits ... Made on the
+    device: a host tensor copied over would be a copy (and a sync) inside every timed call."""
+    from .plan import COMBINE_FIRST_SLOT, COMBINE_SEQUENCE, COMBINE_SLOTS, COMBINE_WIDTH
+    seqs = torch.arange(b, dtype=torch.int32, device=device)
+    combine = torch.empty(b, int(COMBINE_WIDTH), dtype=torch.int32, device=device)
+    combine[:, int(COMBINE_SEQUENCE)] = seqs
+    combine[:, int(COMBINE_FIRST_SLOT)] = seqs * num_splits
+    combine[:, int(COMBINE_SLOTS)] = num_splits
+    return combine
+
+
+def combine_launch(call, o_part, lse_part, combine, max_count: int) -> Launch:
+    """The launch of tiles._combine_kernel that merges the pieces of the sequences in `combine`
+    into call.out and call.lse (any call with out, lse, h_q, s_q, n_rows: dense or sparse).
+    o_part [slots, s_q*h_q, 512] fp32 and lse_part [slots, s_q*h_q] fp32 (base 2)."""
+    from .tiles import _combine_kernel
+    return Launch("combine", _combine_kernel, (call.n_rows, combine.shape[0]),
+                  dict(o_part_ptr=o_part, lse_part_ptr=lse_part, combine_ptr=combine, out_ptr=call.out,
+                       lse_ptr=call.lse, h_q=call.h_q, s_q=call.s_q),
+                  dict(SPLITS_P2=triton.next_power_of_2(max(1, max_count))), 4)
 
 
 def compute_dtype(q: torch.Tensor, gpu: bool):

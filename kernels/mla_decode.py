@@ -61,11 +61,11 @@ import triton.language as tl
 
 from . import sparse_decode
 from .dims import D_K, D_LATENT, FP8_ROW_BYTES, LOG2E, check_page_block_size
-from .launch import Call, Launch, check_tile, default_block_m, default_launch, interpreting
-from .plan import COMBINE_FIRST_SLOT, COMBINE_SEQUENCE, COMBINE_SLOTS, COMBINE_WIDTH, DecodePlan, mla_decode_plan, \
-    sm_count
-from .tiles import (_D_K, _D_LAT, _D_ROPE, _LN2, _attend_range, _combine_entry, _load_kv_tile,  # noqa: F401
-                    _load_q_block, _row_limits, _segment, _store_final, _store_partial, _tile_rows)
+from .launch import Call, Launch, check_tile, combine_launch, default_block_m, default_launch, interpreting, \
+    uniform_combine_table
+from .plan import COMBINE_SLOTS, DecodePlan, mla_decode_plan, sm_count
+from .tiles import (_D_K, _D_LAT, _D_ROPE, _LN2, _attend_range, _combine_entry, _combine_kernel,  # noqa: F401
+                    _load_kv_tile, _load_q_block, _row_limits, _segment, _store_final, _store_partial, _tile_rows)
 
 # ---------------------------------------------------------------------------------------
 # Version 1: naive -- one query row per program, vector FMAs, no tensor cores
@@ -160,36 +160,6 @@ def _splitkv_kernel(q_ptr, kv_ptr, bt_ptr, seqlens_ptr, o_part_ptr, lse_part_ptr
     _store_partial(o_part_ptr, lse_part_ptr, i_b * num_splits + i_split, rows, row_ok, s_q * h_q, acc, m_i, l_i)
 
 
-@triton.jit
-def _combine_kernel(o_part_ptr, lse_part_ptr, combine_ptr, out_ptr, lse_ptr, h_q, s_q,
-                    SPLITS_P2: tl.constexpr):
-    """One program per (split sequence, query row). combine [n, 3]: (sequence, first slot,
-    slots). out = sum_i w_i * o_i with w_i = exp2(lse_i - lse), lse = log2(sum_i exp2(lse_i))
-    -- mlacourse.attention.merge_attention."""
-    row = tl.program_id(0)
-    k = tl.program_id(1)
-    n_rows = s_q * h_q
-    i_b, base, count = _combine_entry(combine_ptr, k)
-    splits = tl.arange(0, SPLITS_P2)
-    part = (base + splits).to(tl.int64) * n_rows + row  # [SPLITS_P2]
-    lse_parts = tl.load(lse_part_ptr + part, mask=splits < count, other=float("-inf"))
-    m = tl.max(lse_parts, axis=0)
-    m_safe = tl.where(m == float("-inf"), 0.0, m)
-    total = tl.sum(tl.exp2(lse_parts - m_safe), axis=0)
-    seen = total > 0
-    lse2 = tl.where(seen, m_safe + tl.log2(tl.where(seen, total, 1.0)), float("-inf"))
-    lse2_safe = tl.where(seen, lse2, 0.0)
-    acc = tl.zeros([_D_LAT], tl.float32)
-    for i in range(0, count):
-        p = (base + i).to(tl.int64) * n_rows + row
-        w = tl.exp2(tl.load(lse_part_ptr + p) - lse2_safe)  # 0 for a piece that saw no key
-        acc += w * tl.load(o_part_ptr + p * _D_LAT + tl.arange(0, _D_LAT))
-    tl.store(out_ptr + (i_b * n_rows + row).to(tl.int64) * _D_LAT + tl.arange(0, _D_LAT),
-             acc.to(out_ptr.dtype.element_ty))
-    i_s, i_h = row // h_q, row % h_q
-    tl.store(lse_ptr + (i_b * h_q + i_h) * s_q + i_s, lse2 * _LN2)
-
-
 # ---------------------------------------------------------------------------------------
 # Version 4: planned -- persistent programs walk a plan's segments (FlashMLA's scheduler)
 # ---------------------------------------------------------------------------------------
@@ -265,10 +235,7 @@ def _launch_tiled(call: Call):
 
 
 def _combine_launch(call: Call, o_part, lse_part, combine, max_count):
-    return Launch("combine", _combine_kernel, (call.n_rows, combine.shape[0]),
-                  dict(o_part_ptr=o_part, lse_part_ptr=lse_part, combine_ptr=combine, out_ptr=call.out,
-                       lse_ptr=call.lse, h_q=call.h_q, s_q=call.s_q),
-                  dict(SPLITS_P2=triton.next_power_of_2(max(1, max_count))), 4)
+    return combine_launch(call, o_part, lse_part, combine, max_count)
 
 
 def _launch_splitkv(call: Call):
@@ -287,13 +254,7 @@ def _launch_splitkv(call: Call):
     dev = call.q.device
     o_part = torch.empty(call.b * num_splits, call.n_rows, D_LATENT, dtype=torch.float32, device=dev)
     lse_part = torch.empty(call.b * num_splits, call.n_rows, dtype=torch.float32, device=dev)
-    # the combine table of every sequence (kernels.plan's record), made on the device: a host
-    # tensor copied over would be a host-to-device copy (and a sync) inside every timed call
-    seqs = torch.arange(call.b, dtype=torch.int32, device=dev)
-    combine = torch.empty(call.b, int(COMBINE_WIDTH), dtype=torch.int32, device=dev)
-    combine[:, int(COMBINE_SEQUENCE)] = seqs
-    combine[:, int(COMBINE_FIRST_SLOT)] = seqs * num_splits
-    combine[:, int(COMBINE_SLOTS)] = num_splits
+    combine = uniform_combine_table(call.b, num_splits, dev)  # every sequence, num_splits pieces
     return [Launch(f"splitkv BLOCK_M={block_m}", _splitkv_kernel,
                    (triton.cdiv(call.n_rows, block_m), call.b, num_splits),
                    dict(call.common_args(), o_part_ptr=o_part, lse_part_ptr=lse_part, num_splits=num_splits),
@@ -384,6 +345,9 @@ class Version:
     interpreter: bool = True  # runs in Triton's CPU interpreter (else: a GPU only)
     hopper_only: bool = False  # sm_90 only (wgmma, TMA, warp specialization)
     gpu_verified: bool = False  # its out and lse checked against float64 on a GPU (a GPU run sets it)
+    dot_operands: str = "q"  # its dots' operand type on a GPU: "q" = q's dtype (K/V dequantized to it, P
+    #                          rounded to it before P V), "float32" = no rounding (vector FMAs); the GPU-like
+    #                          reference (kernels.reference, mode="gpu") rounds where this says
 
     @property
     def status(self) -> str:
@@ -406,6 +370,14 @@ class Version:
             raise ValueError(f"version {self.name!r} takes no plan")
         return mla_decode_plan(cache_seqlens, h_q, s_q, block_m=self.plan_block_m, **kw)
 
+    def gpu_operands(self, q_dtype: torch.dtype) -> torch.dtype:
+        """The type its dots round K, V and P to on a GPU, for q of q_dtype (the GPU-like reference's
+        `operands`)."""
+        if self.dot_operands not in ("q", "float32"):
+            raise ValueError(f"version {self.name!r}: dot_operands must be 'q' or 'float32', "
+                             f"got {self.dot_operands!r}")
+        return torch.float32 if self.dot_operands == "float32" else q_dtype
+
     def runs_on(self, device) -> bool:
         """Whether it can run on a torch device here (a CPU device: Triton's interpreter)."""
         device = torch.device(device)
@@ -418,7 +390,8 @@ _HOPPER = dict(caches=("bf16",), dtypes=("bfloat16",), min_page=64, block_m=(64,
                interpreter=False, hopper_only=True)  # Gluon: TMA pages of 64 keys, 64-row wgmma tiles
 # One table: a new version is one launcher function and one row here (CONTRIBUTING.md).
 VERSION_TABLE = {v.name: v for v in [
-    Version(1, "naive", _launch_naive, "one program per query row, vector FMAs", block_m=(1,)),
+    Version(1, "naive", _launch_naive, "one program per query row, vector FMAs", block_m=(1,),
+            dot_operands="float32"),
     Version(2, "tiled", _launch_tiled, "BLOCK_M query rows share each KV tile (tensor cores)"),
     Version(3, "splitkv", _launch_splitkv, "tiled + one split count for all sequences, LSE combine"),
     Version(4, "planned", _launch_planned, "persistent programs over a balanced plan; combine only split sequences",

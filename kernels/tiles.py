@@ -7,7 +7,8 @@ Shapes as in kernels/mla_decode.py: rows of 576 = 512 latent (also V) + 64 rope;
 base 2 (scores times softmax_scale * log2 e); lse is stored in natural log.
 
 Also the plan's two records as the planned kernels read them (`_segment`, `_combine_entry`),
-with their field offsets named once in kernels/plan.py."""
+with their field offsets named once in kernels/plan.py, and the combine kernel that merges a
+split sequence's pieces by their log-sum-exps (`_combine_kernel`)."""
 from __future__ import annotations
 
 import triton
@@ -151,3 +152,33 @@ def _store_partial(o_part_ptr, lse_part_ptr, slot, rows, row_ok, n_rows, acc, m_
              tl.where(seen[:, None], acc / l_safe[:, None], 0.0), mask=row_ok[:, None])
     tl.store(lse_part_ptr + part, tl.where(seen, m_i + tl.log2(l_safe), float("-inf")), mask=row_ok)
 
+
+@triton.jit
+def _combine_kernel(o_part_ptr, lse_part_ptr, combine_ptr, out_ptr, lse_ptr, h_q, s_q,
+                    SPLITS_P2: tl.constexpr):
+    """One program per (split sequence, query row). combine [n, 3]: (sequence, first slot,
+    slots). out = sum_i w_i * o_i with w_i = exp2(lse_i - lse), lse = log2(sum_i exp2(lse_i))
+    -- mlacourse.attention.merge_attention. Shared by every version that splits a sequence's
+    keys (3-6) and by the sparse kernel's split over the top-k list."""
+    row = tl.program_id(0)
+    k = tl.program_id(1)
+    n_rows = s_q * h_q
+    i_b, base, count = _combine_entry(combine_ptr, k)
+    splits = tl.arange(0, SPLITS_P2)
+    part = (base + splits).to(tl.int64) * n_rows + row  # [SPLITS_P2]
+    lse_parts = tl.load(lse_part_ptr + part, mask=splits < count, other=float("-inf"))
+    m = tl.max(lse_parts, axis=0)
+    m_safe = tl.where(m == float("-inf"), 0.0, m)
+    total = tl.sum(tl.exp2(lse_parts - m_safe), axis=0)
+    seen = total > 0
+    lse2 = tl.where(seen, m_safe + tl.log2(tl.where(seen, total, 1.0)), float("-inf"))
+    lse2_safe = tl.where(seen, lse2, 0.0)
+    acc = tl.zeros([_D_LAT], tl.float32)
+    for i in range(0, count):
+        p = (base + i).to(tl.int64) * n_rows + row
+        w = tl.exp2(tl.load(lse_part_ptr + p) - lse2_safe)  # 0 for a piece that saw no key
+        acc += w * tl.load(o_part_ptr + p * _D_LAT + tl.arange(0, _D_LAT))
+    tl.store(out_ptr + (i_b * n_rows + row).to(tl.int64) * _D_LAT + tl.arange(0, _D_LAT),
+             acc.to(out_ptr.dtype.element_ty))
+    i_s, i_h = row // h_q, row % h_q
+    tl.store(lse_ptr + (i_b * h_q + i_h) * s_q + i_s, lse2 * _LN2)

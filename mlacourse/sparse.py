@@ -233,10 +233,11 @@ POISON_BYTE = 0xFF  # 0xFF is a NaN e4m3 code, 0xFFFFFFFF a NaN float32 scale, 0
 
 
 def random_fp8_cache(rng: np.random.Generator, num_blocks: int, page_block_size: int, used_rows,
-                     magnitude=(1e-2, 1e1), poison: bool = True) -> np.ndarray:
+                     magnitude=(1e-2, 1e1), poison: bool = True, scales: str = "pow2") -> np.ndarray:
     """A test cache uint8 [num_blocks, page_block_size, 1, 656]: the rows in `used_rows`
     (physical numbers) hold packed random latents and rope values, each row's size drawn
-    log-uniformly from `magnitude`; every other byte is POISON_BYTE, so a row that should not
+    log-uniformly from `magnitude`, quantized with mlacourse.fp8's scale rule `scales`
+    ("pow2", FlashMLA's, or "amax"); every other byte is POISON_BYTE, so a row that should not
     be read dequantizes to NaN and spoils any result it enters."""
     from .fp8 import pack_fp8_row
     n_rows = num_blocks * page_block_size
@@ -247,7 +248,7 @@ def random_fp8_cache(rng: np.random.Generator, num_blocks: int, page_block_size:
     size = 10.0 ** rng.uniform(np.log10(magnitude[0]), np.log10(magnitude[1]), size=(used.size, 1))
     latent = rng.standard_normal((used.size, D_LATENT)) * size
     rope = rng.standard_normal((used.size, D_ROPE)) * size
-    flat[used] = pack_fp8_row(latent, rope)
+    flat[used] = pack_fp8_row(latent, rope, scales)
     return flat.reshape(num_blocks, page_block_size, 1, FP8_ROW_BYTES)
 
 

@@ -6,8 +6,9 @@ per gap, each starting with its step: "step 4 (kernels/BENCHMARKS.md): ...". The
   1 the table row      what the row says the version reads and takes is what its launcher does
                        (every cache format, dtype, BLOCK_M, the smallest page, plan=,
                        batch_invariant=), checked by building launches (gpu=True, nothing runs)
-  2 tests              where it can run here, its out and lse against the float64 reference on
-                       a poisoned case (tests/test_kernels.py then runs it through every case)
+  2 tests              where it can run here, its out and lse against the float64 and the
+                       GPU-like references on a poisoned case, and the GPU-like one against
+                       float64 (tests/test_kernels.py then runs it through every case)
   3 compile report     `python -m kernels.compile_report --only NAME` builds a configuration for
                        every cache and BLOCK_M, labelled with its name; BENCHMARKS.md records one
   4 BENCHMARKS.md      a row in its table of versions: "not measured yet" until a GPU run
@@ -102,6 +103,9 @@ def table_row(v) -> list[str]:
         found.append(_say(1, f"call={v.call!r}: 'dense' (block_table) or 'sparse' (indices)"))
     if v.hopper_only and v.interpreter:
         found.append(_say(1, "hopper_only=True with interpreter=True: a Hopper-only kernel has no CPU interpreter"))
+    if v.dot_operands not in ("q", "float32"):
+        found.append(_say(1, f"dot_operands={v.dot_operands!r}: 'q' (its dots round K, V, P to q's dtype) or "
+                             f"'float32' (no rounding): the GPU-like reference rounds where it says"))
     if [w.number for w in md.VERSION_TABLE.values()].count(v.number) > 1:
         found.append(_say(1, f"number {v.number} is another version's too"))
     if not set(v.caches) <= {"bf16", "fp8"} or not v.caches or not set(v.block_m) <= set(SHAPE_OF_BLOCK_M):
@@ -149,9 +153,11 @@ def table_row(v) -> list[str]:
 
 def against_reference(v) -> list[str]:
     """One poisoned case per cache format (NaN in unused slots, out-of-range table entries, an
-    empty sequence, causal rows that see no key) where the version runs here."""
-    from kernels.reference import compare, reference_decode
-    from tests.test_kernels import DEVICE, LSE_TOL, OUT_TOL, make_case
+    empty sequence, causal rows that see no key) where the version runs here, against both
+    references (kernels.reference.check_against_references: the GPU-like one within the GPU's
+    tolerances of float64, the kernel within this machine's of both)."""
+    from kernels.reference import check_against_references, reference_sparse_decode
+    from tests.test_kernels import DEVICE, V_RMS, make_case, references
     if not v.runs_on(DEVICE):
         return []  # a Hopper-only version: tests/test_kernels.py runs it on a Hopper GPU
     found = []
@@ -163,23 +169,24 @@ def against_reference(v) -> list[str]:
                                           h_q=2 if v.block_m == (1,) else 4, fp8=fp8, seed=7)
                 out, lse = md.mla_decode_with_kvcache(q, kv, bt, sl, 512, causal=True, is_fp8_kvcache=fp8,
                                                       version=v.name)
-                ref_out, ref_lse = reference_decode(q, kv, bt, sl, 512, None, True, fp8)
+                ref64, ref_gpu = references(q, kv, bt, sl, fp8, True, None, v.name)
+                v_rms = V_RMS
             else:
-                from mlacourse import sparse as S
-                from tests.test_kernel_sparse import served_case
+                from tests.test_kernel_sparse import case_v_rms, served_case
                 q, kv_np, idx = served_case([0, 5, 70], s_q=2, h_q=4, topk=32, page=max(16, v.min_page), seed=7)
-                launches, out, lse = sparse_decode.prepare(q.to(DEVICE), torch.from_numpy(kv_np).to(DEVICE),
-                                                           torch.from_numpy(idx).to(torch.int32).to(DEVICE),
+                kv_t, idx_t = torch.from_numpy(kv_np), torch.from_numpy(idx).to(torch.int32)
+                launches, out, lse = sparse_decode.prepare(q.to(DEVICE), kv_t.to(DEVICE), idx_t.to(DEVICE),
                                                            launcher=v.launch)
                 for launch in launches:
                     launch()
-                ref_out, ref_lse = (torch.from_numpy(a) for a in S.sparse_decode(q.double().numpy(), kv_np, idx,
-                                                                                   576 ** -0.5))
+                ref64 = reference_sparse_decode(q, kv_t, idx_t)
+                ref_gpu = reference_sparse_decode(q, kv_t, idx_t, mode="gpu", operands=v.gpu_operands(q.dtype))
+                v_rms = case_v_rms(kv_np, idx)
         except Exception as e:  # noqa: BLE001 -- a crash is this step's finding
             found.append(_say(2, f"{cache} cache: {type(e).__name__}: {e}"))
             continue
-        for what, got, ref, tol in (("out", out, ref_out, OUT_TOL), ("lse", lse, ref_lse, LSE_TOL)):
-            c = compare(f"{v.name} {what}, {cache} cache", got, ref, **tol)
+        for c in check_against_references(f"{v.name}, {cache} cache", out, lse, ref64, ref_gpu, DEVICE == "cuda",
+                                          v_rms, sparse=v.call == "sparse"):
             if not c.ok:
                 found.append(_say(2, c.message))
     return found

@@ -111,9 +111,22 @@ def test_the_gate_uses_flashmlas_rule_and_cosine():
     g = r * (1 + torch.from_numpy(rng.uniform(-0.0155, 0.0155, 10000)))
     c = compare("x", g, r, **FLASHMLA_OUT_TOL)
     assert c.n_ok == c.n and c.cos_diff > 5e-6 and not c.ok
-    ok, text = bench.gate("v", torch.zeros(2, 1, 2, 3), torch.zeros(2, 2, 1), torch.zeros(2, 1, 2, 3) + 1,
-                          torch.zeros(2, 2, 1))
-    assert not ok and text.startswith("FAILED v out")
+    z_out, z_lse = torch.zeros(2, 1, 2, 3), torch.zeros(2, 2, 1)
+    ref = (z_out + 1, z_lse)
+    ok, text = bench.gate("v", z_out, z_lse, ref, ref)
+    assert not ok and text.startswith("FAILED out (GPU) vs float64 v"), text
+    ok, text = bench.gate("v", z_out + 1, z_lse, ref, ref)
+    assert ok and text.startswith("ok: max abs 0.0e+00"), text
+    # a GPU-like reference outside the GPU's tolerances of float64 fails the gate before the version
+    ok, text = bench.gate("v", z_out + 1, z_lse, ref, (z_out + 1.1, z_lse))
+    assert not ok and text.startswith("FAILED GPU-like reference out vs float64 v"), text
+    # FlashMLA's abs figure is in units of V: rms 1 allows ten times FlashMLA's 8e-4 (its V has rms 0.1)
+    one_zero = torch.ones(2, 1, 2, 3)
+    one_zero[0, 0, 0, 0] = 0.0  # an output near 0: only the abs rule can pass an error there
+    off = one_zero.clone()
+    off[0, 0, 0, 0] = 5e-3
+    assert bench.gate("v", off, z_lse, (one_zero, z_lse), (one_zero, z_lse), v_rms=1.0)[0]
+    assert not bench.gate("v", off, z_lse, (one_zero, z_lse), (one_zero, z_lse), v_rms=0.1)[0]
 
 
 def test_flashmla_interfaces():

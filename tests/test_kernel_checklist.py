@@ -100,6 +100,8 @@ def test_a_row_that_claims_what_the_launcher_does_not_fails_step_1(register):
     assert any("hopper_only=True with interpreter=True" in p for p in K.table_row(md.VERSION_TABLE["fake"]))
     register(number=2)
     assert any("number 2 is another version's too" in p for p in K.table_row(md.VERSION_TABLE["fake"]))
+    register(dot_operands="bf16")  # the GPU-like reference would not know where it rounds
+    assert any("dot_operands='bf16'" in p for p in K.table_row(md.VERSION_TABLE["fake"]))
 
 
 def test_what_a_row_leaves_out_is_refused_before_the_launcher_runs(register):
@@ -120,7 +122,10 @@ def test_a_launcher_that_computes_wrong_fails_step_2(register):
         return _fake_launch(call)
     register(launch=wrong_scale, caches=("bf16",))
     found = K.against_reference(md.VERSION_TABLE["fake"])
-    assert found and found[0].startswith("step 2 (tests): fake out, bf16 cache")
+    # the GPU-like reference passes (the references are right); the kernel fails against both of them
+    assert found and found[0].startswith("step 2 (tests): out (")
+    assert "vs float64 fake, bf16 cache: MISMATCH" in found[0], found[0]
+    assert any("vs GPU-like reference fake, bf16 cache: MISMATCH" in f for f in found), found
     register(caches=("bf16",))  # the right launcher passes
     assert K.against_reference(md.VERSION_TABLE["fake"]) == []
 

@@ -1,10 +1,13 @@
-"""Triton MLA decode vs the float64 reference, every version (CPU: Triton's interpreter).
+"""Triton MLA decode vs its two references, every version (CPU: Triton's interpreter).
 
 Cases in FlashMLA's test style: NaN-poisoned unused cache slots and spare pages,
 out-of-range unused block-table entries, scattered pages, zero-length sequences,
 lengths around the tile size, causal s_q > 1 with rows that see no key, several page
-sizes, 128 heads, FP8 rows. Failures report max abs/rel error, where, how many
-elements are within tolerance and the cosine difference."""
+sizes, 128 heads, FP8 rows. Every case is checked three ways (kernels.reference.
+check_against_references): the GPU-like reference (the GPU's roundings, emulated) against
+float64 at the tolerances a GPU run is held to -- so that what passes here is what a GPU
+will pass -- and the kernel against both references. Failures report max abs/rel error,
+where, how many elements are within tolerance and the cosine difference."""
 import math
 
 import numpy as np
@@ -12,8 +15,9 @@ import pytest
 import torch
 
 from kernels import fp8 as kfp8
-from kernels.mla_decode import VERSION_TABLE, default_num_splits, mla_decode_with_kvcache
-from kernels.reference import compare, reference_decode
+from kernels.mla_decode import DEFAULT_VERSION, VERSION_TABLE, default_num_splits, mla_decode_with_kvcache
+from kernels.reference import INTERPRETER_LSE_TOL, INTERPRETER_OUT_TOL, check_against_references, compare, \
+    gpu_tolerances, reference_decode
 from mlacourse.paged import make_paged_cache
 
 # Without CUDA the kernels run in Triton's interpreter on CPU tensors (conftest sets
@@ -23,24 +27,24 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 DENSE = {n: v for n, v in VERSION_TABLE.items() if v.call == "dense"}  # block_table + cache_seqlens
 VERSIONS = tuple(n for n, v in DENSE.items() if v.runs_on(DEVICE))
 FP8_VERSIONS = tuple(n for n in VERSIONS if "fp8" in DENSE[n].caches)
-# bf16 output. On a GPU: FlashMLA's own test tolerances (out: 8e-4 abs + 2.01/128 rel;
-# lse: 1e-6 abs + 8.01/65536 rel, about 1.2e-4). The interpreter computes in fp32 but
-# truncates (does not round) fp32 -> bf16 on the store, so out needs a wider rel there.
-GPU_OUT_TOL = dict(atol=8e-4, rtol=2.01 / 128)
-GPU_LSE_TOL = dict(atol=1e-6, rtol=8.01 / 65536)
-OUT_TOL = GPU_OUT_TOL if DEVICE == "cuda" else dict(atol=5e-3, rtol=1e-2)
-LSE_TOL = GPU_LSE_TOL if DEVICE == "cuda" else dict(atol=1e-4, rtol=1e-4)
-MAX_COS_DIFF = 1e-5 if DEVICE == "cuda" else 1e-4
+# make_case draws q and every cache value from N(0, 1): V's rms is 1, ten times FlashMLA's
+# randn/10, so the GPU's out atol is FlashMLA's 8e-4 scaled by 10 (kernels.reference.gpu_tolerances:
+# out abs 8e-3 or rel 2.01/128, cosine 5e-6; lse abs 1e-6 or rel 8.01/65536, cosine 1e-7).
+V_RMS = 1.0
+GPU_OUT_TOL, GPU_LSE_TOL = gpu_tolerances(V_RMS)
+# the kernel's own tolerance here: the GPU's, or the interpreter's (which truncates fp32 -> bf16)
+OUT_TOL, LSE_TOL = (GPU_OUT_TOL, GPU_LSE_TOL) if DEVICE == "cuda" else (INTERPRETER_OUT_TOL, INTERPRETER_LSE_TOL)
 
 
-def make_case(lens, page=64, s_q=1, h_q=4, dtype=torch.bfloat16, fp8=False, seed=0):
+def make_case(lens, page=64, s_q=1, h_q=4, dtype=torch.bfloat16, fp8=False, seed=0, scales="pow2"):
     """q [b, s_q, h_q, 576]; a paged cache whose unused slots are NaN and whose unused
-    table entries are 2**31 - 1 (mlacourse.paged.make_paged_cache)."""
+    table entries are 2**31 - 1 (mlacourse.paged.make_paged_cache). FP8 rows are packed with
+    `scales` (mlacourse.fp8: "pow2", FlashMLA's, or "amax")."""
     rng = np.random.default_rng(seed)
     seqs = [rng.standard_normal((n, 1, 576)) for n in lens]
     kv, bt, sl = make_paged_cache(seqs, page, rng)  # kv [num_blocks, page, 1, 576] float64
     kv = torch.from_numpy(kv)
-    cache = kfp8.pack_fp8_kvcache(kv) if fp8 else kv.to(dtype)
+    cache = kfp8.pack_fp8_kvcache(kv, scales) if fp8 else kv.to(dtype)
     q = torch.from_numpy(rng.standard_normal((len(lens), s_q, h_q, 576))).to(dtype)
     bt, sl = torch.from_numpy(bt).to(torch.int32), torch.from_numpy(sl)
     return tuple(t.to(DEVICE) for t in (q, cache, bt, sl))
@@ -56,18 +60,38 @@ def heads_for(version, h_q):
     return 2 if DENSE[version].block_m == (1,) else h_q
 
 
+def references(q, cache, bt, sl, fp8=False, causal=False, softmax_scale=None, version=DEFAULT_VERSION):
+    """(float64 reference, GPU-like reference of `version`), each (out, lse), on the CPU."""
+    args = (q.cpu(), cache.cpu(), bt.cpu(), sl.cpu(), 512, softmax_scale, causal, fp8)
+    operands = VERSION_TABLE[version].gpu_operands(q.dtype)  # the live table: a test may register a version
+    return reference_decode(*args), reference_decode(*args, mode="gpu", operands=operands)
+
+
+def assert_references(tag, out, lse, ref64, ref_gpu, v_rms=V_RMS, sparse=False):
+    """kernels.reference.check_against_references, every comparison asserted."""
+    for c in check_against_references(tag, out, lse, ref64, ref_gpu, DEVICE == "cuda", v_rms, sparse):
+        assert c.ok, c.message
+
+
+def assert_emulation_passes(tag, ref64, ref_gpu, v_rms=V_RMS, sparse=False):
+    """What a GPU computes (the GPU-like reference) within the GPU's tolerances of float64: the
+    first check of check_against_references, for a case whose kernel cannot run here."""
+    out_tol, lse_tol = gpu_tolerances(v_rms, sparse)
+    for what, got, ref, tol in (("out", ref_gpu[0], ref64[0], out_tol), ("lse", ref_gpu[1], ref64[1], lse_tol)):
+        c = compare(f"GPU-like reference {what} vs float64 {tag}", got, ref, **tol)
+        assert c.ok, c.message
+
+
 def check(q, cache, bt, sl, fp8=False, causal=False, softmax_scale=None, **options):
     out, lse = mla_decode_with_kvcache(q, cache, bt, sl, 512, softmax_scale=softmax_scale, causal=causal,
                                        is_fp8_kvcache=fp8, **options)
-    ref_out, ref_lse = reference_decode(q, cache, bt, sl, 512, softmax_scale, causal, fp8)
-    assert out.dtype == q.dtype and out.shape == ref_out.shape
-    assert lse.dtype == torch.float32 and lse.shape == ref_lse.shape
-    tag = f"[{options.get('version', 'splitkv')}, lens={sl.tolist()}, s_q={q.shape[1]}, h_q={q.shape[2]}, " \
+    version = options.get("version", DEFAULT_VERSION)
+    ref64, ref_gpu = references(q, cache, bt, sl, fp8, causal, softmax_scale, version)
+    assert out.dtype == q.dtype and out.shape == ref64[0].shape
+    assert lse.dtype == torch.float32 and lse.shape == ref64[1].shape
+    tag = f"[{version}, lens={sl.tolist()}, s_q={q.shape[1]}, h_q={q.shape[2]}, " \
           f"page={cache.shape[1]}, causal={causal}, fp8={fp8}]"
-    c = compare("out " + tag, out, ref_out, **OUT_TOL)
-    assert c.ok and c.cos_diff < MAX_COS_DIFF, c.message
-    c = compare("lse " + tag, lse, ref_lse, **LSE_TOL)
-    assert c.ok, c.message
+    assert_references(tag, out, lse, ref64, ref_gpu)
     return out, lse
 
 
@@ -97,6 +121,23 @@ def test_fp8_cache(version):
     q, cache, bt, sl = make_case([5, 64, 97], page=page_for(version, 32), h_q=heads_for(version, 16), fp8=True, seed=3)
     assert cache.dtype == torch.uint8 and cache.shape[-1] == 656
     check(q, cache, bt, sl, fp8=True, version=version)
+
+
+def test_fp8_cache_with_amax_scales():
+    """FP8 rows packed with max|x|/448 scales (the named option): the kernel reads them, but on a
+    GPU it dequantizes to bf16, which rounds code * scale -- the lse moves past FlashMLA's
+    8.01/65536. Predicted here by the GPU-like reference; on a GPU, the kernel agrees with the
+    GPU-like reference and misses float64 by as much."""
+    q, cache, bt, sl = make_case([5, 64, 97], page=32, h_q=16, fp8=True, seed=3, scales="amax")
+    out, lse = mla_decode_with_kvcache(q, cache, bt, sl, 512, is_fp8_kvcache=True, version="tiled")
+    ref64, ref_gpu = references(q, cache, bt, sl, True, False, None, "tiled")
+    assert not compare("GPU-like lse vs float64", ref_gpu[1], ref64[1], **GPU_LSE_TOL).ok
+    near = ref_gpu if DEVICE == "cuda" else ref64  # the interpreter rounds nothing
+    for what, i, tol in (("out", 0, OUT_TOL), ("lse", 1, LSE_TOL)):
+        c = compare(f"{what} vs the reference it should match", (out, lse)[i], near[i], **tol)
+        assert c.ok, c.message
+    if DEVICE == "cuda":
+        assert not compare("lse vs float64", lse, ref64[1], **GPU_LSE_TOL).ok
 
 
 @pytest.mark.parametrize("page", [16, 32, 128, 256])
@@ -231,22 +272,33 @@ def test_errors(bad, match):
 @pytest.mark.parametrize("version", tuple(DENSE))
 def test_gpu_bf16_operands(version, fp8):
     """On a GPU the dots take bf16 operands (p is rounded to bf16 too), held to FlashMLA's
-    tolerances at 128 heads. Skipped without CUDA, and where the version's row says it cannot run
-    (Hopper only) or read the cache (bf16 rows only)."""
+    tolerances at 128 heads, against both references. Skipped without CUDA, and where the
+    version's row says it cannot run (Hopper only) or read the cache (bf16 rows only);
+    test_gpu_cases_pass_in_emulation checks, without a GPU, that these cases can pass."""
     v = DENSE[version]
     if not v.runs_on("cuda") or ("fp8" if fp8 else "bf16") not in v.caches:
         pytest.skip(f"version {version!r} does not run on this GPU or read {'FP8' if fp8 else 'bf16'} rows")
-    lens = [0, 1, 700, 2049, 4096]
-    q, cache, bt, sl = make_case(lens, page=page_for(version, 64), s_q=2, h_q=8 * heads_for(version, 16), fp8=fp8,
-                                 seed=21)
+    q, cache, bt, sl = make_case(GPU_CASE_LENS, page=page_for(version, 64), s_q=2, h_q=8 * heads_for(version, 16),
+                                 fp8=fp8, seed=21)
     q, cache, bt, sl = (t.cuda() for t in (q, cache, bt, sl))
-    out, lse = mla_decode_with_kvcache(q, cache, bt, sl, 512, softmax_scale=192 ** -0.5, causal=True,
-                                       is_fp8_kvcache=fp8, version=version)
-    ref_out, ref_lse = reference_decode(q, cache, bt, sl, 512, 192 ** -0.5, True, fp8)
-    c = compare(f"gpu out [{version}, fp8={fp8}]", out, ref_out, **GPU_OUT_TOL)
-    assert c.ok and c.cos_diff < 1e-5, c.message
-    c = compare(f"gpu lse [{version}, fp8={fp8}]", lse, ref_lse, **GPU_LSE_TOL)
-    assert c.ok, c.message
+    check(q, cache, bt, sl, fp8=fp8, causal=True, softmax_scale=192 ** -0.5, version=version)
+
+
+GPU_CASE_LENS = [0, 1, 700, 2049, 4096]
+
+
+@pytest.mark.parametrize("fp8", [False, True])
+@pytest.mark.parametrize("version", tuple(DENSE))
+def test_gpu_cases_pass_in_emulation(version, fp8):
+    """test_gpu_bf16_operands's cases, every version, without a GPU: the GPU-like reference
+    (the version's roundings) within the GPU's tolerances of float64. A failure here is a GPU
+    test that would fail on its first run for a reason that is not the kernel."""
+    v = DENSE[version]
+    if ("fp8" if fp8 else "bf16") not in v.caches:
+        pytest.skip(f"version {version!r} reads no {'FP8' if fp8 else 'bf16'} rows")
+    q, cache, bt, sl = make_case(GPU_CASE_LENS, page=page_for(version, 64), s_q=2, h_q=8 * heads_for(version, 16),
+                                 fp8=fp8, seed=21)
+    assert_emulation_passes(f"[{version}, fp8={fp8}]", *references(q, cache, bt, sl, fp8, True, 192 ** -0.5, version))
 
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
