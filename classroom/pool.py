@@ -7,9 +7,9 @@
 In the sandbox an attempt sees no other process: it cannot signal, stop or kill its
 worker, the other workers or the conductor, and everything it starts dies with its
 sandbox. So when a worker dies, stops (SIGSTOP: the conductor looks at its state every
-second), stays busy past the attempt's budget (the sum of the spec's per-case limits
-plus start-up and a margin: the sandbox enforces each deadline, so this is a backstop
-for a stuck judge), or says the sandbox could not start, that is the machine's doing
+second), stays busy past the attempt's budget (grader/plan.py's whole-attempt budget plus a
+margin: the judge stops the attempt at that budget, so this is a backstop for a stuck
+judge), or says the sandbox could not start, that is the machine's doing
 (the OOM killer, someone's ``kill``, an overloaded host) and not the attempt's: the
 worker is replaced and the attempt graded again, at most ``retries`` more times. An
 attempt that still could not be graded is handed to ``on_not_graded`` with an honest
@@ -54,12 +54,10 @@ class Job:
 
 
 def budget_for(problem) -> float:
-    """Start-up, then every case at its limit plus the judge's gap between cases, plus a margin."""
-    from grader import sandbox
-    cases = problem.make_cases(0)
-    startup = sandbox.STARTUP_S[sandbox.stack(problem)] + problem.timeout_s
-    per_case = sum((c.timeout_s or problem.timeout_s) + sandbox.START_GAP_S for c in cases)
-    return startup + per_case + MARGIN_S
+    """The attempt's whole time budget (grader/plan.py: the judge stops it there), plus a
+    margin for the judge's own work around it: a backstop for a stuck judge."""
+    from grader import plan
+    return plan.attempt_budget_s(problem) + MARGIN_S
 
 
 def process_state(pid: int) -> str:

@@ -150,6 +150,9 @@ class ProblemResult:
 
     # ---- questions
     def first_failure(self):
+        for o in self.outcomes:   # the whole budget spent: that is what the verdict is about
+            if o.reason == "time_budget":
+                return o
         for o in self.outcomes:
             if o.status not in (CaseStatus.PASS, CaseStatus.NOT_RUN):
                 return o

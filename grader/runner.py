@@ -548,6 +548,8 @@ def grade(problem: Problem, path=None, seed: int | None = None, module=None, pro
             res.add(grade_record(problem, c, records.get(i, {"status": RunStatus.NOT_RUN}), kernel_records.get(i)))
         explain_mistakes(problem, res.outcomes)
         res.finish()
+        if any(o.reason == "time_budget" for o in res.outcomes):
+            res.reason = "time_budget"   # the attempt was cut off: its other failures are not the story
     res.elapsed = time.monotonic() - t0
     return res
 
