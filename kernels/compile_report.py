@@ -622,8 +622,9 @@ def main(argv=None):
     return rows
 
 
-COLUMNS = ("kernel", "BLOCK_M x N", "warps", "stages", "shared (B)", "regs", "spills st/ld (B)", "LDL/STL in KV loop",
-           "MMA in KV loop", "executed/useful MMA", "instr/tile", "copies in flight at MMA", "overlap", "SASS instr")
+COLUMNS = ("kernel", "BLOCK_M x N", "warps", "stages", "shared (B)", "regs", "spills st/ld (B)", "MMA in KV loop",
+           "executed/useful MMA", "instr/tile", "copies in flight at MMA", "overlap", "LDL/STL in KV loop", "SASS instr",
+           "register cap")  # the first twelve in the order chapters 6 and 8 read them
 
 
 def _cells(*cells) -> str:
@@ -651,19 +652,19 @@ def format_table(rows):
         warps = "+".join(str(w) for w in [r["num_warps"]] + r.get("worker_warps", []))
         looped = [p for p in r.get("partitions", []) if "loop_instructions" in p]
         per_tile = " / ".join(str(p["instructions_per_tile"]) for p in looped) if looped else r.get("instructions", "-")
-        regs = r["regs"]
+        cap = "-"
         if r.get("maxnreg") is not None:
-            regs = f"{r['regs']} (.maxnreg {r['maxnreg']}{' IGNORED by ptxas' if r.get('maxnreg_ignored') else ''})"
+            cap = f".maxnreg {r['maxnreg']}" + (" (IGNORED by ptxas: over 255)" if r.get("maxnreg_ignored") else "")
         local = "-" if r.get("loop") is None else r.get("local_ops", "-")
         lines.append(_cells(r["label"], f"{r['block_m'] or '-'} x {r['block_n'] or '-'}", warps, r["num_stages"],
-                            r["shared"], regs, f"{r['spill_stores']}/{r['spill_loads']}", local, shapes, ratio, per_tile,
-                            inflight, ov, r.get("sass_instructions") or "-"))
+                            r["shared"], r["regs"], f"{r['spill_stores']}/{r['spill_loads']}", shapes, ratio, per_tile,
+                            inflight, ov, local, r.get("sass_instructions") or "-", cap))
         for i, p in enumerate(r.get("partitions", [])):
             lines.append(_cells(f"{r['label']} · {p['partition']} ({'default' if i == 0 else 'worker'} partition)", "",
-                                p["warps"], "", "", f"setmaxnreg {p['setmaxnreg']}, names {p['registers_named']}", "",
-                                p.get("loop_local_ops", "-"), p.get("loop_mma", "-"), "",
+                                p["warps"], "", "", f"{p['registers_named']} named", "", p.get("loop_mma", "-"), "",
                                 f"{p['instructions_per_tile']} ({p['loop_instructions']} per pair)"
-                                if "loop_instructions" in p else "-", "", "", p["instructions"]))
+                                if "loop_instructions" in p else "-", "", "", p.get("loop_local_ops", "-"),
+                                p["instructions"], f"setmaxnreg {p['setmaxnreg']}"))
         if r.get("tiles") == [64] and r.get("ratio"):  # a version that ships 64-row tiles only (wgmma)
             lines.append(sixteen_row_line(r))
     return "\n".join(lines)
@@ -673,7 +674,7 @@ def sixteen_row_line(r):
     """The same compiled kernel at h_q * s_q = 16 (derived, not another compile): a wgmma is
     m64, so 64 rows are computed for 16 real ones -- 4x the useful MMA work. The 16-row path
     the compiler does build is version 4's BLOCK_M=16 tile (mma.sync, executed/useful 1.00)."""
-    return _cells(f"{r['label']}, at h_q*s_q=16 (derived)", "16 real of 64 rows", "", "", "", "", "", "", "",
+    return _cells(f"{r['label']}, at h_q*s_q=16 (derived)", "16 real of 64 rows", "", "", "", "", "", "",
                   f"{r['ratio'] * r['block_m'] / 16:.2f}")
 
 

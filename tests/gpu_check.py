@@ -180,11 +180,12 @@ def call_options(case: Case) -> dict:
                 version=case.version)
 
 
-def case_launches(case: Case, device="cpu") -> list:
-    """The launches the test of this case makes on a GPU (built, not run)."""
+def case_launches(case: Case, device="cpu", contents: bool = False) -> list:
+    """The launches the test of this case makes on a GPU (built, not run; contents=False: on zero
+    tensors of the test's shapes, which specialize the same -- tests/test_kernel_gpu_check.py checks)."""
     from kernels import mla_decode as md
     from kernels import sparse_decode
-    t = inputs(case, device, contents=False)
+    t = inputs(case, device, contents=contents)
     if case.shape.topk:
         return sparse_decode.prepare(*t, softmax_scale=SCALE, gpu=True, check_indices=False)[0]
     return md.prepare(*t, 512, gpu=True, **call_options(case))[1]
