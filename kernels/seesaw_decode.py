@@ -50,18 +50,19 @@ many maxnreg") and every setmaxnreg with it, so both warpgroups were compiled ag
 registers and nothing was rebalanced. With MAXNREG = 255 the split is real: warpgroup 0
 (which also keeps P0 in fp32 across its P0 V0L product until a1 arrives, and issues the
 copies) gets 256, warpgroup 1 gets 248 -- 504 of the 510 a pair of threads may hold.
-The 36 wgmma of S = Q K^T need 72 shared-memory descriptors (Q's and K's, 16 bytes of K
-each); written out statically they are loop-invariant, the compiler computed all 72 before
-the KV loop, and warpgroup 0 spilled them to local memory (36 spill loads and stores in its
-loop). _scores therefore walks the 512 latent dimensions in a run-time loop of 8 chunks
+The 36 wgmma of S = Q K^T (576 / 16 k-steps) need 72 shared-memory descriptors, one into Q
+and one into K per k-step; written out statically they are loop-invariant, the compiler
+computed all 72 before the KV loop, and warpgroup 0 spilled them to local memory (36 spill
+loads and stores in its loop, triton 3.6). _scores therefore walks the 512 latent dimensions in a run-time loop of 8 chunks
 of 64 columns (the chunk c of a [64, 512] NVMMA buffer is the c-th 8 KB of it, which
 tests/test_kernel_seesaw.py checks from triton's layouts): the descriptors are made where they
 are used, in uniform registers, and the loop has no spill (the compile report reads it off
 the whole SASS, per warpgroup).
 
 Limits (as version 5): bf16 caches only, page_block_size 64-256, 64 query rows per program.
-Gluon has no CPU interpreter: tests compile this for sm_90 (tests/test_kernel_seesaw.py) and
-run it against the float64 reference only where a Hopper GPU is present."""
+Gluon has no CPU interpreter: tests compile this for sm_90 (tests/test_kernel_seesaw.py,
+tests/test_kernel_compile.py) and run it against the float64 reference only where a Hopper GPU
+is present (tests/test_kernel_gpu_matrix.py: the GPU check's hopper step)."""
 from __future__ import annotations
 
 from triton.experimental import gluon
