@@ -623,8 +623,8 @@ def main(argv=None):
 
 
 COLUMNS = ("kernel", "BLOCK_M x N", "warps", "stages", "shared (B)", "regs", "spills st/ld (B)", "MMA in KV loop",
-           "executed/useful MMA", "instr/tile", "copies in flight at MMA", "overlap", "LDL/STL in KV loop", "SASS instr",
-           "register cap")  # the first twelve in the order chapters 6 and 8 read them
+           "executed/useful MMA", "instr/tile", "copies in flight at MMA", "overlap", "LDL/STL in KV loop",
+           "SASS instr", "register cap")  # the first twelve in the order chapters 6 and 8 read them
 
 
 def _cells(*cells) -> str:

@@ -53,8 +53,8 @@ copies) gets 256, warpgroup 1 gets 248 -- 504 of the 510 a pair of threads may h
 The 36 wgmma of S = Q K^T (576 / 16 k-steps) need 72 shared-memory descriptors, one into Q
 and one into K per k-step; written out statically they are loop-invariant, the compiler
 computed all 72 before the KV loop, and warpgroup 0 spilled them to local memory (36 spill
-loads and stores in its loop, triton 3.6). _scores therefore walks the 512 latent dimensions in a run-time loop of 8 chunks
-of 64 columns (the chunk c of a [64, 512] NVMMA buffer is the c-th 8 KB of it, which
+loads and stores in its loop, triton 3.6). _scores therefore walks the 512 latent dimensions
+in a run-time loop of 8 chunks of 64 columns (the chunk c of a [64, 512] NVMMA buffer is the c-th 8 KB of it, which
 tests/test_kernel_seesaw.py checks from triton's layouts): the descriptors are made where they
 are used, in uniform registers, and the loop has no spill (the compile report reads it off
 the whole SASS, per warpgroup).

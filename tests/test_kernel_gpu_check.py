@@ -64,7 +64,8 @@ def test_a_run_cut_short_leaves_every_finished_step_on_disk(tmp_path):
     """The bench step hangs (a python that sleeps for kernels/bench.py); the run is killed while
     it hangs -- as a lease running out would kill it. The env step's row is on disk."""
     fake = tmp_path / "python"
-    fake.write_text(f"#!/bin/sh\ncase \"$*\" in *kernels/bench.py*) exec sleep 600 ;; esac\nexec {sys.executable} \"$@\"\n")
+    fake.write_text("#!/bin/sh\ncase \"$*\" in *kernels/bench.py*) exec sleep 600 ;; esac\n"
+                    f"exec {sys.executable} \"$@\"\n")
     fake.chmod(0o755)
     out = tmp_path / "out"
     proc = subprocess.Popen(["bash", str(SCRIPT), "--dry-run", str(out)], cwd=ROOT, start_new_session=True,
