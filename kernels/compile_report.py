@@ -14,8 +14,9 @@ each launch is compiled with the specialization triton's launcher would give it 
 aligned pointers, integers divisible by 16, integers equal to 1 as constants).
 
 Per configuration: shared memory (triton's metadata), registers and spill bytes (ptxas -v),
-and from the SASS (cuobjdump, shipped in the triton wheel) of the innermost loop that holds
-the matrix instructions -- the KV loop, one tile per iteration:
+and from the whole SASS (nvdisasm, shipped in the triton wheel: every instruction, with the
+source line each came from) of the innermost loop that holds the matrix instructions -- the
+KV loop, one tile per iteration:
   executed MMA FLOP   every HGMMA/HMMA in the loop, times the warpgroups (or warps) that run it
   useful MMA FLOP     2 * BLOCK_M * BLOCK_N * (576 + 512): QK^T plus PV for one tile
   instructions        SASS instructions in the loop body (static count, branches included)
@@ -23,6 +24,17 @@ the matrix instructions -- the KV loop, one tile per iteration:
                       is replayed with a count of outstanding copy groups (LDGSTS+LDGDEPBAR
                       commit one, DEPBAR.LE SB0,N leaves at most N; UTMALDG adds one, an
                       mbarrier wait retires one)
+A warp-specialized kernel (version 6) is read per partition: each instruction belongs to the
+partition whose function its source line (and, under triton 3.9, its inlining chain) names,
+and each partition's KV loop is the smallest loop of its own instructions that holds every MMA
+shape it uses; per partition the report gives its setmaxnreg, the registers its code names,
+its loop's instructions and its loop's spill loads and stores (LDL/STL), and the kernel's
+starting cap (.maxnreg) and whether ptxas honoured it.
+
+Why not triton's own reader (triton.tools.disasm): in triton 3.6 it matches instruction
+addresses of exactly four hex digits, so it stops at address 0xfff0 -- after 4,096
+instructions; version 6 has over 6,000, and its second partition's loop lay past that
+point (triton 3.9 fixed the pattern). The reader here takes any address width.
 Must run without TRITON_INTERPRET (the interpreter cannot compile); tests run it in a subprocess."""
 from __future__ import annotations
 
@@ -135,18 +147,105 @@ def compile_launch(launch, fresh=True):
     triton.knobs.compilation.always_compile = fresh  # a cached kernel would skip ptxas and its report
     log = io.StringIO()
     with contextlib.redirect_stdout(log):
-        k = triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                           options={"num_warps": launch.num_warps, "num_stages": launch.num_stages})
+        k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=launch.compile_options())
     return k, log.getvalue()
 
 
+# ---------------------------------------------------------------------------------------
+# The whole SASS
+# ---------------------------------------------------------------------------------------
+
+class Instr(NamedTuple):
+    """One SASS instruction: its address, its text ("HGMMA.64x64x16.F32.BF16 R152, gdesc[UR44], ..."
+    without address and ';'), and where it came from -- (file, line) pairs, innermost first
+    (the inlining chain under triton 3.9; one pair, or none, under 3.6)."""
+    addr: int
+    text: str
+    locs: tuple
+
+
+_SASS_LINE = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")  # any address width (triton 3.6's: exactly 4)
+_SASS_LABEL = re.compile(r"^\s*(\.L_x_\w+):")
+_SASS_LOC = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def _nvidia_tool(name: str) -> str | None:
+    """A CUDA binary tool: the one in this triton's wheel, else the PATH's."""
+    import shutil
+
+    import triton
+    path = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", name)
+    return path if os.path.exists(path) else shutil.which(name)
+
+
+def disassemble(cubin: bytes) -> tuple[list[Instr], dict[str, int]]:
+    """(every SASS instruction of a one-kernel cubin, branch label -> address). nvdisasm -gi
+    prints each instruction's source line with its inlining chain; cuobjdump -sass (no source
+    lines) where there is no nvdisasm."""
+    import subprocess
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        nvdisasm = _nvidia_tool("nvdisasm")
+        cmd = [nvdisasm, "-c", "-gi", f.name] if nvdisasm else [_nvidia_tool("cuobjdump"), "-sass", f.name]
+        return parse_disassembly(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+
+
+def parse_disassembly(text: str) -> tuple[list[Instr], dict[str, int]]:
+    """nvdisasm's (or cuobjdump's) listing -> (instructions, label -> address). A block of
+    `//## File "...", line N [inlined at "...", line M ...]` lines gives the source of the
+    instructions after it, until the next block; cuobjdump's encoding lines are skipped."""
+    instrs, labels, pending, locs, fresh = [], {}, [], (), False
+    for raw in text.splitlines():
+        if raw.lstrip().startswith("//##"):  # a block of source positions: innermost first
+            if not fresh:
+                locs, fresh = (), True
+            locs += tuple((f, int(n)) for f, n in _SASS_LOC.findall(raw) if (f, int(n)) not in locs)
+            continue
+        m = _SASS_LABEL.match(raw)
+        if m:
+            pending.append(m.group(1))
+            continue
+        m = _SASS_LINE.match(raw)
+        if m:
+            addr = int(m.group(1), 16)
+            labels.update({name: addr for name in pending})
+            pending, fresh = [], False
+            text = m.group(2)
+            to = re.search(r"\bBRA(?:\.\w+)*\s+(0x[0-9a-f]+)", text)  # cuobjdump: a branch names an address
+            if to:
+                name = f".L_x_at{int(to.group(1), 16):x}"
+                labels[name] = int(to.group(1), 16)
+                text = text.replace(to.group(1), f"`({name})")
+            instrs.append(Instr(addr, text, locs))
+    if not instrs:
+        raise ValueError("no SASS instruction found in the disassembly")
+    return instrs, labels
+
+
+def sass_text(instrs: list[Instr], labels: dict) -> str:
+    """The instructions as text for the loop analysis: one per line, each branch label on a line
+    of its own before the instruction it names."""
+    at = collections.defaultdict(list)
+    for name, addr in labels.items():
+        at[addr].append(name)
+    lines = []
+    for ins in instrs:
+        lines += [f"{name}:" for name in at.get(ins.addr, ())]
+        lines.append(ins.text + " ;")
+    return "\n".join(lines)
+
+
 def sass_of(kernel):
-    """SASS text of a compiled kernel (cuobjdump from the triton wheel), or None."""
+    """(SASS text of a compiled kernel, its instructions, its labels), or (None, [], {}) without
+    the CUDA tools (the PTX analysis still runs)."""
     try:
-        from triton.tools.disasm import get_sass
-        return get_sass(kernel.asm["cubin"])
-    except Exception:  # noqa: BLE001 -- no cuobjdump: the PTX analysis still runs
-        return None
+        instrs, labels = disassemble(kernel.asm["cubin"])
+    except Exception:  # noqa: BLE001 -- no nvdisasm/cuobjdump here
+        return None, [], {}
+    return sass_text(instrs, labels), instrs, labels
 
 
 # ---------------------------------------------------------------------------------------
@@ -271,48 +370,133 @@ def _mma_shapes(lines, d):
     return collections.Counter(m.group(0) for x in lines for m in [d["mma"].search(x)] if m)
 
 
-def partition_loops(text, d):
-    """The KV loops of a warp-specialized kernel (version 6): each partition runs its own loop,
-    and mbarrier waits add small backward-branch loops everywhere, so "the innermost loop with
-    an MMA" is no longer the KV loop. Here: the loops that hold every MMA shape of the kernel
-    and contain no other such loop. Returns (prologue, body) pairs."""
-    ins, labels = _lines(text, d)
-    every = set(_mma_shapes(ins, d))
-    loops = []
-    for j, line in enumerate(ins):
-        m = d["branch"].search(line)
-        if m and m.group(1) in labels and labels[m.group(1)] <= j:
-            start = labels[m.group(1)]
-            shapes = _mma_shapes(ins[start:j + 1], d)
-            if every and set(shapes) == every:
-                loops.append((start, j, shapes))
-    minimal = [(a, b, c) for a, b, c in loops
-               if not any((a2, b2) != (a, b) and a <= a2 and b2 <= b for a2, b2, _ in loops)]
-    return [(ins[:a], ins[a:b + 1]) for a, b, _ in minimal]
+def _span(fn) -> tuple:
+    """(file, line of its `def`, last line) of a Python function (decorators are not its lines)."""
+    import ast
+    import inspect
+    import textwrap
+    fn = getattr(fn, "fn", fn)  # a JITFunction holds the Python function
+    lines, first = inspect.getsourcelines(fn)  # from the first decorator
+    node = ast.parse(textwrap.dedent("".join(lines))).body[0]
+    return os.path.realpath(inspect.getsourcefile(fn)), first + node.lineno - 1, first + len(lines) - 1
 
 
-def analyse_partitions(text, num_warps_per_partition, block_m, block_n):
-    """Version 6's loops (SASS): each partition's loop does one tile's worth of a pair, so
-    executed/useful = (MMA FLOP of the loops found) / (loops found x useful FLOP of a tile).
-    The copies-in-flight replay assumes that every mbarrier wait retires a copy, which is
-    false when partitions also wait on each other: it is not run here (None)."""
-    d = SASS
-    loops = partition_loops(text, d)
-    if not loops:
-        return dict(loop=None)
+def partition_functions(kernel) -> list[tuple]:
+    """(name, file, first line, last line) of each function a Gluon kernel hands to
+    gl.warp_specialize, the default partition first -- read from the kernel's source (ast)."""
+    import ast
+    import inspect
+    import textwrap
+
+    fn = getattr(kernel, "fn", kernel)
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "warp_specialize" and node.args \
+                and isinstance(node.args[0], (ast.List, ast.Tuple)):
+            parts = [fn.__globals__[pair.elts[0].id] for pair in node.args[0].elts]
+            return [(getattr(p, "fn", p).__name__, *_span(p)) for p in parts]
+    return []
+
+
+def owners(instrs: list[Instr], parts: list[tuple], kernel_span: tuple) -> list[str | None]:
+    """The partition each instruction belongs to: the first source position of its chain
+    (innermost first) that lies in a partition's function. An instruction without one -- a
+    shared helper under triton 3.6, which prints no inlining chain, or the kernel's `def`
+    line, which the compiler gives code it cannot place -- belongs to the partition of the
+    instruction before it (each partition's code is one stretch of the kernel). None: the
+    kernel's own set-up, at the other lines of the kernel function."""
+    k_file, k_first, k_last = kernel_span
+    out, cur = [], None
+    for ins in instrs:
+        locs = [(os.path.realpath(f), n) for f, n in ins.locs]
+        named = next((name for f, n in locs for name, pf, lo, hi in parts if f == pf and lo <= n <= hi), None)
+        if named is not None:
+            cur = named
+        elif locs and locs[-1][0] == k_file and k_first < locs[-1][1] <= k_last:
+            cur = None
+        out.append(cur)
+    return out
+
+
+def _loops(instrs: list[Instr], labels: dict):
+    """(first index, last index) of every backward branch's loop, in address order."""
+    index = {ins.addr: i for i, ins in enumerate(instrs)}
+    found = []
+    for j, ins in enumerate(instrs):
+        m = SASS["branch"].search(ins.text)
+        if m and m.group(1) in labels and labels[m.group(1)] <= ins.addr:
+            found.append((index[labels[m.group(1)]], j))
+    return found
+
+
+def _registers_named(texts) -> int:
+    """1 + the highest register index the instructions name (an HGMMA's accumulator spans N/2
+    registers from the one it names, a .64/.128 access 2/4): a floor of what the code holds."""
+    top = -1
+    for t in texts:
+        width = 4 if ".128" in t else 2 if ".64" in t else 1
+        for n in map(int, re.findall(r"\bR(\d+)\b", t)):
+            top = max(top, n + width - 1)
+        m = re.match(r"HGMMA\.64x(\d+)x\d+\S*\s+R(\d+)", t)
+        if m:
+            top = max(top, int(m.group(2)) + int(m.group(1)) // 2 - 1)
+    return top + 1
+
+
+def analyse_partitions(kernel, instrs, labels, ptx, ttgir, ptxas_log, num_warps, block_m, block_n,
+                       tiles_per_iteration=2):
+    """Version 6 per partition, from the whole SASS. Each partition's KV loop does one tile's
+    worth of a pair's MMAs (its S, and its half of both P V products), so
+    executed/useful = (MMA FLOP of the loops) / (loops x useful FLOP of a tile).
+    The copies-in-flight replay assumes that every mbarrier wait retires a copy, which is false
+    when partitions also wait on each other: it is not run here (None)."""
     from .dims import D_K, D_V
+    parts = partition_functions(kernel)
+    who = owners(instrs, parts, _span(kernel))
+    d = SASS
+    workers = [int(x) for x in re.findall(r"^\s*partition\d+\(.*\)\s*num_warps\((\d+)\)", ttgir, flags=re.M)]
+    asked = re.search(r"requestedRegisters = array<i32: ([\d, ]+)>", ttgir)
+    asked = [int(x) for x in asked.group(1).split(",")] if asked else []
+    setmaxnreg = sorted({int(x) for x in re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx)})
+    default_regs = [x for x in setmaxnreg if x not in asked] or asked[:1] or [None]
+    cap = re.search(r"^\.maxnreg (\d+)", ptx, flags=re.M)
     useful = 2 * block_m * block_n * (D_K + D_V)
-    executed = [sum(mma_flop(x, d, num_warps_per_partition) for x in body) for _, body in loops]
-    ratio = sum(executed) / (len(loops) * useful)
-    bodies = [body for _, body in loops]
-    return dict(loop="sass", kv_loops=len(loops), instructions=max(len(b) for b in bodies),
-                mma=sum(bool(d["mma"].search(x)) for b in bodies for x in b) // len(loops),
-                mma_shapes=sorted({s for b in bodies for s in _mma_shapes(b, d)}), executed=sum(executed) / len(loops),
+    rows, loops = [], []
+    for k, (name, *_rest) in enumerate(parts):
+        mine = [i for i, w in enumerate(who) if w == name]
+        if not mine:
+            continue
+        shapes = set(_mma_shapes([instrs[i].text for i in mine], d))
+        best = None
+        for a, b in _loops(instrs, labels):
+            if all(who[i] == name for i in range(a, b + 1)) and shapes and \
+                    set(_mma_shapes([x.text for x in instrs[a:b + 1]], d)) == shapes:
+                if best is None or b - a < best[1] - best[0]:
+                    best = (a, b)
+        row = dict(partition=name, warps=workers[k - 1] if k else num_warps,
+                   setmaxnreg=(asked[k - 1] if k - 1 < len(asked) else None) if k else default_regs[0],
+                   registers_named=_registers_named(instrs[i].text for i in mine), instructions=len(mine),
+                   local_ops=sum(bool(d["local"].search(instrs[i].text)) for i in mine))
+        if best:
+            body = [x.text for x in instrs[best[0]:best[1] + 1]]
+            executed = sum(mma_flop(x, d, 4) for x in body)
+            row.update(loop_instructions=len(body), instructions_per_tile=round(len(body) / tiles_per_iteration),
+                       loop_mma=sum(bool(d["mma"].search(x)) for x in body),
+                       loop_local_ops=sum(bool(d["local"].search(x)) for x in body), loop_executed=executed)
+            loops.append(row)
+        rows.append(row)
+    if not loops:
+        return dict(loop=None, partitions=rows)
+    ratio = sum(r["loop_executed"] for r in loops) / (len(loops) * useful)
+    return dict(loop="sass", kv_loops=len(loops), partitions=rows, sass_instructions=len(instrs),
+                instructions=max(r["loop_instructions"] for r in loops),
+                mma=sum(r["loop_mma"] for r in loops) // len(loops),
+                mma_shapes=sorted({s for r in loops for s in _mma_shapes(
+                    [x.text for x in instrs], d)}), executed=sum(r["loop_executed"] for r in loops) / len(loops),
                 useful=useful, ratio=round(ratio, 3),
-                async_copies=sum(bool(d["tma"].search(x)) for b in bodies for x in b),
-                sync_loads=sum(bool(d["sync_load"].search(x)) for b in bodies for x in b),
-                local_ops=sum(bool(d["local"].search(x)) for b in bodies for x in b),
-                in_flight_at_mma=None, overlap=None)
+                local_ops=sum(r["loop_local_ops"] for r in loops),
+                maxnreg=int(cap.group(1)) if cap else None, maxnreg_ignored="Too many maxnreg" in ptxas_log,
+                async_copies=None, sync_loads=None, in_flight_at_mma=None, overlap=None)
 
 
 def analyse_loop(text, dialect, num_warps, block_m, block_n):
@@ -346,15 +530,18 @@ def report_one(label, launch):
                spill_stores=int(spills[-1][0]) if spills else None,
                spill_loads=int(spills[-1][1]) if spills else None,
                wgmma="wgmma" in k.asm.get("ptx", ""))
-    sass = sass_of(k)
-    if sass and "USETMAXREG" in sass:  # warp-specialized: one KV loop per partition (version 6)
-        loop = analyse_partitions(sass, launch.num_warps, bm, bn)
+    sass, instrs, labels = sass_of(k)
+    row["sass_instructions"] = len(instrs) or None  # the whole kernel, every instruction read
+    workers = re.findall(r"^\s*partition\d+\(.*\)\s*num_warps\((\d+)\)", k.asm.get("ttgir", ""), flags=re.M)
+    if workers and instrs:  # warp-specialized: one KV loop per partition (version 6)
+        loop = analyse_partitions(launch.kernel, instrs, labels, k.asm["ptx"], k.asm["ttgir"], log, launch.num_warps,
+                                  bm, bn)
     else:
         loop = analyse_loop(sass, "sass", launch.num_warps, bm, bn) if sass else dict(loop=None)
     if loop.get("loop") is None:  # no SASS (or no MMA loop in it): read the PTX
-        loop = analyse_loop(k.asm["ptx"], "ptx", launch.num_warps, bm, bn)
+        loop = dict(analyse_loop(k.asm["ptx"], "ptx", launch.num_warps, bm, bn),
+                    **{k2: v for k2, v in loop.items() if k2 == "partitions"})
     row.update(loop)
-    workers = re.findall(r"^\s*partition\d+\(.*\)\s*num_warps\((\d+)\)", k.asm.get("ttgir", ""), flags=re.M)
     if workers:  # warp-specialized: the launch's warps run the default partition, these the workers
         row["worker_warps"] = [int(x) for x in workers]
     row["seconds"] = round(time.time() - t, 1)
@@ -386,7 +573,7 @@ def excerpt(version="planned", h_q=128):
     launch = _example_launches(md.VERSION_TABLE[version], "bf16", 1, h_q)[0]
     k, _ = compile_launch(launch, fresh=False)
     ttgir = [ln.strip() for ln in k.asm["ttgir"].splitlines() if re.match(r"\s*#mma\d* = ", ln)]
-    sass = sass_of(k)
+    sass = sass_of(k)[0]
     found = kv_loop(sass, SASS) if sass else None
     bm, bn = launch.block_shape
     return dict(label=launch.label, num_warps=launch.num_warps, ttgir_mma_layouts=ttgir,
@@ -435,15 +622,27 @@ def main(argv=None):
     return rows
 
 
+COLUMNS = ("kernel", "BLOCK_M x N", "warps", "stages", "shared (B)", "regs", "spills st/ld (B)", "MMA in KV loop",
+           "executed/useful MMA", "instr/tile", "copies in flight at MMA", "overlap", "LDL/STL in KV loop",
+           "SASS instr", "register cap")  # the first twelve in the order chapters 6 and 8 read them
+
+
+def _cells(*cells) -> str:
+    """One table line of len(COLUMNS) cells (missing cells empty)."""
+    cells = [str(c) for c in cells] + [""] * (len(COLUMNS) - len(cells))
+    return "| " + " | ".join(cells) + " |"
+
+
 def format_table(rows):
-    lines = ["| kernel | BLOCK_M x N | warps | stages | shared (B) | regs | spills st/ld (B) | MMA in KV loop "
-             "| executed/useful MMA | instr/tile | copies in flight at MMA | overlap |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    """The compile report as markdown. A warp-specialized kernel gets one more line per partition:
+    its setmaxnreg and the registers its code names, its KV loop's LDL/STL, instructions per tile
+    (its loop does a pair of tiles per iteration: loop instructions / 2)."""
+    lines = [_cells(*COLUMNS), "|" + "---|" * len(COLUMNS)]
     for r in rows:
         if r.get("error"):
-            lines.append(f"| {r['label']} | {r['error']} |" + " |" * 10)
+            lines.append(_cells(r["label"], r["error"]))
             continue
-        shapes = ", ".join(f"{r['mma']}x" if i == 0 else "" for i in range(1)) if r.get("mma") else "-"
+        shapes = f"{r['mma']}x" if r.get("mma") else "-"
         if r.get("mma_shapes"):
             shapes = f"{r['mma']}: " + ", ".join(s.split(".")[0] + "." + ".".join(s.split(".")[1:2]) if "." in s else s
                                                    for s in r["mma_shapes"])
@@ -451,9 +650,21 @@ def format_table(rows):
         ov = "-" if r.get("overlap") is None else ("yes" if r["overlap"] else "no")
         inflight = "-" if r.get("in_flight_at_mma") is None else str(r["in_flight_at_mma"])
         warps = "+".join(str(w) for w in [r["num_warps"]] + r.get("worker_warps", []))
-        lines.append(f"| {r['label']} | {r['block_m'] or '-'} x {r['block_n'] or '-'} | {warps} "
-                     f"| {r['num_stages']} | {r['shared']} | {r['regs']} | {r['spill_stores']}/{r['spill_loads']} "
-                     f"| {shapes} | {ratio} | {r.get('instructions', '-')} | {inflight} | {ov} |")
+        looped = [p for p in r.get("partitions", []) if "loop_instructions" in p]
+        per_tile = " / ".join(str(p["instructions_per_tile"]) for p in looped) if looped else r.get("instructions", "-")
+        cap = "-"
+        if r.get("maxnreg") is not None:
+            cap = f".maxnreg {r['maxnreg']}" + (" (IGNORED by ptxas: over 255)" if r.get("maxnreg_ignored") else "")
+        local = "-" if r.get("loop") is None else r.get("local_ops", "-")
+        lines.append(_cells(r["label"], f"{r['block_m'] or '-'} x {r['block_n'] or '-'}", warps, r["num_stages"],
+                            r["shared"], r["regs"], f"{r['spill_stores']}/{r['spill_loads']}", shapes, ratio, per_tile,
+                            inflight, ov, local, r.get("sass_instructions") or "-", cap))
+        for i, p in enumerate(r.get("partitions", [])):
+            lines.append(_cells(f"{r['label']} · {p['partition']} ({'default' if i == 0 else 'worker'} partition)", "",
+                                p["warps"], "", "", f"{p['registers_named']} named", "", p.get("loop_mma", "-"), "",
+                                f"{p['instructions_per_tile']} ({p['loop_instructions']} per pair)"
+                                if "loop_instructions" in p else "-", "", "", p.get("loop_local_ops", "-"),
+                                p["instructions"], f"setmaxnreg {p['setmaxnreg']}"))
         if r.get("tiles") == [64] and r.get("ratio"):  # a version that ships 64-row tiles only (wgmma)
             lines.append(sixteen_row_line(r))
     return "\n".join(lines)
@@ -463,8 +674,8 @@ def sixteen_row_line(r):
     """The same compiled kernel at h_q * s_q = 16 (derived, not another compile): a wgmma is
     m64, so 64 rows are computed for 16 real ones -- 4x the useful MMA work. The 16-row path
     the compiler does build is version 4's BLOCK_M=16 tile (mma.sync, executed/useful 1.00)."""
-    return (f"| {r['label']}, at h_q*s_q=16 (derived) | 16 real of 64 rows | | | | | | "
-            f"| {r['ratio'] * r['block_m'] / 16:.2f} | | | |")
+    return _cells(f"{r['label']}, at h_q*s_q=16 (derived)", "16 real of 64 rows", "", "", "", "", "", "",
+                  f"{r['ratio'] * r['block_m'] / 16:.2f}")
 
 
 if __name__ == "__main__":

@@ -29,8 +29,9 @@ def interpreting() -> bool:
 
 @dataclass
 class Launch:
-    """One kernel launch: kernel[grid](**args, **constexprs, num_warps=..., num_stages=...).
-    The compile report compiles exactly these (kernels/compile_report.py)."""
+    """One kernel launch: kernel[grid](**args, **constexprs, num_warps=..., num_stages=..., **options).
+    The compile report and gpu_check.sh's compile step compile exactly these
+    (kernels/compile_report.py, kernels/gpu_warm.py)."""
     label: str
     kernel: object
     grid: tuple
@@ -39,6 +40,7 @@ class Launch:
     num_warps: int
     num_stages: int = 1
     tile: tuple | None = None  # (BLOCK_M, BLOCK_N) of a kernel that fixes them inside (Gluon)
+    options: dict = field(default_factory=dict)  # other compile options of the launch (maxnreg: version 6)
 
     @property
     def block_shape(self) -> tuple:
@@ -46,7 +48,12 @@ class Launch:
         return self.tile or (self.constexprs.get("BLOCK_M"), self.constexprs.get("BLOCK_N"))
 
     def __call__(self):
-        self.kernel[self.grid](**self.args, **self.constexprs, num_warps=self.num_warps, num_stages=self.num_stages)
+        self.kernel[self.grid](**self.args, **self.constexprs, num_warps=self.num_warps, num_stages=self.num_stages,
+                               **self.options)
+
+    def compile_options(self) -> dict:
+        """What triton.compile takes besides the source: warps, stages and the launch's options."""
+        return dict(num_warps=self.num_warps, num_stages=self.num_stages, **self.options)
 
 
 @dataclass

@@ -41,9 +41,28 @@ What Gluon could not express here, and what this kernel does instead:
     Gluon states the partitions and their barriers, the hardware's warp schedulers decide
     the interleaving. Whether they do is for a GPU run to show.
 
+Registers. Each warpgroup's share of the register file is set twice: by gl.warp_specialize
+(worker_num_regs, WG1_REGS for warpgroup 1; the default partition, warpgroup 0, gets what is
+left, kernels/compile_report.py reads both back) and by the register cap the kernel starts
+with (MAXNREG, passed to the launch as `maxnreg`). Triton's own cap for 8 warps is
+65,536 / 256 = 256 registers, one more than ptxas accepts: ptxas then ignores the cap ("Too
+many maxnreg") and every setmaxnreg with it, so both warpgroups were compiled against 255
+registers and nothing was rebalanced. With MAXNREG = 255 the split is real: warpgroup 0
+(which also keeps P0 in fp32 across its P0 V0L product until a1 arrives, and issues the
+copies) gets 256, warpgroup 1 gets 248 -- 504 of the 510 a pair of threads may hold.
+The 36 wgmma of S = Q K^T (576 / 16 k-steps) need 72 shared-memory descriptors, one into Q
+and one into K per k-step; written out statically they are loop-invariant, the compiler
+computed all 72 before the KV loop, and warpgroup 0 spilled them to local memory (36 spill
+loads and stores in its loop, triton 3.6). _scores therefore walks the 512 latent dimensions
+in a run-time loop of 8 chunks of 64 columns (the chunk c of a [64, 512] NVMMA buffer is the c-th 8 KB of it, which
+tests/test_kernel_seesaw.py checks from triton's layouts): the descriptors are made where they
+are used, in uniform registers, and the loop has no spill (the compile report reads it off
+the whole SASS, per warpgroup).
+
 Limits (as version 5): bf16 caches only, page_block_size 64-256, 64 query rows per program.
-Gluon has no CPU interpreter: tests compile this for sm_90 (tests/test_kernel_seesaw.py) and
-run it against the float64 reference only where a Hopper GPU is present."""
+Gluon has no CPU interpreter: tests compile this for sm_90 (tests/test_kernel_seesaw.py,
+tests/test_kernel_compile.py) and run it against the float64 reference only where a Hopper GPU
+is present (tests/test_kernel_gpu_matrix.py: the GPU check's hopper step)."""
 from __future__ import annotations
 
 from triton.experimental import gluon
@@ -59,9 +78,16 @@ from .tiles import _D_K, _D_LAT, _D_ROPE, _LN2  # the dims as constexprs (gl.con
 BLOCK_M = 64  # query rows per program
 BLOCK_N = 64  # keys per tile = one TMA box
 NUM_WARPS = 4  # the default partition (warpgroup 0); the worker partition adds 4 more
-WG1_REGS = gl.constexpr(256)  # registers per thread asked for warpgroup 1 (setmaxnreg)
+# Registers per thread (see the module docstring): the cap the kernel starts with (at most 255,
+# ptxas's limit), and warpgroup 1's setmaxnreg; warpgroup 0 gets the rest of the pair's 2 x 255,
+# rounded down to a multiple of 8: 255 + (255 - 248) = 262 -> 256.
+MAXNREG = 255
+WG1_REGS = gl.constexpr(248)
+LATENT_CHUNKS = gl.constexpr(D_LATENT // 64)  # Q K^T over the latent dims: 8 chunks of 64 columns
 
 _D_HALF = gl.constexpr(D_LATENT // 2)
+# a shared-memory view with another shape: triton 3.6 names it _reinterpret, 3.9 reinterpret
+_reinterpret = getattr(gl.shared_memory_descriptor, "reinterpret", None) or gl.shared_memory_descriptor._reinterpret
 
 # shared row vectors [64] fp32 (index into `vecs`)
 _M0, _A0, _M1, _A1, _L0, _L1 = (gl.constexpr(i) for i in range(6))
@@ -92,9 +118,17 @@ def _load_tile(lat_desc, rope_desc, bt_row_ptr, tok0, k_lat_buf, k_rope_buf, bar
 
 @gluon.jit
 def _scores(q_lat_s, q_rope_s, k_lat_buf, k_rope_buf, tok0, hi, n_visible, qk_scale_log2, s_layout: gl.constexpr):
-    """S = Q K^T of one tile [64, 64] fp32, base-2 scaled, keys a row may not see at -inf."""
-    s = warpgroup_mma(q_lat_s, k_lat_buf.permute((1, 0)), gl.zeros([64, 64], gl.float32, layout=s_layout),
-                      use_acc=False, is_async=True)
+    """S = Q K^T of one tile [64, 64] fp32, base-2 scaled, keys a row may not see at -inf.
+    The latent part runs as a loop over 8 chunks of 64 columns (the same order of k-steps as
+    one [64, 512] product): a chunk's wgmma descriptors are made in the loop, not hoisted in
+    front of the KV loop (72 of them spilled there). A [64, 512] NVMMA buffer is its 8 chunks
+    of [64, 64] one after another, so the [8, 64, 64] view is the same bytes."""
+    q_chunks = _reinterpret(q_lat_s, gl.bfloat16, [LATENT_CHUNKS, 64, 64], q_lat_s.layout)  # [8, 64, 64]
+    k_chunks = _reinterpret(k_lat_buf, gl.bfloat16, [LATENT_CHUNKS, 64, 64], k_lat_buf.layout)
+    s = warpgroup_mma(q_chunks.index(0), k_chunks.index(0).permute((1, 0)),
+                      gl.zeros([64, 64], gl.float32, layout=s_layout), use_acc=False, is_async=True)
+    for c in range(1, LATENT_CHUNKS):  # a run-time loop (ptxas unrolls it, descriptors in uniform registers)
+        s = warpgroup_mma(q_chunks.index(c), k_chunks.index(c).permute((1, 0)), s, is_async=True)
     s = warpgroup_mma(q_rope_s, k_rope_buf.permute((1, 0)), s, is_async=True)
     s = warpgroup_mma_wait(num_outstanding=0, deps=(s,))
     tok = tok0 + gl.arange(0, 64, layout=gl.SliceLayout(0, s_layout))
@@ -376,7 +410,8 @@ def launches(call, plan, o_part, lse_part):
     """The seesaw launch for one checked call (kernels.launch.Call) and its plan."""
     args = plan_args(call, plan, o_part, lse_part, "seesaw", BLOCK_M, BLOCK_N)
     return [Launch(f"seesaw BLOCK_M={BLOCK_M}", _seesaw_decode_kernel, (plan.row_blocks, plan.num_parts), args,
-                   dict(PAGE=call.page, CAUSAL=bool(call.causal)), NUM_WARPS, 1, (BLOCK_M, BLOCK_N))]
+                   dict(PAGE=call.page, CAUSAL=bool(call.causal)), NUM_WARPS, 1, (BLOCK_M, BLOCK_N),
+                   dict(maxnreg=MAXNREG))]
 
 
 __all__ = ["launches"]

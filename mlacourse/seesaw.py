@@ -5,6 +5,8 @@ Plain numpy (it runs in the browser too); the pictures import matplotlib on dema
 
   register_budget / REGISTER_LAYOUTS   registers per thread and per SM of three ways to hold
                                        the [64, 512] fp32 output of one 64-row block
+  register_split, seesaw_partitions    how a warp-specialized kernel splits the register file,
+                                       and version 6's two warpgroups: floor vs what ptxas made
   SEESAW_STEPS                         the twelve steps: warpgroup, unit, what each waits on
   seesaw_attend / seesaw_decode        attention computed in exactly the seesaw's step order
                                        (O split into O_L | O_R, two KV blocks per step, one
@@ -104,6 +106,86 @@ REGISTER_LAYOUTS = (
     register_budget("FA3 ping-pong: each warpgroup its own O", 2, D_V),
     register_budget("seesaw: O split into O_L | O_R", 2, D_V // 2),
 )
+
+
+# ---------------------------------------------------------------------------------------
+# What the compiler made of it: version 6's two partitions (kernels/seesaw_decode.py)
+# ---------------------------------------------------------------------------------------
+# The budget above counts the matrices and the softmax state: a floor. A compiled kernel also
+# holds addresses, row indices and masks, loop counters and barrier phases, and values kept
+# alive across an asynchronous wgmma -- ptxas decides how many. Two rules bound it:
+#   * the register cap a kernel starts with (.maxnreg) may be at most MAX_REGS_PER_THREAD; a
+#     warp-specialized kernel then moves registers between warpgroups with setmaxnreg, in
+#     multiples of 8, within the pair's 2 x cap (triton: the default partition gets what the
+#     workers leave). Triton's own cap for 8 warps is 65,536 / 256 = 256 -- one too many, so
+#     ptxas drops it and every setmaxnreg with it ("Too many maxnreg"): nothing is moved.
+#   * each warpgroup's code must fit its share, or ptxas spills to local memory.
+
+SETMAXNREG_STEP = 8  # setmaxnreg counts are multiples of 8, from 24 to 256
+
+
+def register_split(cap: int, worker: int) -> dict:
+    """Registers per thread of the two warpgroups of a 2-warpgroup warp-specialized kernel that
+    starts with `cap` registers per thread and asks `worker` for its worker warpgroup: the
+    default warpgroup gets the rest of the pair's 2 x cap, rounded down to a multiple of 8
+    (triton's rule). `honoured` is False when ptxas would drop the cap (cap > 255); `valid` also
+    needs both shares within setmaxnreg's range, 24..256."""
+    default = (2 * cap - worker) // SETMAXNREG_STEP * SETMAXNREG_STEP
+    honoured = cap <= MAX_REGS_PER_THREAD
+    return dict(cap=cap, default=default, worker=worker, honoured=honoured,
+                valid=honoured and all(24 <= r <= 256 for r in (default, worker)),
+                per_sm=THREADS_PER_WARPGROUP * (default + worker))
+
+
+@dataclass(frozen=True)
+class PartitionRegisters:
+    """One warpgroup of version 6 at its busiest point, per thread: the floor the matrices and
+    the softmax state need, and what the compiled kernel gives and uses (COMPILED_V6)."""
+    name: str
+    floor_items: tuple  # (what, registers) at the busiest point of its loop
+    setmaxnreg: int  # its share, after the split
+    registers_named: int  # 1 + the highest register its SASS names (kernels/compile_report.py)
+    loop_local_ops: int  # spill loads and stores (LDL/STL) in its KV loop
+
+    @property
+    def floor(self) -> int:
+        return sum(r for _, r in self.floor_items)
+
+    @property
+    def beyond_floor(self) -> int:
+        """Registers the compiled code holds beyond the floor: addresses, counters, masks, temporaries."""
+        return self.registers_named - self.floor
+
+
+# Recorded from `python -m kernels.compile_report --only seesaw` (sm_90, no GPU): kernels/BENCHMARKS.md
+# carries the same figures, and tests/test_kernel_compile.py compiles version 6 again under both tritons and
+# fails when these stop being what the compiler does. Per partition: (warpgroup 0, warpgroup 1).
+COMPILED_V6 = {
+    "3.6.0": dict(maxnreg=255, setmaxnreg=(256, 248), registers_named=(252, 234), loop_local_ops=(0, 0),
+                  loop_instructions=(1612, 1357), spill_bytes=0),
+    "3.9.0": dict(maxnreg=255, setmaxnreg=(256, 248), registers_named=(244, 232), loop_local_ops=(0, 0),
+                  loop_instructions=(1611, 1377), spill_bytes=0),
+}
+# Before the fix (kernels/BENCHMARKS.md's history): triton's cap of 256, dropped by ptxas; both shares 256,
+# so both warpgroups compiled against 255; warpgroup 0 spilled its hoisted wgmma descriptors in its loop.
+COMPILED_V6_BEFORE = {"3.6.0": dict(maxnreg=256, setmaxnreg=(256, 256), registers_named=(253, 239),
+                                    loop_local_ops=(36, 0), loop_instructions=(1756, 1281), spill_bytes=300)}
+
+
+def seesaw_partitions(triton_version: str = "3.6.0", compiled=None) -> tuple:
+    """(warpgroup 0, warpgroup 1) of version 6: the floor at each one's busiest point and what the
+    compiler made (COMPILED_V6[triton_version], the GPU machine's triton by default).
+    Warpgroup 0's busiest point is step 9: O_L is being accumulated by the asynchronous P0 V0L
+    product, whose A operand (P0 in bf16) must stay untouched until it ends, while P0 in fp32 is
+    kept to be scaled by a1 once warpgroup 1 sends it. Warpgroup 1's is step 2 (S1 = Q K1^T into
+    the S tile, O_R live) -- its own P1 is stored before its product and not kept."""
+    c = compiled or COMPILED_V6[triton_version]
+    one = register_budget("seesaw", 2, D_V // 2)
+    wg0 = (("O_L accumulator", one.o), ("P0 fp32, kept for a1", one.s), ("P0 bf16, the wgmma A operand", one.p),
+           ("max, sum, factors", one.state))
+    wg1 = (("O_R accumulator", one.o), ("S1 = Q K1^T", one.s), ("max, sum, factors", one.state))
+    return tuple(PartitionRegisters(name, items, c["setmaxnreg"][i], c["registers_named"][i], c["loop_local_ops"][i])
+                 for i, (name, items) in enumerate((("warpgroup 0 (O_L)", wg0), ("warpgroup 1 (O_R)", wg1))))
 
 
 def draw_register_budget(layouts=REGISTER_LAYOUTS):

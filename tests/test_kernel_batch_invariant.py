@@ -40,7 +40,11 @@ def test_the_split_points_move_with_the_batch():
     assert _pieces(BATCH_A, 0, True) == _pieces(BATCH_B, 3, True) == [(0, -(-SEQ // 64))]
 
 
-@pytest.mark.parametrize("version, opts", [("planned", dict(num_sms=NUM_SMS)), ("splitkv", {})])
+GPU_CHECK_VERSIONS = [("planned", dict(num_sms=NUM_SMS)), ("splitkv", {})]  # also read by tests/gpu_check.py
+
+
+@pytest.mark.gpu_check  # kernels/gpu_check.sh runs it on the GPU (its launches are in the compile step's list)
+@pytest.mark.parametrize("version, opts", GPU_CHECK_VERSIONS)
 def test_one_sequence_is_bitwise_identical_across_batches_only_when_asked(version, opts):
     qa, ca, ba, sa = _batch(BATCH_A, 0, seed=1)
     qb, cb, bb, sb = _batch(BATCH_B, 3, seed=2)

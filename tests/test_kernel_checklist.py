@@ -146,14 +146,21 @@ def test_gpu_check_with_a_list_of_names_fails_step_7(register):
     assert found and found[0].startswith("step 7 (on a GPU): no GPU bench step")
 
 
-def test_gpu_check_runs_every_kernel_test_file():
-    """Its tests step runs tests/test_kernel*.py but the files it leaves out, each of which has a
-    step of its own: a new test file is run on the GPU without editing the script."""
+def test_gpu_check_runs_the_matrix_of_every_version():
+    """Its test steps run the gpu_check selection (pytest -m gpu_check), whose case matrix
+    (tests/gpu_check.py) is made from the version table's rows: a new version is run on the GPU,
+    in the step its row says, without editing the script; its bench steps choose versions by the
+    words portable and hopper."""
+    from tests import gpu_check as G
     script = K.Docs.read().gpu_check
-    left_out = re.findall(r"-e (test_kernel\w*\.py)", script)
-    assert left_out and "ls tests/test_kernel*.py" in script
-    for name in left_out:
-        assert re.search(rf'^\s*run \w[\w-]* \d+ .*pytest.*tests/{name}', script, re.M), f"{name}: no step runs it"
+    steps = {m.group(1): m.group(2) for m in re.finditer(r'^run (\w[\w-]*) .*"\$\{PYTEST\[@\]\}" (.*)$', script, re.M)}
+    assert "-m gpu_check" in script and set(steps) == {"tests", "hopper", "sparse"}, steps
+    for step, test in (("tests", "test_dense"), ("hopper", "test_hopper"), ("sparse", "test_sparse")):
+        assert f"tests/test_kernel_gpu_matrix.py::{test}" in steps[step]
+    for name, v in md.VERSION_TABLE.items():
+        mine = [c for c in G.cases() if c.version == name]
+        assert {c.cache for c in mine} == set(v.caches) and {G.step_of(v)} == {G.step_of(md.VERSION_TABLE[c.version])
+                                                                             for c in mine}, name
     assert K.bench_steps(script) == ["portable,torch,flashmla", "hopper"]
 
 

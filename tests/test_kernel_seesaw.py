@@ -73,6 +73,28 @@ def test_seesaw_compiles_for_sm90():
     assert row["shared"] <= 232_448 and row["wgmma"] and row["ratio"] == 1.0, row
 
 
+def test_a_latent_chunk_is_its_8_kb_of_the_buffer():
+    """_scores views a [64, 512] NVMMA buffer (128-byte swizzle) as [8, 64, 64] and takes chunk c
+    with .index(c): right only if the [64, 512] layout stores column block c (columns 64c..64c+63)
+    as the c-th 4,096 elements, each laid out as a [64, 64] buffer is. Read from triton's own
+    layouts: the offset bits below 4,096 map as the [64, 64] layout's, the three above pick the
+    column block."""
+    gluon_ir = pytest.importorskip("triton._C.libtriton.gluon_ir")
+    from triton._C.libtriton import ir
+    from triton.experimental.gluon import language as gl
+
+    ctx = ir.context()
+    ir.load_dialects(ctx)
+    builder = gluon_ir.GluonOpBuilder(ctx)
+    if not hasattr(builder, "to_linear_layout"):
+        pytest.skip("this triton's builder has no to_linear_layout")
+    layout = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
+    whole = builder.to_linear_layout(layout._to_ir(builder), [64, 512]).offset_bases
+    chunk = builder.to_linear_layout(layout._to_ir(builder), [64, 64]).offset_bases
+    assert len(chunk) == 12 and whole[:12] == chunk  # offsets 0..4095: one [64, 64] chunk
+    assert whole[12:] == [[0, 64], [0, 128], [0, 256]]  # offset 4096 * c: column block c
+
+
 def _hopper():
     return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
 

@@ -29,6 +29,33 @@ def test_register_layouts():
     assert seesaw.per_sm == 2 * 128 * 182 <= S.REGS_PER_SM
 
 
+def test_register_split_between_two_warpgroups():
+    """Triton's rule: the default warpgroup gets the pair's 2 x cap less the worker's share, in
+    multiples of 8. Its own cap for 8 warps (65,536 / 256 = 256) is one past ptxas's limit: dropped."""
+    assert S.register_split(256, 256) == dict(cap=256, default=256, worker=256, honoured=False, valid=False,
+                                              per_sm=65_536)
+    split = S.register_split(255, 248)  # version 6: MAXNREG and WG1_REGS
+    assert split["valid"] and (split["default"], split["worker"]) == (256, 248)  # 255 + 7 -> 256
+    assert split["per_sm"] == 128 * (256 + 248) <= S.REGS_PER_SM
+    assert S.register_split(255, 240)["default"] == 264 and not S.register_split(255, 240)["valid"]  # past 256
+    assert S.register_split(248, 240)["default"] == 256 and S.register_split(248, 240)["valid"]
+
+
+def test_version_6_partitions_floor_and_what_the_compiler_made():
+    """The floor at each warpgroup's busiest point (warpgroup 0 keeps P0 in fp32 and in bf16 while
+    its product runs) against the recorded compile: both shares hold their code without a spill."""
+    wg0, wg1 = S.seesaw_partitions("3.6.0")
+    assert wg0.floor == 128 + 32 + 16 + 6 == 182 and wg1.floor == 128 + 32 + 6 == 166
+    assert wg0.floor > wg1.floor and wg0.setmaxnreg > wg1.setmaxnreg  # the split follows the need
+    for p in (wg0, wg1):
+        assert p.floor < p.registers_named <= p.setmaxnreg and p.loop_local_ops == 0
+    c = S.COMPILED_V6["3.6.0"]
+    assert S.register_split(c["maxnreg"], c["setmaxnreg"][1])["default"] == c["setmaxnreg"][0]
+    before = S.COMPILED_V6_BEFORE["3.6.0"]
+    assert not S.register_split(before["maxnreg"], before["setmaxnreg"][1])["honoured"]
+    assert before["loop_local_ops"][0] > 0 and before["spill_bytes"] > 0
+
+
 def test_register_picture_is_drawn():
     import matplotlib
     matplotlib.use("Agg")
