@@ -705,12 +705,14 @@ def changed_inputs(kept: dict, args: dict) -> list:
     return out
 
 
-def run_case(fn, args: dict, path: str, trace_memory_mb=None, check_inputs=True, profiler=None) -> dict:
+def run_case(fn, args: dict, path: str, trace_memory_mb=None, check_inputs=True, profiler=None,
+             kept: dict | None = None) -> dict:
     """Call fn(**args) and describe what happened as a plain dict. The process's memory
     limits were set before the attempt's file was read (``main``, ``serve_forked``);
     ``trace_memory_mb`` adds numpy's own accounting where the system enforces no data
     limit (macOS: a courtesy for self-study, not a boundary)."""
-    kept = {k: snapshot(v) for k, v in args.items()} if check_inputs else {}
+    if kept is None:   # the arguments as sent (main takes them before the attempt is read)
+        kept = {k: snapshot(v) for k, v in args.items()} if check_inputs else {}
     out, err = _CappedText(), _CappedText()
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = out, err
@@ -777,7 +779,13 @@ def import_failure(exc: BaseException, path: str) -> dict:
     return {"event": "import_error", "message": cut(learner_traceback(exc, path)), "type": cut(type(exc).__name__, 200)}
 
 
-def run_cases(module, path, cases, send, profiler=None, trace_memory_mb=None):
+def snapshots(cases) -> dict:
+    """{case index: the snapshots of its arguments}, taken before the attempt's file is
+    read: their memory is the harness's, and no later code can touch them."""
+    return {i: {k: snapshot(v) for k, v in args.items()} for i, _, args in cases}
+
+
+def run_cases(module, path, cases, send, profiler=None, trace_memory_mb=None, kept: dict | None = None):
     """Run each case and send its record; cases: (index, function name, args)."""
     for i, fname, args in cases:
         send({"event": "start", "i": i})
@@ -785,7 +793,8 @@ def run_cases(module, path, cases, send, profiler=None, trace_memory_mb=None):
         if not callable(fn):
             rec = {"status": RunStatus.MISSING_FUNCTION, "function": fname}
         else:
-            rec = run_case(fn, args, path, trace_memory_mb, profiler=profiler)
+            rec = run_case(fn, args, path, trace_memory_mb, profiler=profiler,
+                           kept=None if kept is None else kept[i])
         try:
             line = {"event": "done", "i": i, **rec}
             json.dumps(line)
@@ -938,6 +947,15 @@ def preimport(names) -> None:
             pass
 
 
+def warm_up_blas() -> None:
+    """OpenBLAS allocates its work buffers at the first matrix product: make that happen
+    now, in the interpreter's share of memory, not in the budget of the attempt's case."""
+    import numpy as np
+    for dtype in (np.float64, np.float32):
+        a = np.ones((512, 512), dtype)   # large enough for OpenBLAS's buffered path on every core type
+        a @ a
+
+
 def main():
     die_with_parent()
     if "--sys-path" in sys.argv:   # run with -S (no site, no .pth files): the packages by hand
@@ -964,10 +982,12 @@ def main():
     preimport(job.get("preimport", []))
     if job.get("preimport_attempt") and source is not None and unreadable is None:
         preimport(attempt_imports(source))
+        warm_up_blas()
     if job.get("freeze_inputs"):
         freeze_arrays(job["cases"])
         import warnings   # torch.as_tensor of a read-only array works, and warns about it
         warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+    kept = snapshots(job["cases"])
     set_rlimits(job.get("rlimits", {}))
     if job["memory_mb"]:
         set_memory_headroom(job["memory_mb"])
@@ -994,7 +1014,7 @@ def main():
         send(dict(_reference_record(uses), event="import_error"))
         return
     send({"event": "ready"})
-    run_cases(module, path, job["cases"], send, trace_memory_mb=job.get("trace_memory_mb"))
+    run_cases(module, path, job["cases"], send, trace_memory_mb=job.get("trace_memory_mb"), kept=kept)
 
 
 if __name__ == "__main__":

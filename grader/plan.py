@@ -8,7 +8,8 @@ Every rule here is enforced from outside the process that runs graded code:
            the attempt has a cgroup (the jail), the judge sets that process's memory limit
            itself once the interpreter and the libraries the file imports are loaded and
            before a line of the file runs: what they hold, plus the budget, plus
-           ``IMPORT_SLACK_MB`` for the file's own module-level code. Without a cgroup the
+           ``IMPORT_SLACK_MB`` for the file's own module-level objects (no room for files:
+           memory in a memfd or the sandbox's tmpfs is memory). Without a cgroup the
            child sets the same headroom as hard rlimits before the file runs (a process
            cannot raise its hard limits). The other cases share one process whose cap is
            the problem's ``memory_mb``.
@@ -30,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 STARTUP_S = {"numpy": 20.0, "torch": 60.0}   # per process: interpreter, imports, the file itself
-IMPORT_SLACK_MB = 64     # a budget-bearing case's process: the file's own module-level objects
+IMPORT_SLACK_MB = 4      # a budget-bearing case's process: the file's own module-level objects
 SHARE_OF_EACH_LIMIT = 0.1   # total_s: a tenth of every case's limit, beyond the largest one
 
 

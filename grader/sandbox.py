@@ -294,7 +294,8 @@ def start_child(job: Job, problem, scratch: str, isolation: Placement, group: pl
             if cg is None:
                 job.payload["rlimits"] = fallback_rlimits(problem, group)
             elif group.own_budget and job.payload["memory_mb"] is not None:
-                job.memory_after_start_mb = job.payload["memory_mb"] + jail.TMPFS_MB[stack(problem)]
+                # no room for files beyond the budget: memory in a memfd or the tmpfs is memory
+                job.memory_after_start_mb = job.payload["memory_mb"]
             job.payload["wait_go"] = True
             job_file = _write_job(job, scratch)
             argv = jail.command(str(CHILD), str(job_file), job.payload["path"], w_fd, heavy,

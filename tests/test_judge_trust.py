@@ -86,6 +86,28 @@ def test_a_non_chunked_answer_fails_the_memory_budget_however_it_lifts_it(tmp_pa
         [(o.status, o.reason, o.message[:200]) for o in long_case]
 
 
+def test_memory_in_a_shared_mapping_counts_too(tmp_path):
+    """MAP_SHARED memory (an anonymous shared map, a memfd, the tmpfs) is outside
+    RLIMIT_DATA: the cgroup's limit, set from outside, holds it."""
+    res = _grade(tmp_path, P6, WHOLE_PREFIX.replace("def chunked_extend(", "def _whole(") + """
+
+import mmap
+import numpy as np
+
+def chunked_extend(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, chunk):
+    # one head's keys for the whole prefix, in shared memory rather than the heap
+    n, d = c_kv.shape[0], w_uk.shape[-1]
+    buf = mmap.mmap(-1, n * d * 8)
+    keys = np.frombuffer(buf, dtype=np.float64).reshape(n, d)
+    np.matmul(c_kv, w_uk[0], out=keys)
+    keys[:] += 0.0
+    return _whole(q_nope, q_rope, c_kv, k_rope, w_uk, w_uv, scale, chunk)
+""")
+    long_case = [o for o in res.outcomes if o.case.memory_mb]
+    assert long_case and all(o.status.value == "fail" and o.reason == "memory" for o in long_case), \
+        [(o.reason, o.message[:200]) for o in long_case]
+
+
 def test_the_model_answer_fits_the_memory_budget(tmp_path):
     res = runner.grade(P6, ROOT / "solutions" / P6.filename, seed=5)
     assert res.passed, res.first_failure().message if res.first_failure() else res.message
