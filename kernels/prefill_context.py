@@ -43,6 +43,7 @@ The number of chunks is a host number: pass max_prefix (the longest prefix) to a
 sync that finding it costs."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -297,9 +298,10 @@ def prepare(q, kv_cache, block_table, cache_seqlens, cu_seqlens_q, max_seqlen_q,
                                cu_seqlens_q[:-1], w_uk, w_uv, ws.k_new, ws.v_new, max_seqlen_q, h, b, dtype, gpu,
                                expand_opts)]
     last = iterations == 0
-    launches += prepare_prefill(q, ws.k_new, ws.v_new, cu_seqlens_q, cu_seqlens_q, max_seqlen_q, softmax_scale,
-                                True, None, out if last else ws.o_run, lse if last else ws.lse_run, gpu,
-                                version=version, check_lengths=False, **attn)[1]
+    new_part = prepare_prefill(q, ws.k_new, ws.v_new, cu_seqlens_q, cu_seqlens_q, max_seqlen_q, softmax_scale, True,
+                               None, out if last else ws.o_run, lse if last else ws.lse_run, gpu, version=version,
+                               check_lengths=False, **attn)[1]
+    launches += [dataclasses.replace(lc, label=f"prefix_new {lc.label}") for lc in new_part]
     # 3: every chunk of the prefix, expanded, attended (not causal), merged into the running result
     seqs = torch.arange(b, dtype=torch.int32, device=q.device)
     dst = seqs * per_seq  # [b] sequence i's rows of the chunk workspace
@@ -309,8 +311,10 @@ def prepare(q, kv_cache, block_table, cache_seqlens, cu_seqlens_q, max_seqlen_q,
         count = (prefix - j * per_seq).clamp(0, per_seq).to(torch.int32)  # [b] this chunk's tokens per sequence
         launches.append(_expand_launch("prefix_expand", kv_cache, block_table, start, count, dst, w_uk, w_uv,
                                        ws.k_chunk, ws.v_chunk, per_seq, h, b, dtype, gpu, expand_opts))
-        launches += prepare_prefill(q, ws.k_chunk, ws.v_chunk, cu_seqlens_q, cu_k, max_seqlen_q, softmax_scale, False,
-                                    count, ws.o_part, ws.lse_part, gpu, version=version, check_lengths=False, **attn)[1]
+        chunk_attention = prepare_prefill(q, ws.k_chunk, ws.v_chunk, cu_seqlens_q, cu_k, max_seqlen_q, softmax_scale,
+                                          False, count, ws.o_part, ws.lse_part, gpu, version=version,
+                                          check_lengths=False, **attn)[1]
+        launches += [dataclasses.replace(lc, label=f"prefix_chunks {lc.label}") for lc in chunk_attention]
         last = j == iterations - 1
         launches.append(_merge_launch(ws.o_run, ws.lse_run, ws.o_part, ws.lse_part, out if last else ws.o_run,
                                       lse if last else ws.lse_run, total_q, h))
@@ -345,3 +349,21 @@ def workspace_bytes(chunk_tokens: int, total_q: int, h: int, dtype=torch.bfloat1
     import dataclasses
     cfg = dataclasses.replace(DEEPSEEK_V3, n_heads=h)
     return chunked_prefix_workspace(chunk_tokens, total_q, cfg, "bf16" if dtype == torch.bfloat16 else "fp16")["total"]
+
+
+def example_launches() -> list:
+    """The launches of a representative GPU call (gpu=True on CPU tensors: nothing runs): two
+    sequences with prefixes of 200 and 90 tokens and 100 + 37 new ones, pages of 64, h = 2,
+    chunk_tokens 128 (64 per sequence: four iterations). The attention's launches are labelled
+    "prefix_new <version> BLOCK_M=..." (the new tokens, causal, into a float32 running result) and
+    "prefix_chunks <version> BLOCK_M=..." (a chunk: not causal, seqused_k, a float32 out): each
+    compiles apart from a plain call of the version. For the compile report."""
+    h = 2
+    q = torch.zeros(137, h, D_QK, dtype=torch.bfloat16)
+    kv = torch.zeros(10, 64, 1, D_LATENT + D_ROPE, dtype=torch.bfloat16)
+    bt = torch.zeros(2, 5, dtype=torch.int32)
+    sl = torch.tensor([300, 127], dtype=torch.int32)
+    cu = torch.tensor([0, 100, 137], dtype=torch.int32)
+    w = torch.zeros(h, D_LATENT, D_NOPE, dtype=torch.bfloat16)
+    return prepare(q, kv, bt, sl, cu, 100, w, w.clone(), chunk_tokens=128, max_prefix=200, gpu=True,
+                   check_lengths=False)[0]

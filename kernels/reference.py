@@ -454,7 +454,7 @@ def gpu_mha(q64: torch.Tensor, k64: torch.Tensor, v64: torch.Tensor, scale: floa
     if visible is not None:
         scores = scores.masked_fill(~visible[None], -math.inf)
     m = scores.amax(dim=-1, keepdim=True) if scores.shape[-1] else torch.full(scores.shape[:-1] + (1,), -math.inf,
-                                                                               dtype=torch.float64)
+                                                                               dtype=torch.float64, device=q64.device)
     seen = torch.isfinite(m)
     p = torch.where(seen, torch.exp(scores - torch.where(seen, m, 0.0)), 0.0)
     l_sum = p.sum(dim=-1, keepdim=True)
@@ -624,3 +624,137 @@ def reference_sparse_prefill(q, kv, indices, sm_scale=None, mode="float64", oper
         o, l_ = gpu_attention(q64[t][:, None], kvr, scale, ops, D_LATENT)  # [1, h, 512], [h, 1]
         out[t], lse[t] = o[0], l_[:, 0]
     return out.to(q.dtype), lse.to(torch.float32)
+
+
+# ---- the prefill references on the device, batched: the prefill benchmark's gate ------------------
+
+def _exact_mha(q64, k64, v64, scale, visible=None):
+    """float64 softmax attention with per-head keys on any device: q [h, s, d], k [h, n, d], v [h, n,
+    d_v], visible [s, n] -> out [s, h, d_v], lse [h, s]; a row that sees nothing: 0 and -inf."""
+    scores = torch.einsum("hsd,hnd->hsn", q64, k64) * scale
+    if visible is not None:
+        scores = scores.masked_fill(~visible[None], -math.inf)
+    lse = torch.logsumexp(scores, dim=-1) if scores.shape[-1] else \
+        torch.full(scores.shape[:-1], -math.inf, dtype=torch.float64, device=q64.device)
+    p = torch.exp(scores - lse[..., None]).nan_to_num(0.0)
+    return torch.einsum("hsn,hnd->shd", p, v64), lse
+
+
+def _heads_per_step(n_q: int, n_k: int, h: int, max_bytes: int) -> int:
+    return max(1, min(h, max_bytes // max(1, 4 * 8 * n_q * n_k)))  # scores, p and two temporaries in float64
+
+
+def reference_prefill_batched(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale=None, causal=True, seqused_k=None,
+                              mode="float64", operands=None, max_bytes: int = 2**31):
+    """reference_prefill on q's device (the prefill benchmark's gate): per sequence, a few heads at a
+    time so the float64 scores stay under max_bytes. mode "float64": both float64; mode "gpu": the
+    GPU-like reference (gpu_mha), out in q's dtype, lse float32. Reads cu_seqlens on the host."""
+    _check_mode(mode, operands)
+    ops = operands or q.dtype
+    scale = softmax_scale if softmax_scale is not None else q.shape[-1] ** -0.5
+    total_q, h, _ = q.shape
+    dev = q.device
+    out = torch.zeros(total_q, h, v.shape[2], dtype=torch.float64, device=dev)
+    lse = torch.full((h, total_q), -math.inf, dtype=torch.float64, device=dev)
+    cq, ck = cu_seqlens_q.tolist(), cu_seqlens_k.tolist()
+    used = None if seqused_k is None else seqused_k.tolist()
+    for i in range(len(cq) - 1):
+        a, nq, c = cq[i], cq[i + 1] - cq[i], ck[i]
+        nk = ck[i + 1] - c if used is None else used[i]
+        if nq == 0:
+            continue
+        visible = _visible(nq, nk, causal).to(dev)
+        step = _heads_per_step(nq, nk, h, max_bytes)
+        for h0 in range(0, h, step):
+            qh = q[a:a + nq, h0:h0 + step].double().transpose(0, 1)
+            kh, vh = k[c:c + nk, h0:h0 + step].double().transpose(0, 1), v[c:c + nk, h0:h0 + step].double().transpose(0, 1)
+            o, l_ = gpu_mha(qh, kh, vh, scale, ops, visible) if mode == "gpu" else _exact_mha(qh, kh, vh, scale, visible)
+            out[a:a + nq, h0:h0 + step], lse[h0:h0 + step, a:a + nq] = o, l_
+    return (out.to(q.dtype), lse.to(torch.float32)) if mode == "gpu" else (out, lse)
+
+
+def reference_prefix_prefill_batched(q, kv_cache, block_table, cache_seqlens, cu_seqlens_q, w_uk, w_uv,
+                                     softmax_scale=None, mode="float64", operands=None, workspace_dtype="default",
+                                     max_bytes: int = 2**31):
+    """reference_prefix_prefill on q's device (the prefill benchmark's gate): per sequence its latent
+    rows gathered from the pages, expanded in float64 (rounded to workspace_dtype: as
+    reference_prefix_prefill), then attention over the whole context a few heads at a time. mode
+    "gpu" runs gpu_mha over the whole context at once -- the chunks' partial results and merges
+    are float32 (2^-24) steps the kernels take and this does not: of the same size as the
+    roundings it models, not the same bits (as the decode reference's running max)."""
+    _check_mode(mode, operands)
+    if workspace_dtype == "default":
+        workspace_dtype = q.dtype if mode == "gpu" else None
+    ops = operands or q.dtype
+    scale = softmax_scale if softmax_scale is not None else q.shape[-1] ** -0.5
+    total_q, h, d_qk = q.shape
+    d_nope, d_v = w_uk.shape[-1], w_uv.shape[-1]
+    d_rope = d_qk - d_nope
+    dev = q.device
+    out = torch.zeros(total_q, h, d_v, dtype=torch.float64, device=dev)
+    lse = torch.full((h, total_q), -math.inf, dtype=torch.float64, device=dev)
+    cq, lens = cu_seqlens_q.tolist(), cache_seqlens.tolist()
+    page = kv_cache.shape[1]
+    for i in range(len(cq) - 1):
+        a, s, n = cq[i], cq[i + 1] - cq[i], lens[i]
+        if s == 0:
+            continue
+        pages = block_table[i, :-(-n // page)].long()
+        rows = kv_cache[pages, :, 0].reshape(-1, kv_cache.shape[-1])[:n].double()  # [n, 576]
+        c, kr = rows[:, :-d_rope], rows[:, -d_rope:]
+        visible = _visible(s, n, True).to(dev)
+        step = _heads_per_step(s, n, h, max_bytes)
+        for h0 in range(0, h, step):
+            k_nope = torch.einsum("nl,hld->hnd", c, w_uk[h0:h0 + step].double())  # [hh, n, 128]
+            vh = torch.einsum("nl,hld->hnd", c, w_uv[h0:h0 + step].double())
+            if workspace_dtype is not None:
+                k_nope, vh = round_to(k_nope, workspace_dtype), round_to(vh, workspace_dtype)
+            kh = torch.cat([k_nope, kr[None].expand(k_nope.shape[0], -1, -1)], dim=-1)  # [hh, n, 192]
+            qh = q[a:a + s, h0:h0 + step].double().transpose(0, 1)
+            o, l_ = gpu_mha(qh, kh, vh, scale, ops, visible) if mode == "gpu" else _exact_mha(qh, kh, vh, scale, visible)
+            out[a:a + s, h0:h0 + step], lse[h0:h0 + step, a:a + s] = o, l_
+    return (out.to(q.dtype), lse.to(torch.float32)) if mode == "gpu" else (out, lse)
+
+
+def reference_sparse_prefill_batched(q, kv, indices, sm_scale=None, mode="float64", operands=None,
+                                     max_bytes: int = 2**30):
+    """reference_sparse_prefill on q's device (the prefill benchmark's gate), the query tokens a chunk
+    at a time (their gathered float64 rows under max_bytes). Rows in q's dtype or FP8 rows (dequantized
+    exactly: code * scale in float64, then the GPU-like rounding in mode "gpu")."""
+    from . import fp8 as torch_fp8
+    _check_mode(mode, operands)
+    ops = operands or q.dtype
+    scale = sm_scale if sm_scale is not None else q.shape[-1] ** -0.5
+    s_q, h_q, d_qk = q.shape
+    topk = indices.shape[-1]
+    fp8 = kv.dtype == torch.uint8
+    n_rows = kv.shape[0]
+    out = torch.zeros(s_q, h_q, D_LATENT, dtype=torch.float64, device=q.device)
+    lse = torch.full((s_q, h_q), -math.inf, dtype=torch.float64, device=q.device)
+    chunk = max(1, int(max_bytes // (8 * topk * (d_qk + 2 * h_q))))
+    for t0 in range(0, s_q, chunk):
+        idx = indices[t0:t0 + chunk, 0].long()  # [T, topk]
+        valid = (idx >= 0) & (idx < n_rows)
+        rows = kv[torch.where(valid, idx, torch.zeros_like(idx)), 0]  # [T, topk, 576 or 656]
+        vals = torch_fp8.unpack_fp8_rows(rows).double() if fp8 else rows.double()
+        if fp8:  # unpack_fp8_rows gives float32 code * scale: recompute it exactly in float64
+            codes = rows[..., :D_LATENT].contiguous().view(torch.float8_e4m3fn).double()
+            scales = rows[..., D_LATENT:D_LATENT + 4 * (D_LATENT // np_fp8.TILE)].contiguous().view(torch.float32).double()
+            lat = (codes.reshape(*codes.shape[:2], -1, np_fp8.TILE) * scales[..., None]).reshape(codes.shape)
+            vals = torch.cat([lat, vals[..., D_LATENT:]], dim=-1)
+        if mode == "gpu":
+            vals = gpu_rows(vals, ops, fp8)
+        vals = torch.where(valid[..., None], vals, 0.0)  # rows of invalid entries never count
+        qd = q[t0:t0 + chunk].double()
+        qd = round_to(qd, ops) if mode == "gpu" else qd
+        scores = torch.einsum("thd,tnd->thn", qd, vals)
+        scores = (round_to(scores, torch.float32) if mode == "gpu" else scores) * scale
+        scores = scores.masked_fill(~valid[:, None, :], -math.inf)
+        m = scores.amax(dim=-1, keepdim=True)
+        seen = torch.isfinite(m)
+        p = torch.where(seen, torch.exp(scores - torch.where(seen, m, 0.0)), 0.0)
+        l_sum = p.sum(dim=-1, keepdim=True)
+        pv = round_to(p, ops) if mode == "gpu" else p
+        out[t0:t0 + chunk] = torch.einsum("thn,tnd->thd", pv, vals[..., :D_LATENT]) / torch.where(seen, l_sum, 1.0)
+        lse[t0:t0 + chunk] = torch.where(seen, m + torch.log(torch.where(seen, l_sum, 1.0)), -math.inf)[..., 0]
+    return (out.to(q.dtype), lse.to(torch.float32)) if mode == "gpu" else (out, lse)

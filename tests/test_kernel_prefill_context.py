@@ -110,7 +110,8 @@ def test_prefixes_around_a_chunk():
 def test_no_prefix_writes_the_causal_part_directly():
     case = make_case([7, 33], [0, 0], seed=3)
     launches = pc.prepare(*case[:5], 33, *case[5:])[0]
-    assert [lc.label.split()[0] for lc in launches] == ["prefix_expand", "prefill_causal"]
+    assert [lc.label for lc in launches] == ["prefix_expand", "prefix_new prefill_causal BLOCK_M=32"]
+    assert launches[1].args["out_ptr"].dtype == case[0].dtype  # no chunk to merge: the final out directly
     run(case, 64)
 
 
