@@ -5,7 +5,7 @@ what the compiler made: resources from ptxas, and the KV loop from the SASS.
   python -m kernels.compile_report --only planned   (one version and the combine kernel)
   python -m kernels.compile_report --only sparse    (the sparse decode kernel: top-k 2048, FP8 rows)
   python -m kernels.compile_report --only prefill_causal   (a prefill version; --only prefix_chunks: the
-                                                    chunked prefix context's kernels, kernels/mla_prefill.py)
+                                                    chunked prefix context's kernels, kernels/prefill_context.py)
   python -m kernels.compile_report --json           (machine-readable rows)
   python -m kernels.compile_report --excerpt gluon  (one configuration's MMA layouts and SASS loop, JSON)
 
@@ -95,8 +95,8 @@ def shipped_configs(only=None) -> list[Config]:
                     if label not in seen:
                         seen.add(label)
                         out.append(Config(label, launch, None if kernel == "combine" else name))
-    from .mla_prefill import compile_configs as prefill_configs  # chapter 9's kernels: PREFILL_TABLE's rows and
-    for label, launch, _ in prefill_configs(only):  # the chunked prefix context's (kernels/mla_prefill.py)
+    from .prefill_context import compile_configs as prefill_configs  # chapter 9's kernels: PREFILL_TABLE's rows
+    for label, launch, _ in prefill_configs(only):  # and the chunked prefix context's (kernels/prefill_context.py)
         if label not in seen:
             seen.add(label)
             out.append(Config(label, launch, None))

@@ -459,63 +459,6 @@ def mla_prefill(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, softmax_scale
     return out, lse
 
 
-# ---------------------------------------------------------------------------------------
-# What the compile report compiles (kernels/compile_report.py adds these to its configurations)
-# ---------------------------------------------------------------------------------------
-
-PREFIX_CONFIGS = "prefix_chunks"  # `--only prefix_chunks`: the chunked prefix context's kernels
-
-
-def example_launches(version: PrefillVersion, cache: str, block_m: int) -> list:
-    """The launches a GPU call of this prefill version ships at this tile height, built on small CPU
-    tensors shaped like a real call (gpu=True: nothing runs). Expand: two sequences, 300 queries in
-    all (a total that no power of two divides, as a real batch's: lse's row stride), h = 2 (the
-    heads are a grid axis: they change nothing compiled). Sparse: 200 query tokens of h_q heads
-    (block_m's shape: 16, 32, or 128 heads for the 64-row tile), top-k 2048, no split."""
-    from .dims import D_K, FP8_ROW_BYTES
-    if version.call == "sparse":
-        h_q = {16: 16, 32: 32, 64: 128}[block_m]
-        q = torch.zeros(200, h_q, D_K, dtype=torch.bfloat16)
-        kv = torch.zeros(64, 1, FP8_ROW_BYTES, dtype=torch.uint8) if cache == "fp8" else \
-            torch.zeros(64, 1, D_K, dtype=torch.bfloat16)
-        idx = torch.zeros(200, 1, 2048, dtype=torch.int32)
-        return sparse_prefill.prepare(q, kv, idx, gpu=True, launcher=version.launch, num_splits=1)[0]
-    q = torch.zeros(300, 2, D_QK, dtype=torch.bfloat16)
-    k = torch.zeros(700, 2, D_QK, dtype=torch.bfloat16)
-    v = torch.zeros(700, 2, D_V, dtype=torch.bfloat16)
-    cu_q, cu_k = torch.tensor([0, 100, 300], dtype=torch.int32), torch.tensor([0, 300, 700], dtype=torch.int32)
-    return prepare(q, k, v, cu_q, cu_k, 200, gpu=True, version=version.name, check_lengths=False)[1]
-
-
-def compile_configs(only: str | None = None) -> list:
-    """(label, launch, version name or None) of every prefill configuration a GPU launch ships,
-    labelled as the compile report labels decode's ("kernel cache tile"): each row of
-    PREFILL_TABLE for each cache it reads and each BLOCK_M it ships, then the chunked prefix
-    context's kernels (the expansion, the chunk attention -- not causal, seqused_k, a float32
-    out: another specialization of the attention -- and the merge). only: a version's name, or
-    PREFIX_CONFIGS for the chunked prefix context's."""
-    out, seen = [], set()
-
-    def add(label, launch, name):
-        if label not in seen:
-            seen.add(label)
-            out.append((label, launch, name))
-    for name, version in PREFILL_TABLE.items():
-        if only and name != only:
-            continue
-        for cache in version.caches:
-            for block_m in version.block_m:
-                for launch in example_launches(version, cache, block_m):
-                    kernel, *tile = launch.label.split()
-                    add("combine" if kernel == "combine" else " ".join([kernel, cache] + tile), launch, name)
-    if only in (None, PREFIX_CONFIGS):
-        from .prefill_context import example_launches as prefix_launches
-        for launch in prefix_launches():
-            kernel, *tile = launch.label.split()
-            add(" ".join([kernel, "bf16"] + tile) if kernel != "lse_merge" else kernel, launch, None)
-    return out
-
-
 def dot_widths(launch) -> tuple | None:
     """(QK width, PV width) of a prefill attention kernel's dots -- (192, 128) -- for the compile
     report's useful MMA FLOP per tile, 2 * BLOCK_M * BLOCK_N * (192 + 128); None for any other

@@ -52,7 +52,8 @@ import triton.language as tl
 
 from mlacourse.prefill import chunked_prefix_workspace, context_chunks
 
-from .dims import D_LATENT, D_ROPE, LOG2E, check_page_block_size
+from . import sparse_prefill
+from .dims import D_K, D_LATENT, D_ROPE, FP8_ROW_BYTES, LOG2E, check_page_block_size
 from .launch import Launch, check_tile, compute_dtype, interpreting
 from .mla_prefill import D_NOPE, D_QK, D_V, EXPAND_VERSIONS, MAX_GRID_YZ, PREFILL_TABLE
 from .mla_prefill import prepare as prepare_prefill
@@ -351,7 +352,7 @@ def workspace_bytes(chunk_tokens: int, total_q: int, h: int, dtype=torch.bfloat1
     return chunked_prefix_workspace(chunk_tokens, total_q, cfg, "bf16" if dtype == torch.bfloat16 else "fp16")["total"]
 
 
-def example_launches() -> list:
+def prefix_example_launches() -> list:
     """The launches of a representative GPU call (gpu=True on CPU tensors: nothing runs): two
     sequences with prefixes of 200 and 90 tokens and 100 + 37 new ones, pages of 64, h = 2,
     chunk_tokens 128 (64 per sequence: four iterations). The attention's launches are labelled
@@ -367,3 +368,59 @@ def example_launches() -> list:
     w = torch.zeros(h, D_LATENT, D_NOPE, dtype=torch.bfloat16)
     return prepare(q, kv, bt, sl, cu, 100, w, w.clone(), chunk_tokens=128, max_prefix=200, gpu=True,
                    check_lengths=False)[0]
+
+
+# ---------------------------------------------------------------------------------------
+# What the compile report compiles for the prefill kernels (kernels/compile_report.py adds these to its
+# configurations; here, above mla_prefill and sparse_prefill in the import graph)
+# ---------------------------------------------------------------------------------------
+
+PREFIX_CONFIGS = "prefix_chunks"  # `--only prefix_chunks`: the chunked prefix context's kernels
+
+
+def example_launches(version, cache: str, block_m: int) -> list:
+    """The launches a GPU call of this prefill version ships at this tile height, built on small CPU
+    tensors shaped like a real call (gpu=True: nothing runs). Expand: two sequences, 300 queries in
+    all (a total that no power of two divides, as a real batch's: lse's row stride), h = 2 (the
+    heads are a grid axis: they change nothing compiled). Sparse: 200 query tokens of h_q heads
+    (block_m's shape: 16, 32, or 128 heads for the 64-row tile), top-k 2048, no split."""
+    if version.call == "sparse":
+        h_q = {16: 16, 32: 32, 64: 128}[block_m]
+        q = torch.zeros(200, h_q, D_K, dtype=torch.bfloat16)
+        kv = torch.zeros(64, 1, FP8_ROW_BYTES, dtype=torch.uint8) if cache == "fp8" else \
+            torch.zeros(64, 1, D_K, dtype=torch.bfloat16)
+        idx = torch.zeros(200, 1, 2048, dtype=torch.int32)
+        return sparse_prefill.prepare(q, kv, idx, gpu=True, launcher=version.launch, num_splits=1)[0]
+    q = torch.zeros(300, 2, D_QK, dtype=torch.bfloat16)
+    k = torch.zeros(700, 2, D_QK, dtype=torch.bfloat16)
+    v = torch.zeros(700, 2, D_V, dtype=torch.bfloat16)
+    cu_q, cu_k = torch.tensor([0, 100, 300], dtype=torch.int32), torch.tensor([0, 300, 700], dtype=torch.int32)
+    return prepare_prefill(q, k, v, cu_q, cu_k, 200, gpu=True, version=version.name, check_lengths=False)[1]
+
+
+def compile_configs(only: str | None = None) -> list:
+    """(label, launch, version name or None) of every prefill configuration a GPU launch ships,
+    labelled as the compile report labels decode's ("kernel cache tile"): each row of
+    PREFILL_TABLE for each cache it reads and each BLOCK_M it ships, then the chunked prefix
+    context's kernels (the expansion, the chunk attention -- not causal, seqused_k, a float32
+    out: another specialization of the attention -- and the merge). only: a version's name, or
+    PREFIX_CONFIGS for the chunked prefix context's."""
+    out, seen = [], set()
+
+    def add(label, launch, name):
+        if label not in seen:
+            seen.add(label)
+            out.append((label, launch, name))
+    for name, version in PREFILL_TABLE.items():
+        if only and name != only:
+            continue
+        for cache in version.caches:
+            for block_m in version.block_m:
+                for launch in example_launches(version, cache, block_m):
+                    kernel, *tile = launch.label.split()
+                    add("combine" if kernel == "combine" else " ".join([kernel, cache] + tile), launch, name)
+    if only in (None, PREFIX_CONFIGS):
+        for launch in prefix_example_launches():
+            kernel, *tile = launch.label.split()
+            add(" ".join([kernel, "bf16"] + tile) if kernel != "lse_merge" else kernel, launch, None)
+    return out

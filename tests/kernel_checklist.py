@@ -392,7 +392,7 @@ def prefill_against_reference(v) -> list[str]:
 
 
 def prefill_compile_report(v, docs: Docs) -> list[str]:
-    from kernels.mla_prefill import compile_configs
+    from kernels.prefill_context import compile_configs
     found = []
     labels = [label for label, _, name in compile_configs(only=v.name) if name == v.name]
     for cache in v.caches:
