@@ -41,7 +41,11 @@ The expand path's chunked prefix context (the prefix expanded from the latent ca
 chunk, each chunk's (out, lse) merged by log-sum-exp) is kernels/prefill_context.py; it runs
 versions 1-2 for its attention.
 
-Softmax runs in base 2 (scores times softmax_scale * log2 e, exp2), lse is stored in natural log."""
+Softmax runs in base 2 (scores times softmax_scale * log2 e, exp2), lse is stored in natural log.
+What the compiler made of each version: `python -m kernels.compile_report --only prefill_causal`
+(kernels/BENCHMARKS.md's prefill section); what a GPU makes of it: kernels/bench_prefill.py. The
+float64 reference is mlacourse.prefill.prefill_attention, the GPU-like one kernels.reference.
+reference_prefill(mode="gpu"); tests/test_kernel_prefill.py checks every version against both."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -147,7 +147,11 @@ def sparse_expand_fraction(topk, n_heads=_H, d_nope=_DN, d_rope=_DR, d_v=_DV, d_
     which is 1/13 for V3.2's shapes at topk 2048. In dense attention the up-projection of
     the n_ctx cached tokens is paid against n_new * n_ctx pairs and the break-even
     (crossover_new_tokens) does not depend on n_ctx; with top-k it is paid against
-    n_new * topk pairs, so the longer the context, the longer a chunk must be to amortise it."""
+    n_new * topk pairs, so the longer the context, the longer a chunk must be to amortise it.
+    That is the count with no choice shared (attention_flops' distinct="most"). Were every query's
+    choice inside one set of topk tokens (distinct="fewest"), only topk tokens would be expanded and
+    expand would win once the chunk exceeds topk times this fraction -- 158 tokens at topk 2,048,
+    whatever the context (mlacourse.prefill.expand_wins_from finds both)."""
     extra_per_pair = absorb_flops_per_pair(n_heads, d_rope, d_latent) - \
         expand_flops_per_pair(n_heads, d_nope, d_rope, d_v)
     return expand_flops_per_cached_token(n_heads, d_nope, d_v, d_latent) / (

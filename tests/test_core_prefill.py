@@ -228,6 +228,11 @@ def test_expands_advantage_grows_with_the_chunk(n_ctx, topk, distinct):
 
 
 def test_bytes_per_selected_key():
+    from mlacourse.sparse import pair_intensity
+    assert flops.expand_flops_per_pair(**{k: V3S[k] for k in ("n_heads", "d_nope", "d_rope", "d_v")}) \
+        / P.bytes_per_selected_key("expand") == pair_intensity("expand") == 1.0  # chapter 8's figure, same count
+    assert flops.absorb_flops_per_pair(**{k: V3S[k] for k in ("n_heads", "d_rope", "d_latent")}) \
+        / P.bytes_per_selected_key("absorb", kv_row_bytes=1152) == pair_intensity("absorb")
     assert P.bytes_per_selected_key("expand") == 81_920
     assert P.bytes_per_selected_key("absorb") == 656
     assert P.bytes_per_selected_key("absorb", kv_row_bytes=1152) == 1152
