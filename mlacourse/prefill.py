@@ -299,35 +299,41 @@ def bytes_per_selected_key(path: str, cfg: MLAConfig = DEEPSEEK_V3, kv_row_bytes
 
 
 def prefill_costs(n_new: int, n_ctx: int, cfg: MLAConfig = DEEPSEEK_V3, topk: int | None = None,
-                  distinct="most", kv_row_bytes: int | None = None) -> dict:
+                  distinct="most", kv_row_bytes: int | None = None, reads: str = "pair") -> dict:
     """FLOPs and bytes of one layer's attention for one sequence's n_new new tokens (the last of
-    n_ctx), by path: {"expand": {"flops", "bytes"}, "absorb": {...}}. FLOPs are
-    flops.attention_flops (with topk and distinct, its bounds). Bytes, each crossing once:
-      expand  the latent rows of the expanded tokens read (kv_row_bytes each, default bf16
-              1,152), their K/V written and read back (2 x expanded_kv_bytes), q [n_new, H, 192]
-              and out [n_new, H, 128] in bf16; with topk, each (query, key) pair reads its own
-              K/V (bytes_per_selected_key: a gather serves one query token)
-      absorb  q_lat [n_new, H, 576] and the latent out [n_new, H, 512] in bf16, the latent rows
-              once (dense) or once per pair (top-k gather: kv_row_bytes per pair)
+    n_ctx), by path: {"expand": {"flops", "bytes"}, "absorb": {...}, "pairs", "expanded"}. FLOPs
+    are flops.attention_flops (with topk and distinct, its bounds on the tokens expanded). Bytes,
+    in bf16 except the latent rows (kv_row_bytes each, default bf16 1,152):
+      expand  the latent rows of the expanded tokens read, their K/V written (expanded_kv_bytes),
+              the K/V read by the attention, q [n_new, H, 192] and out [n_new, H, 128]
+      absorb  the latent rows read by the attention, q_lat [n_new, H, 576] and the latent out
+              [n_new, H, 512]
+    What the attention reads: dense, each row once (tiles of queries share every key tile). With
+    topk, `reads` says: "pair" (the default) -- each (query, key) pair fetches its key's data for
+    that query token alone, as a gather does when the queries' choices differ
+    (bytes_per_selected_key: 81,920 expanded, one latent row absorbed; sparse.pair_intensity's
+    model); "once" -- each distinct chosen token's data crosses memory once (every reuse caught).
     W_UK and W_UV (the same weights on both paths) are left out, as flops.py leaves them."""
+    if reads not in ("pair", "once"):
+        raise ValueError(f"reads must be 'pair' or 'once', got {reads!r}")
     e = BYTES_PER_ELEMENT["bf16"]
     row = kv_row_bytes if kv_row_bytes is not None else cfg.d_cache * e
     f = flops.attention_flops(n_new, n_ctx, topk=topk, distinct=distinct, **cfg.attention_shapes)
     if topk is None:
         pairs, expanded = flops.causal_pairs(n_new, n_ctx), n_ctx
-        kv_reads_expand = expanded_kv_bytes(expanded, cfg)
-        rows_absorb = n_ctx * row
+        read_expand, read_absorb = expanded_kv_bytes(n_ctx, cfg), n_ctx * row
     else:
         pairs = flops.sparse_causal_pairs(n_new, n_ctx, topk)
         fewest, most = flops.distinct_selected_bounds(n_new, n_ctx, topk)
         expanded = {"most": most, "fewest": fewest}.get(distinct, distinct)
-        kv_reads_expand = pairs * bytes_per_selected_key("expand", cfg)
-        rows_absorb = pairs * row
+        per = pairs if reads == "pair" else expanded
+        read_expand = per * bytes_per_selected_key("expand", cfg)
+        read_absorb = per * row
     q_out_expand = e * n_new * cfg.n_heads * (cfg.d_qk + cfg.d_v)
     q_out_absorb = e * n_new * cfg.n_heads * (cfg.d_cache + cfg.d_latent)
     return {"expand": {"flops": f["expand"],
-                       "bytes": expanded * row + expanded_kv_bytes(expanded, cfg) + kv_reads_expand + q_out_expand},
-            "absorb": {"flops": f["absorb"], "bytes": rows_absorb + q_out_absorb},
+                       "bytes": expanded * row + expanded_kv_bytes(expanded, cfg) + read_expand + q_out_expand},
+            "absorb": {"flops": f["absorb"], "bytes": read_absorb + q_out_absorb},
             "pairs": pairs, "expanded": expanded}
 
 
@@ -356,13 +362,13 @@ def expand_wins_from(n_ctx: int, cfg: MLAConfig = DEEPSEEK_V3, topk: int | None 
 
 
 def prefill_roofline(n_new: int, n_ctx: int, gpu, cfg: MLAConfig = DEEPSEEK_V3, topk: int | None = None,
-                     distinct="most", kv_row_bytes: int | None = None) -> dict:
+                     distinct="most", kv_row_bytes: int | None = None, reads: str = "pair") -> dict:
     """Each path's intensity (FLOP/byte) and roofline time in seconds, max(FLOPs / bf16 peak, bytes
     / bandwidth), for prefill_costs on a GPU of mlacourse.hardware: a model, not a measurement.
     `bound` says which roof each path sits under."""
     from .hardware import get
     g = get(gpu) if isinstance(gpu, str) else gpu
-    c = prefill_costs(n_new, n_ctx, cfg, topk, distinct, kv_row_bytes)
+    c = prefill_costs(n_new, n_ctx, cfg, topk, distinct, kv_row_bytes, reads)
     out = {}
     for path in ("expand", "absorb"):
         f, by = c[path]["flops"], c[path]["bytes"]

@@ -256,6 +256,16 @@ def test_prefill_costs_and_roofline():
     c = P.prefill_costs(2048, 34816, topk=2048, distinct="fewest")
     assert c["expanded"] == 2048 and c["pairs"] == 2048 * 2048
     assert c["expand"]["bytes"] > c["pairs"] * 81_920
+    # every query choosing inside one set of 2,048, each read once: expand's FLOPs are a third of
+    # absorb's and its bytes no longer per pair -- both compute-bound, and expand is the faster
+    once = P.prefill_roofline(2048, 34816, "H200", topk=2048, distinct="fewest", reads="once")
+    assert once["expand"]["bound"] == "compute" and once["expand"]["seconds"] < once["absorb"]["seconds"]
+    few = P.prefill_costs(2048, 34816, topk=2048, distinct="fewest", reads="once")
+    assert few["expand"]["bytes"] == 2048 * 1152 + 2 * P.expanded_kv_bytes(2048) + 2 * 2048 * 128 * 320
+    assert few["absorb"]["bytes"] == 2048 * 1152 + 2 * 2048 * 128 * (576 + 512)
+    assert few["expand"]["flops"] * 3 == few["absorb"]["flops"]
+    with pytest.raises(ValueError, match="reads must be"):
+        P.prefill_costs(8, 16, topk=4, reads="some")
 
 
 # ---- sparse prefill ---------------------------------------------------------------------------------
