@@ -131,6 +131,18 @@ def test_a_failing_row_is_not_timed_and_the_run_fails(tmp_path, monkeypatch):
     assert B.main(["--smoke", "--out", str(tmp_path / "Q.md")]) == 1
 
 
+def test_a_library_that_takes_no_such_shape_fails_nothing(tmp_path, monkeypatch):
+    def refuses(*args, **kwargs):
+        raise RuntimeError("FlashAttention only supports head dimension of v equal to q")
+    _fake_module(monkeypatch, "flash_attn", flash_attn_varlen_func=refuses)
+    args = B.parse_args(["--smoke", "--out", str(tmp_path / "P.md")])
+    rows = B.run(args, device=DEVICE, timer=lambda fn: 1.0, kernel_timer=lambda fn: 0.5,
+                 cases=[dict(kind="expand", b=1, s_q=20, s_k=20, h=2)])
+    fa2 = next(r for r in rows if r["impl"] == "fa2")
+    assert not fa2.get("failed") and fa2["note"].startswith("did not run: RuntimeError: FlashAttention only")
+    assert not any(r.get("failed") for r in rows)
+
+
 def _fake_module(monkeypatch, name, **attrs):
     mod = types.ModuleType(name)
     for k, v in attrs.items():
