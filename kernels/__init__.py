@@ -8,6 +8,9 @@
   gluon_decode     version 5 in Gluon: compiled for sm_90, not yet run on a GPU
   seesaw_decode    version 6 in Gluon, FlashMLA's seesaw: compiled for sm_90, not yet run on a GPU
   sparse_decode    version 7: sparse decode (DeepSeek-V3.2's top-k indices) over FP8 rows
+  mla_prefill      the expand path's prefill (chapter 9): versions prefill_tiled -> prefill_causal, PREFILL_TABLE
+  prefill_context  the chunked prefix context: expansion from the paged latent cache, chunk loop, LSE merge
+  sparse_prefill   the absorbed sparse prefill (FlashMLA's flash_mla_sparse_fwd call) on version 7's kernel
   plan             mla_decode_plan: the batch's schedule on the device (like FlashMLA's get_mla_metadata)
   dims             the model dimensions, LOG2E and the page rule, named once (no torch)
   engine_adapter   the engine's decode through the kernel: Engine(..., decode_backend=kernel_backend())
@@ -18,6 +21,7 @@
   triton36         python -m kernels.triton36 --install: the GPU machine's triton, for compile checks
   bench            python kernels/bench.py --out RUN.md  (needs a CUDA GPU; --smoke on a CPU)
   bench_sparse     python kernels/bench_sparse.py --out RUN.md  (the sparse kernel; --smoke: the gate on a CPU)
+  bench_prefill    python kernels/bench_prefill.py --out RUN.md  (prefill; --smoke: the gate on a CPU)
   gpu_check.sh     bash kernels/gpu_check.sh: every GPU check in one command (--dry-run on a CPU)
 
 This package is named like a PyPI package (`kernels`); import it from the repository

@@ -4,6 +4,8 @@ what the compiler made: resources from ptxas, and the KV loop from the SASS.
   python -m kernels.compile_report                  (from the repository root; a few minutes on 2 cores)
   python -m kernels.compile_report --only planned   (one version and the combine kernel)
   python -m kernels.compile_report --only sparse    (the sparse decode kernel: top-k 2048, FP8 rows)
+  python -m kernels.compile_report --only prefill_causal   (a prefill version; --only prefix_chunks: the
+                                                    chunked prefix context's kernels, kernels/prefill_context.py)
   python -m kernels.compile_report --json           (machine-readable rows)
   python -m kernels.compile_report --excerpt gluon  (one configuration's MMA layouts and SASS loop, JSON)
 
@@ -105,6 +107,11 @@ def shipped_configs(only=None) -> list[Config]:
                     if label not in seen:
                         seen.add(label)
                         out.append(Config(label, launch, None if kernel == "combine" else name))
+    from .prefill_context import compile_configs as prefill_configs  # chapter 9's kernels: PREFILL_TABLE's rows
+    for label, launch, _ in prefill_configs(only):  # and the chunked prefix context's (kernels/prefill_context.py)
+        if label not in seen:
+            seen.add(label)
+            out.append(Config(label, launch, None))
     return out
 
 
@@ -590,6 +597,11 @@ def _report_index(args):
             row = report_one(label, launch)
         except Exception as e:  # noqa: BLE001 -- one failed compile is a row, not a crash
             row = dict(label=label, error=f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}")
+    from .mla_prefill import dot_widths
+    widths = dot_widths(launch) if launch is not None and row.get("executed") else None
+    if widths:  # a prefill attention kernel: useful MMA FLOP per tile 2 * BLOCK_M * BLOCK_N * (192 + 128)
+        bm, bn = launch.block_shape
+        row.update(useful=2 * bm * bn * sum(widths), ratio=round(row["executed"] / (2 * bm * bn * sum(widths)), 3))
     if version is not None:
         from . import mla_decode as md
         row.update(version=version, tiles=list(md.VERSION_TABLE[version].block_m))

@@ -37,6 +37,9 @@ The versions (choose with version=...; all dispatch through VERSION_TABLE below)
   7 "sparse"   DeepSeek-V3.2's sparse decode (kernels/sparse_decode.py, chapter 8): top-k
                `indices` instead of a block table -- another calling convention
                (sparse_mla_decode_with_kvcache), so its row says call="sparse". FP8 rows only.
+Prefill (chapter 9: the expand path's MHA, the chunked prefix, the absorbed sparse prefill on
+version 7's kernel) takes other arguments: its versions are rows of a sibling table in the same
+style, kernels/mla_prefill.py's PREFILL_TABLE.
 What each version reads and takes (cache formats, dtypes, pages, a plan, where it runs) is
 its row of VERSION_TABLE; prepare() checks a call against it, and the tests, the compile
 report, the benchmark and gpu_check.sh read the rows, never the names.

@@ -336,6 +336,19 @@ class Comparison:
 FLASHMLA_OUT_TOL = dict(atol=8e-4, rtol=2.01 / 128, max_cos_diff=5e-6, rule="either")
 FLASHMLA_SPARSE_OUT_TOL = dict(atol=1e-3, rtol=2.01 / 128, max_cos_diff=5e-6, rule="either")
 FLASHMLA_LSE_TOL = dict(atol=1e-6, rtol=8.01 / 65536, max_cos_diff=1e-7, rule="either")
+# Prefill (chapter 9), from FlashMLA's prefill tests, same rule:
+#   dense MHA prefill, d_qk 192 / d_v 128 (tests/test_fmha_sm100.py, flash_attn_varlen_func):
+#                                                 out abs 1e-3, rel 8.01/128, cos 7e-6; lse abs 1e-6, rel 2.01/65536
+#   sparse prefill (tests/test-sparse-prefill.py, flash_mla_sparse_fwd):
+#                                                 out abs 8e-4, rel 3.01/128, cos 1e-5; lse abs 1e-6, rel 2.01/65536
+# Both draw q, k and v as randn/10 (V rms 0.1, as the decode tests); lse cosine: kernelkit's default.
+FLASHMLA_PREFILL_OUT_TOL = dict(atol=1e-3, rtol=8.01 / 128, max_cos_diff=7e-6, rule="either")
+FLASHMLA_SPARSE_PREFILL_OUT_TOL = dict(atol=8e-4, rtol=3.01 / 128, max_cos_diff=1e-5, rule="either")
+FLASHMLA_PREFILL_LSE_TOL = dict(atol=1e-6, rtol=2.01 / 65536, max_cos_diff=1e-7, rule="either")
+TOLERANCE_KINDS = {"decode": (FLASHMLA_OUT_TOL, FLASHMLA_LSE_TOL),
+                   "sparse": (FLASHMLA_SPARSE_OUT_TOL, FLASHMLA_LSE_TOL),
+                   "prefill": (FLASHMLA_PREFILL_OUT_TOL, FLASHMLA_PREFILL_LSE_TOL),
+                   "sparse_prefill": (FLASHMLA_SPARSE_PREFILL_OUT_TOL, FLASHMLA_PREFILL_LSE_TOL)}
 # Only the out atol carries a unit: it is an absolute error in the units of V. FlashMLA's cases
 # draw the cache as randn/10 clamped to [-1, 1] (tests/test_flash_mla_dense_decoding.py
 # generate_test_data; tests/lib.py generate_testcase_for_decode): V's rms is 0.1. Ours draw V
@@ -345,15 +358,20 @@ FLASHMLA_LSE_TOL = dict(atol=1e-6, rtol=8.01 / 65536, max_cos_diff=1e-7, rule="e
 FLASHMLA_V_RMS = 0.1
 
 
-def gpu_tolerances(v_rms: float = FLASHMLA_V_RMS, sparse: bool = False):
+def gpu_tolerances(v_rms: float = FLASHMLA_V_RMS, sparse: bool = False, kind: str | None = None):
     """(out tolerance, lse tolerance) a GPU run is held to, for a case whose V values have
-    rms `v_rms` (value_rms): FlashMLA's dense (or sparse) decode tolerances, out atol scaled
-    from FlashMLA's data (rms 0.1) to this case's."""
+    rms `v_rms` (value_rms): FlashMLA's tolerances for the kind of kernel -- "decode" (the
+    default), "sparse" (sparse=True: sparse decode), "prefill" (the expand path's MHA prefill),
+    "sparse_prefill" -- the out atol scaled from FlashMLA's data (rms 0.1) to this case's."""
     if not v_rms > 0:
         raise ValueError(f"v_rms must be > 0, got {v_rms}")
-    out = dict(FLASHMLA_SPARSE_OUT_TOL if sparse else FLASHMLA_OUT_TOL)
+    kind = kind or ("sparse" if sparse else "decode")
+    if kind not in TOLERANCE_KINDS:
+        raise ValueError(f"kind must be one of {sorted(TOLERANCE_KINDS)}, got {kind!r}")
+    out_tol, lse_tol = TOLERANCE_KINDS[kind]
+    out = dict(out_tol)
     out["atol"] = out["atol"] * v_rms / FLASHMLA_V_RMS
-    return out, dict(FLASHMLA_LSE_TOL)
+    return out, dict(lse_tol)
 
 
 # Triton's interpreter runs the kernels in fp32 but truncates (does not round) fp32 -> bf16 on
@@ -401,16 +419,16 @@ def compare(name, got, ref, atol, rtol, max_cos_diff=None, rule="sum") -> Compar
 
 
 def check_against_references(tag: str, out, lse, ref64, ref_gpu, on_gpu: bool, v_rms: float,
-                             sparse: bool = False) -> list:
+                             sparse: bool = False, kind: str | None = None) -> list:
     """The checks every kernel test and the benchmark's gate make, as Comparison records (all
     must be ok). ref64 = (out, lse) of mode "float64", ref_gpu = (out, lse) of mode "gpu".
 
       1. the GPU-like reference against float64, at the tolerances a GPU run is held to
-         (gpu_tolerances(v_rms, sparse)): what a GPU computes passes them -- checked on every
+         (gpu_tolerances(v_rms, sparse, kind)): what a GPU computes passes them -- checked on every
          machine, so that a green CPU run predicts a green GPU run;
       2. the kernel against float64, and 3. against the GPU-like reference, at this machine's
          tolerances: the GPU's (on_gpu) or the interpreter's (INTERPRETER_OUT_TOL / _LSE_TOL)."""
-    gpu_out, gpu_lse = gpu_tolerances(v_rms, sparse)
+    gpu_out, gpu_lse = gpu_tolerances(v_rms, sparse, kind)
     k_out, k_lse = (gpu_out, gpu_lse) if on_gpu else (INTERPRETER_OUT_TOL, INTERPRETER_LSE_TOL)
     where = "GPU" if on_gpu else "interpreter"
     return [compare(f"GPU-like reference out vs float64 {tag}", ref_gpu[0], ref64[0], **gpu_out),
@@ -419,3 +437,324 @@ def check_against_references(tag: str, out, lse, ref64, ref_gpu, on_gpu: bool, v
             compare(f"lse ({where}) vs float64 {tag}", lse, ref64[1], **k_lse),
             compare(f"out ({where}) vs GPU-like reference {tag}", out, ref_gpu[0], **k_out),
             compare(f"lse ({where}) vs GPU-like reference {tag}", lse, ref_gpu[1], **k_lse)]
+
+
+# ---------------------------------------------------------------------------------------
+# Prefill (chapter 9): the expand path's MHA, the chunked prefix, the absorbed sparse prefill
+# ---------------------------------------------------------------------------------------
+
+def gpu_mha(q64: torch.Tensor, k64: torch.Tensor, v64: torch.Tensor, scale: float, operands: torch.dtype,
+            visible: torch.Tensor | None = None):
+    """The GPU-like softmax attention of one sequence with per-head keys (the expand path): q64
+    [h, s, d_qk], k64 [h, n, d_qk], v64 [h, n, d_v] (the values as stored), visible [s, n] or None.
+    Rounds as gpu_attention does (operands, S to float32, P to operands before P V, l of the
+    unrounded P). Returns out [s, h, d_v] and lse [h, s], float64, not yet rounded."""
+    q_op, k_op, v_op = (round_to(x, operands) for x in (q64, k64, v64))
+    scores = round_to(torch.einsum("hsd,hnd->hsn", q_op, k_op), torch.float32) * scale  # [h, s, n]
+    if visible is not None:
+        scores = scores.masked_fill(~visible[None], -math.inf)
+    m = scores.amax(dim=-1, keepdim=True) if scores.shape[-1] else torch.full(scores.shape[:-1] + (1,), -math.inf,
+                                                                               dtype=torch.float64, device=q64.device)
+    seen = torch.isfinite(m)
+    p = torch.where(seen, torch.exp(scores - torch.where(seen, m, 0.0)), 0.0)
+    l_sum = p.sum(dim=-1, keepdim=True)
+    out = torch.einsum("hsn,hnd->shd", round_to(p, operands), v_op) / torch.where(seen, l_sum, 1.0).transpose(0, 1)
+    lse = torch.where(seen, m + torch.log(torch.where(seen, l_sum, 1.0)), -math.inf)[..., 0]
+    return out, lse
+
+
+def _visible(n_q: int, n_k: int, causal: bool) -> torch.Tensor:
+    from mlacourse.prefill import visible_keys
+    return torch.arange(n_k)[None, :] < torch.from_numpy(visible_keys(n_q, n_k, causal))[:, None]  # [n_q, n_k]
+
+
+def reference_prefill(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale=None, causal=True, seqused_k=None,
+                      mode="float64", operands=None):
+    """The expand path's prefill (kernels.mla_prefill's call) on the CPU: q [total_q, h, 192], k
+    [total_k, h, 192], v [total_k, h, 128] -> out [total_q, h, 128], lse [h, total_q]. mode
+    "float64": mlacourse.prefill.prefill_attention (numpy), both float64 (rows outside every
+    sequence: 0 and -inf). mode "gpu": the GPU-like reference (gpu_mha per sequence), out in q's
+    dtype, lse float32."""
+    from mlacourse.prefill import prefill_attention
+    _check_mode(mode, operands)
+    scale = softmax_scale if softmax_scale is not None else q.shape[-1] ** -0.5
+    cq, ck = cu_seqlens_q.cpu().long(), cu_seqlens_k.cpu().long()
+    used = None if seqused_k is None else seqused_k.cpu().long()
+    if mode == "float64":
+        out, lse = prefill_attention(q.detach().double().cpu().numpy(), k.detach().double().cpu().numpy(),
+                                     v.detach().double().cpu().numpy(), cq.numpy(), ck.numpy(), scale, causal,
+                                     None if used is None else used.numpy())
+        return torch.from_numpy(out), torch.from_numpy(lse)
+    ops = operands or q.dtype
+    total_q, h, _ = q.shape
+    out = torch.zeros(total_q, h, v.shape[2], dtype=torch.float64)
+    lse = torch.full((h, total_q), -math.inf, dtype=torch.float64)
+    q64, k64, v64 = (x.detach().double().cpu() for x in (q, k, v))
+    for i in range(cq.numel() - 1):
+        a, nq, c = int(cq[i]), int(cq[i + 1] - cq[i]), int(ck[i])
+        nk = int(ck[i + 1] - ck[i]) if used is None else int(used[i])
+        if nq == 0:
+            continue
+        o, l_ = gpu_mha(q64[a:a + nq].transpose(0, 1), k64[c:c + nk].transpose(0, 1), v64[c:c + nk].transpose(0, 1),
+                        scale, ops, _visible(nq, nk, causal))
+        out[a:a + nq], lse[:, a:a + nq] = o, l_
+    return out.to(q.dtype), lse.to(torch.float32)
+
+
+def expand_latents(c64: torch.Tensor, k_rope64: torch.Tensor, w_uk64: torch.Tensor, w_uv64: torch.Tensor,
+                   store: torch.dtype | None = None):
+    """Per-head K [h, n, 192] (c W_UK | k_rope) and V [h, n, 128] (c W_UV) of latent rows c64 [n,
+    512], k_rope64 [n, 64] (mlacourse.layer.expand_kv). store: the workspace's type -- the exact
+    product rounded to it (round_to: through float32, the kernel's accumulator, to nearest); None:
+    exact float64."""
+    from mlacourse.layer import expand_kv
+    k, v = expand_kv(c64.numpy(), k_rope64.numpy(), w_uk64.numpy(), w_uv64.numpy())
+    k, v = torch.from_numpy(np.ascontiguousarray(k)), torch.from_numpy(np.ascontiguousarray(v))
+    if store is not None:  # the rope part is copied from the cache row, not computed: already stored
+        k = torch.cat([round_to(k[..., :-k_rope64.shape[1]], store), k[..., -k_rope64.shape[1]:]], dim=-1)
+        v = round_to(v, store)
+    return k, v
+
+
+def reference_prefix_prefill(q, kv_cache, block_table, cache_seqlens, cu_seqlens_q, w_uk, w_uv, softmax_scale=None,
+                             mode="float64", operands=None, chunk_tokens=None, workspace_dtype="default"):
+    """The chunked prefix context (kernels.prefill_context's call) on the CPU: q [total_q, h, 192],
+    the latent cache, w_uk / w_uv [h, 512, 128] -> out [total_q, h, 128], lse [h, total_q].
+
+    workspace_dtype: the type the expanded K and V are stored in before the attention reads them
+    (K = c W_UK | k_rope, V = c W_UV, accumulated in float32 then rounded to it, to nearest; the
+    rope part is copied). None: not rounded. The default: None in mode "float64", q's dtype in
+    mode "gpu" (what the kernels store on a GPU; in Triton's interpreter they store float32).
+    mode "float64": per sequence mlacourse.layer.attend_expand over its whole context (prefix and
+    new tokens, bottom-right causal), on K/V rounded to workspace_dtype if one is given -- no
+    chunks; both float64. The exact math is workspace_dtype=None; with the kernels' bf16 workspace
+    the lse moves by at most 2^-8 * scale * sum_d |q_d k_d| over the rounded dims (the largest
+    score change; tests/test_kernel_prefill_context.py checks the bound).
+    mode "gpu": what the kernels compute, rounded where they round (kernels/prefill_context.py):
+    the new tokens' part and every chunk of chunk_tokens (mlacourse.prefill.context_chunks)
+    attended by gpu_mha, each partial result float32, merged pairwise in float32, the last merge
+    rounded to q's dtype; out in q's dtype, lse float32."""
+    from mlacourse.attention import causal_mask, merge_attention
+    from mlacourse.prefill import context_chunks
+    _check_mode(mode, operands)
+    if workspace_dtype == "default":
+        workspace_dtype = q.dtype if mode == "gpu" else None
+    scale = softmax_scale if softmax_scale is not None else q.shape[-1] ** -0.5
+    ops = operands or q.dtype
+    cq = cu_seqlens_q.cpu().long()
+    b = cq.numel() - 1
+    total_q, h, d_qk = q.shape
+    d_v, d_nope = w_uv.shape[-1], w_uk.shape[-1]
+    wk, wv = w_uk.detach().double().cpu(), w_uv.detach().double().cpu()
+    q64 = q.detach().double().cpu()
+    out = torch.zeros(total_q, h, d_v, dtype=torch.float64)
+    lse = torch.full((h, total_q), -math.inf, dtype=torch.float64)
+    n_new = (cq[1:] - cq[:-1]).tolist()
+    lens = cache_seqlens.cpu().long().tolist()
+    prefixes = [n - s for n, s in zip(lens, n_new)]
+    if mode == "gpu":
+        if chunk_tokens is None:
+            raise ValueError("mode='gpu' merges chunk by chunk: pass the call's chunk_tokens")
+        per_seq, iterations = context_chunks(max(b, 1), max(prefixes, default=0), chunk_tokens, kv_cache.shape[1])
+    for i in range(b):
+        a, s, n = int(cq[i]), n_new[i], lens[i]
+        if s == 0:
+            continue
+        rows = gather_sequence(kv_cache, block_table, cache_seqlens, i)  # [n, 576] float64
+        c, kr = rows[:, :-(d_qk - d_nope)], rows[:, -(d_qk - d_nope):]
+        qi = q64[a:a + s]  # [s, h, 192]
+        k_all, v_all = expand_latents(c, kr, wk, wv, store=workspace_dtype)  # [h, n, 192], [h, n, 128]
+        if mode == "float64":
+            scores_mask = torch.from_numpy(causal_mask(s, n))  # [s, n]
+            o, l_ = _np_attention(qi.transpose(0, 1), k_all, v_all, scale, scores_mask)
+            out[a:a + s], lse[:, a:a + s] = o.transpose(0, 1), l_
+            continue
+        p = n - s  # the prefix
+        o, l_ = gpu_mha(qi.transpose(0, 1), k_all[:, p:], v_all[:, p:], scale, ops, _visible(s, s, True))
+        run_o, run_l = round_to(o, torch.float32), round_to(l_, torch.float32)  # [s, h, d_v], [h, s]
+        for j in range(iterations):
+            lo, hi = min(j * per_seq, p), min((j + 1) * per_seq, p)
+            o, l_ = gpu_mha(qi.transpose(0, 1), k_all[:, lo:hi], v_all[:, lo:hi], scale, ops)
+            o, l_ = round_to(o, torch.float32), round_to(l_, torch.float32)
+            mo, ml = merge_attention([run_o.transpose(0, 1).numpy(), o.transpose(0, 1).numpy()],
+                                     [run_l.numpy(), l_.numpy()])  # [h, s, d_v], [h, s]
+            run_o = round_to(torch.from_numpy(mo).transpose(0, 1), torch.float32)
+            run_l = round_to(torch.from_numpy(ml), torch.float32)
+        out[a:a + s], lse[:, a:a + s] = run_o, run_l
+    if mode == "gpu":
+        return out.to(q.dtype), lse.to(torch.float32)
+    return out, lse
+
+
+def _np_attention(q64, k64, v64, scale, mask):
+    """Softmax attention in float64 through mlacourse.attention.attention (numpy): q [h, s, d],
+    k [h, n, d], v [h, n, d_v], mask [s, n] -> out [h, s, d_v], lse [h, s] (torch)."""
+    from mlacourse.attention import attention as np_attention
+    o, l_ = np_attention(q64.numpy(), k64.numpy(), v64.numpy(), scale, mask.numpy())
+    return torch.from_numpy(o), torch.from_numpy(l_)
+
+
+def reference_sparse_prefill(q, kv, indices, sm_scale=None, mode="float64", operands=None):
+    """The absorbed sparse prefill (kernels.sparse_prefill's call) on the CPU: q [s_q, h_q, 576],
+    kv [s_kv, 1, 576] rows in q's dtype or uint8 [s_kv, 1, 656] FP8 rows, indices [s_q, 1, topk]
+    (a negative value or one >= s_kv: no key) -> out [s_q, h_q, 512], lse [s_q, h_q]. mode
+    "float64": mlacourse.prefill.sparse_prefill (numpy; FP8 rows dequantized exactly by
+    mlacourse.fp8), both float64; mode "gpu": the GPU-like reference (FP8 rows dequantized in
+    float32 then rounded to the operands, P rounded before P V), out in q's dtype, lse float32."""
+    from mlacourse.prefill import sparse_prefill
+    _check_mode(mode, operands)
+    scale = sm_scale if sm_scale is not None else q.shape[-1] ** -0.5
+    fp8 = kv.dtype == torch.uint8
+    rows = torch.from_numpy(np_fp8.unpack_fp8_row(kv.detach().cpu().numpy()[:, 0])) if fp8 else \
+        kv.detach().double().cpu()[:, 0]  # [s_kv, 576] exact values
+    idx = indices.detach().cpu().long()
+    if mode == "float64":
+        out, lse = sparse_prefill(q.detach().double().cpu().numpy(), rows[:, None].numpy(), idx.numpy(), scale)
+        return torch.from_numpy(out), torch.from_numpy(lse)
+    ops = operands or q.dtype
+    s_q, h_q, _ = q.shape
+    out = torch.zeros(s_q, h_q, D_LATENT, dtype=torch.float64)
+    lse = torch.full((s_q, h_q), -math.inf, dtype=torch.float64)
+    q64 = q.detach().double().cpu()
+    for t in range(s_q):
+        keys = idx[t, 0][(idx[t, 0] >= 0) & (idx[t, 0] < rows.shape[0])]
+        if keys.numel() == 0:
+            continue
+        kvr = gpu_rows(rows[keys], ops, fp8)  # [n, 576]
+        o, l_ = gpu_attention(q64[t][:, None], kvr, scale, ops, D_LATENT)  # [1, h, 512], [h, 1]
+        out[t], lse[t] = o[0], l_[:, 0]
+    return out.to(q.dtype), lse.to(torch.float32)
+
+
+# ---- the prefill references on the device, batched: the prefill benchmark's gate ------------------
+
+def _exact_mha(q64, k64, v64, scale, visible=None):
+    """float64 softmax attention with per-head keys on any device: q [h, s, d], k [h, n, d], v [h, n,
+    d_v], visible [s, n] -> out [s, h, d_v], lse [h, s]; a row that sees nothing: 0 and -inf."""
+    scores = torch.einsum("hsd,hnd->hsn", q64, k64) * scale
+    if visible is not None:
+        scores = scores.masked_fill(~visible[None], -math.inf)
+    lse = torch.logsumexp(scores, dim=-1) if scores.shape[-1] else \
+        torch.full(scores.shape[:-1], -math.inf, dtype=torch.float64, device=q64.device)
+    p = torch.exp(scores - lse[..., None]).nan_to_num(0.0)
+    return torch.einsum("hsn,hnd->shd", p, v64), lse
+
+
+def _heads_per_step(n_q: int, n_k: int, h: int, max_bytes: int) -> int:
+    return max(1, min(h, max_bytes // max(1, 4 * 8 * n_q * n_k)))  # scores, p and two temporaries in float64
+
+
+def reference_prefill_batched(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale=None, causal=True, seqused_k=None,
+                              mode="float64", operands=None, max_bytes: int = 2**31):
+    """reference_prefill on q's device (the prefill benchmark's gate): per sequence, a few heads at a
+    time so the float64 scores stay under max_bytes. mode "float64": both float64; mode "gpu": the
+    GPU-like reference (gpu_mha), out in q's dtype, lse float32. Reads cu_seqlens on the host."""
+    _check_mode(mode, operands)
+    ops = operands or q.dtype
+    scale = softmax_scale if softmax_scale is not None else q.shape[-1] ** -0.5
+    total_q, h, _ = q.shape
+    dev = q.device
+    out = torch.zeros(total_q, h, v.shape[2], dtype=torch.float64, device=dev)
+    lse = torch.full((h, total_q), -math.inf, dtype=torch.float64, device=dev)
+    cq, ck = cu_seqlens_q.tolist(), cu_seqlens_k.tolist()
+    used = None if seqused_k is None else seqused_k.tolist()
+    for i in range(len(cq) - 1):
+        a, nq, c = cq[i], cq[i + 1] - cq[i], ck[i]
+        nk = ck[i + 1] - c if used is None else used[i]
+        if nq == 0:
+            continue
+        visible = _visible(nq, nk, causal).to(dev)
+        step = _heads_per_step(nq, nk, h, max_bytes)
+        for h0 in range(0, h, step):
+            qh = q[a:a + nq, h0:h0 + step].double().transpose(0, 1)
+            kh, vh = k[c:c + nk, h0:h0 + step].double().transpose(0, 1), v[c:c + nk, h0:h0 + step].double().transpose(0, 1)
+            o, l_ = gpu_mha(qh, kh, vh, scale, ops, visible) if mode == "gpu" else _exact_mha(qh, kh, vh, scale, visible)
+            out[a:a + nq, h0:h0 + step], lse[h0:h0 + step, a:a + nq] = o, l_
+    return (out.to(q.dtype), lse.to(torch.float32)) if mode == "gpu" else (out, lse)
+
+
+def reference_prefix_prefill_batched(q, kv_cache, block_table, cache_seqlens, cu_seqlens_q, w_uk, w_uv,
+                                     softmax_scale=None, mode="float64", operands=None, workspace_dtype="default",
+                                     max_bytes: int = 2**31):
+    """reference_prefix_prefill on q's device (the prefill benchmark's gate): per sequence its latent
+    rows gathered from the pages, expanded in float64 (rounded to workspace_dtype: as
+    reference_prefix_prefill), then attention over the whole context a few heads at a time. mode
+    "gpu" runs gpu_mha over the whole context at once -- the chunks' partial results and merges
+    are float32 (2^-24) steps the kernels take and this does not: of the same size as the
+    roundings it models, not the same bits (as the decode reference's running max)."""
+    _check_mode(mode, operands)
+    if workspace_dtype == "default":
+        workspace_dtype = q.dtype if mode == "gpu" else None
+    ops = operands or q.dtype
+    scale = softmax_scale if softmax_scale is not None else q.shape[-1] ** -0.5
+    total_q, h, d_qk = q.shape
+    d_nope, d_v = w_uk.shape[-1], w_uv.shape[-1]
+    d_rope = d_qk - d_nope
+    dev = q.device
+    out = torch.zeros(total_q, h, d_v, dtype=torch.float64, device=dev)
+    lse = torch.full((h, total_q), -math.inf, dtype=torch.float64, device=dev)
+    cq, lens = cu_seqlens_q.tolist(), cache_seqlens.tolist()
+    page = kv_cache.shape[1]
+    for i in range(len(cq) - 1):
+        a, s, n = cq[i], cq[i + 1] - cq[i], lens[i]
+        if s == 0:
+            continue
+        pages = block_table[i, :-(-n // page)].long()
+        rows = kv_cache[pages, :, 0].reshape(-1, kv_cache.shape[-1])[:n].double()  # [n, 576]
+        c, kr = rows[:, :-d_rope], rows[:, -d_rope:]
+        visible = _visible(s, n, True).to(dev)
+        step = _heads_per_step(s, n, h, max_bytes)
+        for h0 in range(0, h, step):
+            k_nope = torch.einsum("nl,hld->hnd", c, w_uk[h0:h0 + step].double())  # [hh, n, 128]
+            vh = torch.einsum("nl,hld->hnd", c, w_uv[h0:h0 + step].double())
+            if workspace_dtype is not None:
+                k_nope, vh = round_to(k_nope, workspace_dtype), round_to(vh, workspace_dtype)
+            kh = torch.cat([k_nope, kr[None].expand(k_nope.shape[0], -1, -1)], dim=-1)  # [hh, n, 192]
+            qh = q[a:a + s, h0:h0 + step].double().transpose(0, 1)
+            o, l_ = gpu_mha(qh, kh, vh, scale, ops, visible) if mode == "gpu" else _exact_mha(qh, kh, vh, scale, visible)
+            out[a:a + s, h0:h0 + step], lse[h0:h0 + step, a:a + s] = o, l_
+    return (out.to(q.dtype), lse.to(torch.float32)) if mode == "gpu" else (out, lse)
+
+
+def reference_sparse_prefill_batched(q, kv, indices, sm_scale=None, mode="float64", operands=None,
+                                     max_bytes: int = 2**30):
+    """reference_sparse_prefill on q's device (the prefill benchmark's gate), the query tokens a chunk
+    at a time (their gathered float64 rows under max_bytes). Rows in q's dtype or FP8 rows (dequantized
+    exactly: code * scale in float64, then the GPU-like rounding in mode "gpu")."""
+    from . import fp8 as torch_fp8
+    _check_mode(mode, operands)
+    ops = operands or q.dtype
+    scale = sm_scale if sm_scale is not None else q.shape[-1] ** -0.5
+    s_q, h_q, d_qk = q.shape
+    topk = indices.shape[-1]
+    fp8 = kv.dtype == torch.uint8
+    n_rows = kv.shape[0]
+    out = torch.zeros(s_q, h_q, D_LATENT, dtype=torch.float64, device=q.device)
+    lse = torch.full((s_q, h_q), -math.inf, dtype=torch.float64, device=q.device)
+    chunk = max(1, int(max_bytes // (8 * topk * (d_qk + 2 * h_q))))
+    for t0 in range(0, s_q, chunk):
+        idx = indices[t0:t0 + chunk, 0].long()  # [T, topk]
+        valid = (idx >= 0) & (idx < n_rows)
+        rows = kv[torch.where(valid, idx, torch.zeros_like(idx)), 0]  # [T, topk, 576 or 656]
+        vals = torch_fp8.unpack_fp8_rows(rows).double() if fp8 else rows.double()
+        if fp8:  # unpack_fp8_rows gives float32 code * scale: recompute it exactly in float64
+            codes = rows[..., :D_LATENT].contiguous().view(torch.float8_e4m3fn).double()
+            scales = rows[..., D_LATENT:D_LATENT + 4 * (D_LATENT // np_fp8.TILE)].contiguous().view(torch.float32).double()
+            lat = (codes.reshape(*codes.shape[:2], -1, np_fp8.TILE) * scales[..., None]).reshape(codes.shape)
+            vals = torch.cat([lat, vals[..., D_LATENT:]], dim=-1)
+        if mode == "gpu":
+            vals = gpu_rows(vals, ops, fp8)
+        vals = torch.where(valid[..., None], vals, 0.0)  # rows of invalid entries never count
+        qd = q[t0:t0 + chunk].double()
+        qd = round_to(qd, ops) if mode == "gpu" else qd
+        scores = torch.einsum("thd,tnd->thn", qd, vals)
+        scores = (round_to(scores, torch.float32) if mode == "gpu" else scores) * scale
+        scores = scores.masked_fill(~valid[:, None, :], -math.inf)
+        m = scores.amax(dim=-1, keepdim=True)
+        seen = torch.isfinite(m)
+        p = torch.where(seen, torch.exp(scores - torch.where(seen, m, 0.0)), 0.0)
+        l_sum = p.sum(dim=-1, keepdim=True)
+        pv = round_to(p, ops) if mode == "gpu" else p
+        out[t0:t0 + chunk] = torch.einsum("thn,tnd->thd", pv, vals[..., :D_LATENT]) / torch.where(seen, l_sum, 1.0)
+        lse[t0:t0 + chunk] = torch.where(seen, m + torch.log(torch.where(seen, l_sum, 1.0)), -math.inf)[..., 0]
+    return (out.to(q.dtype), lse.to(torch.float32)) if mode == "gpu" else (out, lse)

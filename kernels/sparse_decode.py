@@ -64,13 +64,16 @@ MAX_GRID_Y = 65535  # CUDA's limit on a grid's second and third axes: query toke
 @triton.jit
 def _sparse_kernel(q_ptr, kv_ptr, idx_ptr, out_ptr, lse_ptr, o_part_ptr, lse_part_ptr,
                    h_q, s_q, topk, page, stride_block, stride_row, stride_ib, stride_is, qk_scale_log2,
-                   num_splits, entries_per_split,
-                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, DTYPE: tl.constexpr, KV_STAGES: tl.constexpr):
+                   num_splits, entries_per_split, n_rows,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, DTYPE: tl.constexpr, KV_STAGES: tl.constexpr,
+                   IS_FP8: tl.constexpr, ROW_LIMIT: tl.constexpr):
     """Grid (head blocks, b * s_q query tokens, num_splits pieces of each top-k list). With one
     piece the program writes out and lse; with more, piece i_split covers list entries
     [i_split * entries_per_split, +entries_per_split) and writes a partial result (slot
     i_b * num_splits + i_split of o_part [slots, s_q*h_q, 512] fp32 and lse_part [slots,
-    s_q*h_q] base 2) for tiles._combine_kernel to merge."""
+    s_q*h_q] base 2) for tiles._combine_kernel to merge. IS_FP8: 656-byte FP8 rows (decode), else
+    576 values in q's dtype (the sparse prefill's bf16 rows); ROW_LIMIT: an entry outside 0 .. n_rows - 1
+    is "no key" (FlashMLA's sparse prefill rule), else only -1 is (its sparse decode rule)."""
     heads = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)  # [M] head numbers
     token = tl.program_id(1)  # one query token: i_b * s_q + i_s
     i_split = tl.program_id(2)
@@ -88,10 +91,13 @@ def _sparse_kernel(q_ptr, kv_ptr, idx_ptr, out_ptr, lse_ptr, o_part_ptr, lse_par
     for start in tl.range(lo, hi, BLOCK_N, num_stages=KV_STAGES):
         k = start + tl.arange(0, BLOCK_N)  # [N] positions in the top-k list
         idx = tl.load(idx_row + k, mask=k < hi, other=-1)  # [N] physical rows, -1 = none
-        valid = idx != -1
+        if ROW_LIMIT:  # sparse prefill: any entry outside 0 .. n_rows - 1 is "no key"
+            valid = (idx >= 0) & (idx < n_rows)
+        else:  # sparse decode: -1 only (the host checks the rest in the interpreter)
+            valid = idx != -1
         safe = tl.where(valid, idx, 0)
         kv_rows = (safe // page).to(tl.int64) * stride_block + (safe % page).to(tl.int64) * stride_row  # [N] bytes
-        k_lat, k_rope = _load_kv_tile(kv_ptr, kv_rows, valid, True, DTYPE)  # [N, 512], [N, 64] dequantized
+        k_lat, k_rope = _load_kv_tile(kv_ptr, kv_rows, valid, IS_FP8, DTYPE)  # [N, 512], [N, 64] (dequantized)
         s = tl.dot(q_lat, tl.trans(k_lat)) + tl.dot(q_rope, tl.trans(k_rope))  # [M, N] fp32
         s = tl.where(valid[None, :], s * qk_scale_log2, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, axis=1))  # [M]
@@ -135,6 +141,9 @@ class SparseCall:
     options: dict
     gpu: bool
     batch_invariant: bool = False  # read each top-k list in one program: a token's result independent of the batch
+    is_fp8: bool = True  # 656-byte FP8 rows (decode); False: rows of 576 values in q's dtype (sparse prefill)
+    row_limit: bool = False  # an index outside the cache's rows means "no key" (sparse prefill), else only -1 does
+    name: str = "sparse"  # the launches' label: the compile report names configurations by it
     b: int = field(init=False)
     s_q: int = field(init=False)
     h_q: int = field(init=False)
@@ -160,7 +169,7 @@ def launches(call: SparseCall) -> list:
     """The launches of a sparse call (the launcher of the "sparse" row of mla_decode.VERSION_TABLE):
     the kernel, and the combine when it cuts the top-k lists into pieces (num_splits > 1)."""
     block_m = call.take("block_m", default_block_m(1, call.h_q))  # the heads of one query token
-    d_bn, d_warps, d_stages = default_launch(block_m, is_fp8=True)
+    d_bn, d_warps, d_stages = default_launch(block_m, is_fp8=call.is_fp8)
     d_bn = d_bn if call.gpu else 64  # interpreter: wide tiles, fewer steps
     block_n = call.take("block_n", min(d_bn, max(16, triton.next_power_of_2(call.topk))))  # no wider than top-k
     check_tile("block_m", block_m)
@@ -190,14 +199,16 @@ def launches(call: SparseCall) -> list:
         lse_part = torch.empty(call.b * num_splits, call.n_rows, dtype=torch.float32, device=dev)
     else:  # never written: the kernel stores out and lse itself
         o_part = lse_part = call.lse
-    main = Launch(f"sparse BLOCK_M={block_m}", _sparse_kernel,
+    main = Launch(f"{call.name} BLOCK_M={block_m}", _sparse_kernel,
                   (triton.cdiv(call.h_q, block_m), call.b * call.s_q, num_splits),
                   dict(q_ptr=call.q, kv_ptr=kv, idx_ptr=call.indices, out_ptr=call.out, lse_ptr=call.lse,
                        o_part_ptr=o_part, lse_part_ptr=lse_part, h_q=call.h_q, s_q=call.s_q, topk=call.topk,
                        page=kv.shape[1], stride_block=kv.stride(0), stride_row=kv.stride(1),
                        stride_ib=call.indices.stride(0), stride_is=call.indices.stride(1),
-                       qk_scale_log2=call.qk_scale_log2, num_splits=num_splits, entries_per_split=per_split),
-                  dict(BLOCK_M=block_m, BLOCK_N=block_n, DTYPE=call.dtype, KV_STAGES=stages), warps, stages)
+                       qk_scale_log2=call.qk_scale_log2, num_splits=num_splits, entries_per_split=per_split,
+                       n_rows=kv.shape[0] * kv.shape[1]),
+                  dict(BLOCK_M=block_m, BLOCK_N=block_n, DTYPE=call.dtype, KV_STAGES=stages, IS_FP8=call.is_fp8,
+                       ROW_LIMIT=call.row_limit), warps, stages)
     if num_splits == 1:
         return [main]
     return [main, combine_launch(call, o_part, lse_part, uniform_combine_table(call.b, num_splits, dev), num_splits)]

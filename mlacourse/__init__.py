@@ -14,6 +14,8 @@ Modules:
   fp8        FlashMLA's 656-byte FP8 row: e4m3 + scales + bf16 rope
   sparse     DeepSeek Sparse Attention (V3.2): lightning indexer and top-k, FlashMLA's sparse
              indices, sparse decode over FP8 rows, the cost of a sparse step (chapter 8)
+  prefill    the expand path's prefill (ragged, causal after a prefix), its tile schedule, the chunked
+             prefix's workspace, the sparse prefill, which path wins prefill (chapter 9)
   step       the whole decode step: attention weights (187M params in V3) beside the cache
   deepseek   DeepSeek's names and layouts (reference MLA, Hugging Face), FP8 block weights
   exercises  the check behind the chapters' "what if" exercises
@@ -24,7 +26,7 @@ Modules:
   seesaw     FlashMLA's seesaw: the register wall, its step order, a schedule model (chapter 8)
   batch_invariance  why split-KV makes a sequence's bits depend on its batch, in float32 (chapter 8)
 """
-from . import attention, cache, config, deepseek, exercises, flops, fp8, hardware, layer, paged, rope, step  # noqa: F401
+from . import attention, cache, config, deepseek, exercises, flops, fp8, hardware, layer, paged, prefill, rope, step  # noqa: F401,E501
 from .config import DEEPSEEK_V2, DEEPSEEK_V3, TINY, MLAConfig  # noqa: F401
 
 

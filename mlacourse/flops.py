@@ -59,7 +59,32 @@ def sparse_causal_pairs(n_new: int, n_ctx: int, topk: int) -> int:
     return m * first + m * (m - 1) // 2 + (n_new - m) * topk
 
 
-def attention_flops(n_new, n_ctx, n_heads=_H, d_nope=_DN, d_rope=_DR, d_v=_DV, d_latent=_DC, topk=None):
+def distinct_selected_bounds(n_new: int, n_ctx: int, topk: int) -> tuple[int, int]:
+    """(fewest, most) DISTINCT cached tokens the n_new new tokens (the last of n_ctx) can
+    select between them with top-k attention, each new token i choosing min(topk, v_i) of the
+    v_i = n_ctx - n_new + 1 + i tokens it sees.
+
+      fewest = min(n_ctx, topk)   every token chooses inside the last token's choice (the
+                                   visible sets are nested prefixes, so the earlier tokens can
+                                   always choose a subset of it): the union is the largest
+                                   single choice
+      most   = min(n_ctx, n_new * topk)   no two tokens choose the same key where they can
+                                   avoid it. The union is at most the selections,
+                                   sparse_causal_pairs, and at most n_ctx; and whenever some new
+                                   token sees fewer than topk tokens the selections already
+                                   number n_ctx or more, so min(n_ctx, sparse_causal_pairs)
+                                   equals min(n_ctx, n_new * topk) for every shape.
+    The expand path up-projects exactly the union: its cost lies between these two
+    (tests/test_core_prefill.py finds both by exhaustive search on small shapes)."""
+    if not 1 <= n_new <= n_ctx:
+        raise ValueError(f"need 1 <= n_new <= n_ctx, got n_new={n_new}, n_ctx={n_ctx}")
+    if int(topk) != topk or topk < 1:
+        raise ValueError(f"topk must be a whole number >= 1, got {topk!r}")
+    return min(n_ctx, int(topk)), min(n_ctx, n_new * int(topk))
+
+
+def attention_flops(n_new, n_ctx, n_heads=_H, d_nope=_DN, d_rope=_DR, d_v=_DV, d_latent=_DC, topk=None,
+                    distinct="most"):
     """FLOPs of both paths for n_new new tokens attending causally over n_ctx tokens.
 
     expand = n_ctx * (expand one cached token) + pairs * (expand pair)
@@ -67,12 +92,26 @@ def attention_flops(n_new, n_ctx, n_heads=_H, d_nope=_DN, d_rope=_DR, d_v=_DV, d
 
     topk (DeepSeek Sparse Attention): each new token attends only to its top-k visible
     tokens, so pairs = sparse_causal_pairs. The expand path must still up-project every
-    token some query chose; we count the fewest that can be, min(n_ctx, n_new * topk)
-    (no two queries choosing the same token) -- the count most favourable to expand."""
+    distinct token some query chose, and how many that is depends on how much the queries'
+    choices overlap (distinct_selected_bounds): distinct="most" (the default) counts the
+    largest union, min(n_ctx, n_new * topk) -- no two queries choosing the same token, the
+    count LEAST favourable to expand; distinct="fewest" counts min(n_ctx, topk) -- every query
+    choosing inside one set, the count most favourable to expand; an integer counts that many
+    (it must lie between the two). Without topk, distinct is not used (every token is expanded)."""
     if topk is None:
         pairs, expanded = causal_pairs(n_new, n_ctx), n_ctx
     else:
-        pairs, expanded = sparse_causal_pairs(n_new, n_ctx, topk), min(n_ctx, n_new * topk)
+        pairs = sparse_causal_pairs(n_new, n_ctx, topk)
+        fewest, most = distinct_selected_bounds(n_new, n_ctx, topk)
+        if distinct == "most":
+            expanded = most
+        elif distinct == "fewest":
+            expanded = fewest
+        elif isinstance(distinct, (int,)) and not isinstance(distinct, bool) and fewest <= distinct <= most:
+            expanded = distinct
+        else:
+            raise ValueError(f"distinct must be 'most', 'fewest' or a whole number in {fewest}..{most} "
+                             f"(distinct_selected_bounds({n_new}, {n_ctx}, {topk})), got {distinct!r}")
     return {
         "expand": expanded * expand_flops_per_cached_token(n_heads, d_nope, d_v, d_latent)
         + pairs * expand_flops_per_pair(n_heads, d_nope, d_rope, d_v),
@@ -81,9 +120,10 @@ def attention_flops(n_new, n_ctx, n_heads=_H, d_nope=_DN, d_rope=_DR, d_v=_DV, d
     }
 
 
-def choose_path(n_new, n_ctx, n_heads=_H, d_nope=_DN, d_rope=_DR, d_v=_DV, d_latent=_DC, topk=None) -> str:
+def choose_path(n_new, n_ctx, n_heads=_H, d_nope=_DN, d_rope=_DR, d_v=_DV, d_latent=_DC, topk=None,
+                distinct="most") -> str:
     """The path with fewer FLOPs; a tie goes to 'absorb' (it also reads less memory)."""
-    f = attention_flops(n_new, n_ctx, n_heads, d_nope, d_rope, d_v, d_latent, topk=topk)
+    f = attention_flops(n_new, n_ctx, n_heads, d_nope, d_rope, d_v, d_latent, topk=topk, distinct=distinct)
     return "expand" if f["expand"] < f["absorb"] else "absorb"
 
 
@@ -107,7 +147,11 @@ def sparse_expand_fraction(topk, n_heads=_H, d_nope=_DN, d_rope=_DR, d_v=_DV, d_
     which is 1/13 for V3.2's shapes at topk 2048. In dense attention the up-projection of
     the n_ctx cached tokens is paid against n_new * n_ctx pairs and the break-even
     (crossover_new_tokens) does not depend on n_ctx; with top-k it is paid against
-    n_new * topk pairs, so the longer the context, the longer a chunk must be to amortise it."""
+    n_new * topk pairs, so the longer the context, the longer a chunk must be to amortise it.
+    That is the count with no choice shared (attention_flops' distinct="most"). Were every query's
+    choice inside one set of topk tokens (distinct="fewest"), only topk tokens would be expanded and
+    expand would win once the chunk exceeds topk times this fraction -- 158 tokens at topk 2,048,
+    whatever the context (mlacourse.prefill.expand_wins_from finds both)."""
     extra_per_pair = absorb_flops_per_pair(n_heads, d_rope, d_latent) - \
         expand_flops_per_pair(n_heads, d_nope, d_rope, d_v)
     return expand_flops_per_cached_token(n_heads, d_nope, d_v, d_latent) / (

@@ -17,6 +17,10 @@ per gap, each starting with its step: "step 4 (kernels/BENCHMARKS.md): ...". The
   6 chapter 6          a dense version is in the chapter's VERSIONS list (the chapter asserts it)
   7 gpu_check.sh       a dense version is timed by one of its GPU bench steps
 
+The prefill versions (kernels/mla_prefill.py's PREFILL_TABLE, a sibling table in the same style)
+go through steps 1-5 the same way (prefill_problems); steps 6 and 7 wait for chapter 9 and for
+gpu_check.sh's prefill step.
+
 tests/test_kernel_checklist.py holds every real version to no problem at all, and a fake
 version, registered in a fixture, to one named problem per forgotten step."""
 from __future__ import annotations
@@ -52,13 +56,15 @@ class Docs:
     header: str  # kernels/mla_decode.py's module docstring
     chapter6: str  # the code cells of notebooks/06_decode_kernel.ipynb
     gpu_check: str  # kernels/gpu_check.sh
+    prefill_header: str = ""  # kernels/mla_prefill.py's module docstring (the prefill versions' header)
 
     @classmethod
     def read(cls) -> "Docs":
+        from kernels import mla_prefill
         nb = json.loads((ROOT / "notebooks" / "06_decode_kernel.ipynb").read_text())
         code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
         return cls((ROOT / "kernels" / "README.md").read_text(), (ROOT / "kernels" / "BENCHMARKS.md").read_text(),
-                   md.__doc__, code, (ROOT / "kernels" / "gpu_check.sh").read_text())
+                   md.__doc__, code, (ROOT / "kernels" / "gpu_check.sh").read_text(), mla_prefill.__doc__)
 
 
 # ---- step 1: the row against the launcher ----------------------------------------------------
@@ -275,8 +281,155 @@ def problems(name: str, docs: Docs | None = None, run: bool = True) -> list[str]
             + benchmarks_row(v, docs) + readme_and_header(v, docs) + chapter_list(v, docs) + gpu_check(v, docs))
 
 
+# ---- the prefill versions (kernels/mla_prefill.py's PREFILL_TABLE, chapter 9) -------------------------
+# The same steps for a row of the sibling table, each checked the same way; steps 6 and 7 wait for
+# chapter 9 and for the prefill step of gpu_check.sh, which will name the table's rows.
+
+def build_prefill(v, cache: str = "bf16", dtype: str = "bfloat16", **options):
+    """The launches of one small call of prefill version v (gpu=True: nothing runs)."""
+    from kernels import mla_prefill as mp
+    from kernels import sparse_prefill
+    dt = getattr(torch, dtype)
+    if v.call == "sparse":
+        q = torch.zeros(8, 16, D_K, dtype=dt)
+        kv = torch.zeros(32, 1, FP8_ROW_BYTES, dtype=torch.uint8) if cache == "fp8" else torch.zeros(32, 1, D_K, dtype=dt)
+        idx = torch.zeros(8, 1, 64, dtype=torch.int32)
+        return sparse_prefill.prepare(q, kv, idx, gpu=True, launcher=v.launch, **options)[0]
+    if cache != "bf16":
+        raise ValueError(f"the expand path reads K and V in q's dtype, not {cache} rows")
+    q = torch.zeros(40, 2, mp.D_QK, dtype=dt)
+    k, val = torch.zeros(60, 2, mp.D_QK, dtype=dt), torch.zeros(60, 2, mp.D_V, dtype=dt)
+    cu_q, cu_k = torch.tensor([0, 10, 40], dtype=torch.int32), torch.tensor([0, 25, 60], dtype=torch.int32)
+    return mp.prepare(q, k, val, cu_q, cu_k, 30, gpu=True, version=v.name, check_lengths=False, **options)[1]
+
+
+def prefill_table_row(v) -> list[str]:
+    from kernels import mla_prefill as mp
+    found = []
+    if v.call not in ("expand", "sparse"):
+        found.append(_say(1, f"call={v.call!r}: 'expand' (q/k/v + cu_seqlens) or 'sparse' (top-k indices)"))
+    if [w.number for w in mp.PREFILL_TABLE.values()].count(v.number) > 1:
+        found.append(_say(1, f"number {v.number} is another prefill version's too"))
+    if v.hopper_only and v.interpreter:
+        found.append(_say(1, "hopper_only=True with interpreter=True: a Hopper-only kernel has no CPU interpreter"))
+    if v.dot_operands not in ("q", "float32"):
+        found.append(_say(1, f"dot_operands={v.dot_operands!r}: 'q' or 'float32'"))
+    if v.call == "expand" and v.causal_tiles not in ("all", "skip"):
+        found.append(_say(1, f"causal_tiles={v.causal_tiles!r}: 'all' (every KV tile, masked) or 'skip' (none above "
+                             f"the diagonal)"))
+    for cache in v.caches:
+        try:
+            launches = build_prefill(v, cache, v.dtypes[0])
+        except (ValueError, TypeError, RuntimeError) as e:
+            found.append(_say(1, f"its row says it reads {cache} rows, its launcher refused: {type(e).__name__}: {e}"))
+            continue
+        bm = launches[0].block_shape[0]
+        if v.call == "expand" and bm not in v.block_m:
+            found.append(_say(1, f"its launcher builds BLOCK_M={bm}, not in its row's block_m={v.block_m}"))
+        stages = launches[0].num_stages
+        if v.pipelined != (stages > 1):
+            found.append(_say(1, f"pipelined={v.pipelined}, but its launch ships num_stages={stages}"))
+    for dt in ("bfloat16", "float16"):
+        try:
+            build_prefill(v, v.caches[0], dt)
+            took = True
+        except (ValueError, TypeError):
+            took = False
+        if took != (dt in v.dtypes):
+            found.append(_say(1, f"its row {'says' if dt in v.dtypes else 'does not say'} it takes {dt} q; its launcher "
+                                 f"{'refused' if not took else 'built'} one"))
+    try:
+        build_prefill(v, v.caches[0], v.dtypes[0], batch_invariant=True)
+        took = True
+    except (ValueError, TypeError):
+        took = False
+    if took != v.batch_invariant:
+        found.append(_say(1, f"batch_invariant={v.batch_invariant} in its row, but its launcher "
+                             f"{'took' if took else 'refused'} batch_invariant=True"))
+    return found
+
+
+def prefill_against_reference(v) -> list[str]:
+    """One poisoned case per cache it reads, against both references (kind "prefill" or "sparse_prefill")."""
+    from kernels.reference import check_against_references
+    from tests.test_kernels import DEVICE
+    if not v.runs_on(DEVICE):
+        return []
+    found = []
+    for cache in v.caches:
+        try:
+            if v.call == "expand":
+                from kernels import mla_prefill as mp
+                from tests.test_kernel_prefill import V_RMS, in_sequences, make_case, references
+                q, k, val, cu_q, cu_k, used = make_case([1, 33, 0], [40, 33, 5], seed=7, gap=3)
+                out, lse = mp.mla_prefill(q, k, val, cu_q, cu_k, 33, seqused_k=used, version=v.name)
+                ref64, ref_gpu = references(q, k, val, cu_q, cu_k, used, True, v.name)
+                got, ref64, ref_gpu, v_rms, kind = (out, lse), ref64, ref_gpu, V_RMS, "prefill"
+                got = (in_sequences(got[0], cu_q, 0), in_sequences(got[1], cu_q, 1))
+                ref64 = (in_sequences(ref64[0], cu_q, 0), in_sequences(ref64[1], cu_q, 1))
+                ref_gpu = (in_sequences(ref_gpu[0], cu_q, 0), in_sequences(ref_gpu[1], cu_q, 1))
+            else:
+                from kernels import sparse_prefill
+                from kernels.reference import reference_sparse_prefill
+                from tests.test_kernel_sparse_prefill import make_case, v_rms_of
+                q, kv, idx = make_case(4, 60, 16, 40, fp8=cache == "fp8", seed=7)
+                found_l, out, lse = sparse_prefill.prepare(q, kv, idx, launcher=v.launch)
+                for launch in found_l:
+                    launch()
+                args = (q.cpu(), kv.cpu(), idx.cpu())
+                got = (out, lse)
+                ref64 = reference_sparse_prefill(*args)
+                ref_gpu = reference_sparse_prefill(*args, mode="gpu", operands=v.gpu_operands(q.dtype))
+                v_rms, kind = v_rms_of(kv, idx), "sparse_prefill"
+        except Exception as e:  # noqa: BLE001 -- a crash is this step's finding
+            found.append(_say(2, f"{cache}: {type(e).__name__}: {e}"))
+            continue
+        for c in check_against_references(f"{v.name}, {cache}", *got, ref64, ref_gpu, DEVICE == "cuda", v_rms,
+                                          kind=kind):
+            if not c.ok:
+                found.append(_say(2, c.message))
+    return found
+
+
+def prefill_compile_report(v, docs: Docs) -> list[str]:
+    from kernels.prefill_context import compile_configs
+    found = []
+    labels = [label for label, _, name in compile_configs(only=v.name) if name == v.name]
+    for cache in v.caches:
+        if not any(label.startswith(f"{v.name} {cache}") for label in labels):
+            found.append(_say(3, f"`python -m kernels.compile_report --only {v.name}` builds no '{v.name} {cache} ...' "
+                                 f"configuration (a launcher labels its launches with its version's name)"))
+        if not re.search(rf"^\| {re.escape(v.name)} {cache}\b", docs.benchmarks, re.M):
+            found.append(_say(3, f"kernels/BENCHMARKS.md records no sm_90 compile of '{v.name} {cache}': run `python -m "
+                                 f"kernels.compile_report --only {v.name}` (and under triton 3.6) and add its rows"))
+    return found
+
+
+def prefill_readme_and_header(v, docs: Docs) -> list[str]:
+    found = []
+    row = _row(docs.readme, v)
+    if row is None:
+        found.append(_say(5, f"no row `| {v.number} | `{v.name}` | ... |` in kernels/README.md's table of prefill "
+                             f"versions"))
+    elif v.status not in row:
+        found.append(_say(5, f"kernels/README.md's row does not give its status {v.status!r}: {row}"))
+    if not re.search(rf'^\s*{v.number} "{re.escape(v.name)}"', docs.prefill_header, re.M):
+        found.append(_say(5, f'kernels/mla_prefill.py\'s header does not name `{v.number} "{v.name}"` and what it '
+                             f"changed"))
+    return found
+
+
+def prefill_problems(name: str, docs: Docs | None = None, run: bool = True) -> list[str]:
+    """Every step prefill version `name` still lacks (run=False: step 2 is left to its tests)."""
+    from kernels.mla_prefill import PREFILL_TABLE
+    docs = docs or Docs.read()
+    v = PREFILL_TABLE[name]
+    return (prefill_table_row(v) + (prefill_against_reference(v) if run else []) + prefill_compile_report(v, docs)
+            + benchmarks_row(v, docs) + prefill_readme_and_header(v, docs))
+
+
 def steps_of(found: list[str]) -> set[int]:
     return {int(re.match(r"step (\d+)", p).group(1)) for p in found}
 
 
-__all__ = ["Docs", "problems", "steps_of", "STEPS", "build", "bench_steps"]
+__all__ = ["Docs", "problems", "prefill_problems", "steps_of", "STEPS", "build", "build_prefill", "bench_steps"]

@@ -169,3 +169,97 @@ def test_contributing_numbers_and_names_the_same_steps():
     section = text.split("## A new kernel version", 1)[1].split("\n## ", 1)[0]
     numbered = re.findall(r"^(\d+)\. \*\*(.+?)[.:]?\*\*", section, re.M)
     assert [(int(n), t.lower()) for n, t in numbered] == [(n, t.lower()) for n, t in K.STEPS.items()], numbered
+
+
+# ---- the prefill versions (kernels/mla_prefill.py's PREFILL_TABLE): the same steps, 1-5 ----------------
+
+from kernels import mla_prefill as mp  # noqa: E402
+
+PREFILL_TILED = mp.PREFILL_TABLE["prefill_tiled"]
+
+
+def _fake_prefill_launch(call):
+    """Version 1's launches, labelled as the new prefill version's."""
+    return [dataclasses.replace(lc, label=lc.label.replace("prefill_tiled", "prefill_fake", 1))
+            for lc in mp._launch_tiled(call)]
+
+
+@pytest.fixture
+def register_prefill(monkeypatch):
+    """register_prefill(**row): put a version 9, "prefill_fake", in the prefill table for this test."""
+    def put(launch=_fake_prefill_launch, **fields):
+        row = {"number": 9, "name": "prefill_fake", "launch": launch, "summary": "version 1 under another name",
+               "block_m": PREFILL_TILED.block_m, **fields}
+        v = mp.PrefillVersion(**row)
+        monkeypatch.setitem(mp.PREFILL_TABLE, "prefill_fake", v)
+        monkeypatch.setattr(mp, "EXPAND_VERSIONS", tuple(n for n, w in mp.PREFILL_TABLE.items() if w.call == "expand"))
+        return v
+    return put
+
+
+@pytest.mark.parametrize("name", list(mp.PREFILL_TABLE))
+def test_every_prefill_version_has_done_every_step(name):
+    """Step 2 (against the references) is its own tests' (tests/test_kernel_prefill.py, _sparse_prefill.py)."""
+    assert K.prefill_problems(name, run=False) == []
+
+
+def test_a_fake_prefill_version_fails_each_forgotten_step_until_its_checklist_is_done(register_prefill):
+    v = register_prefill()
+    docs = K.Docs.read()
+    found = K.prefill_problems("prefill_fake", docs)
+    assert K.steps_of(found) == {3, 4, 5}, "\n".join(found)  # its row and launcher (1) and its results (2) are right
+    expected = [
+        ("step 3 (the compile report): kernels/BENCHMARKS.md records no sm_90 compile of 'prefill_fake bf16'",
+         lambda d: dataclasses.replace(d, benchmarks=d.benchmarks + "\n| prefill_fake bf16 BLOCK_M=64 | 64 x 64 |\n")),
+        ("step 4 (kernels/BENCHMARKS.md): no row `| 9 | `prefill_fake` | ... |`",
+         lambda d: dataclasses.replace(d, benchmarks=d.benchmarks + "| 9 | `prefill_fake` | not measured yet |\n")),
+        ("step 5 (kernels/README.md and the header): no row `| 9 | `prefill_fake` | ... |`",
+         lambda d: dataclasses.replace(d, readme=d.readme + f"| 9 | `prefill_fake` | as 1 | all | {v.status} |\n")),
+        ("step 5 (kernels/README.md and the header): kernels/mla_prefill.py's header does not name `9 "
+         '"prefill_fake"`', lambda d: dataclasses.replace(d, prefill_header=d.prefill_header
+                                                         + '\n  9 "prefill_fake"  version 1, renamed\n')),
+    ]
+    assert len(found) == len(expected), "\n".join(found)
+    for message, do_it in expected:
+        assert any(p.startswith(message) for p in found), (message, found)
+        docs = do_it(docs)
+        found = K.prefill_problems("prefill_fake", docs, run=False)
+        assert not any(p.startswith(message) for p in found), (message, found)
+    assert found == []
+
+
+def test_a_prefill_row_that_claims_what_its_launcher_does_not_fails_step_1(register_prefill):
+    register_prefill(pipelined=True)  # version 1 ships one stage
+    assert any("pipelined=True, but its launch ships num_stages=1" in p
+               for p in K.prefill_table_row(mp.PREFILL_TABLE["prefill_fake"]))
+    register_prefill(block_m=(128,))
+    assert any("builds BLOCK_M=64, not in its row's block_m=(128,)" in p
+               for p in K.prefill_table_row(mp.PREFILL_TABLE["prefill_fake"]))
+    register_prefill(dtypes=("bfloat16",))  # prepare refuses fp16 then: the row is made true
+    assert K.prefill_table_row(mp.PREFILL_TABLE["prefill_fake"]) == []
+    register_prefill(caches=("bf16", "fp8"))  # the expand path reads no FP8 rows
+    assert any("its row says it reads fp8 rows, its launcher refused" in p
+               for p in K.prefill_table_row(mp.PREFILL_TABLE["prefill_fake"]))
+    register_prefill(causal_tiles="some")
+    assert any("causal_tiles='some'" in p for p in K.prefill_table_row(mp.PREFILL_TABLE["prefill_fake"]))
+    register_prefill(number=2)
+    assert any("number 2 is another prefill version's too" in p
+               for p in K.prefill_table_row(mp.PREFILL_TABLE["prefill_fake"]))
+
+
+def test_a_prefill_launcher_that_computes_wrong_fails_step_2(register_prefill):
+    def wrong_scale(call):
+        call.qk_scale_log2 *= 1.5
+        return _fake_prefill_launch(call)
+    register_prefill(launch=wrong_scale)
+    found = K.prefill_against_reference(mp.PREFILL_TABLE["prefill_fake"])
+    assert found and all(p.startswith("step 2 (tests): ") for p in found)
+    assert any("vs float64 prefill_fake, bf16: MISMATCH" in p for p in found), found
+    register_prefill()
+    assert K.prefill_against_reference(mp.PREFILL_TABLE["prefill_fake"]) == []
+
+
+def test_a_mislabelled_prefill_launcher_fails_step_3(register_prefill):
+    register_prefill(launch=mp._launch_tiled)  # still labels its launches "prefill_tiled ..."
+    found = K.prefill_compile_report(mp.PREFILL_TABLE["prefill_fake"], K.Docs.read())
+    assert any("builds no 'prefill_fake bf16 ...' configuration" in p for p in found), found
