@@ -2,7 +2,8 @@
 
 - The case generators send only input their statements allow: every problem's cases are
   drawn on many seeds and the REFERENCE runs on each hidden case and passes its check
-  (reference only, in this process: fast). Problem 14 once drew max_running = 0 on 3.8% of
+  (reference only, in this process: fast); on the same cases, every edge of the spec (its
+  promised situations and structural extremes, issue 25) holds on every seed. Problem 14 once drew max_running = 0 on 3.8% of
   seeds, which its own reference rejects -- every right attempt failed there.
 - The model answers in solutions/ pass on hundreds of seeds, graded in-process by the
   runner (the same records and verdicts as from a child, input snapshots included), and
@@ -23,7 +24,8 @@ import pytest
 from grader import child, runner
 from grader.records import ProblemStatus
 
-from .test_judge_specs import (_exact, _fails_on_hidden, _arg_names, _hidden_only, _memo, _size)
+from .test_judge_specs import (_exact, _fails_on_hidden, _arg_names, _hidden_only, _memo, _size,
+                               edges_missing)
 
 PROBLEMS = runner.discover()
 # seconds per seed differ a lot: the expansion trap of problem 8 alone takes ~0.3 s to draw
@@ -47,9 +49,13 @@ def _params(problems=PROBLEMS):
 
 def _reference_sweep(problem, seeds):
     """Every hidden case of every seed through the reference and the checker (public
-    cases do not change with the seed: once)."""
+    cases do not change with the seed: once), and every edge -- promised situations and
+    structural extremes -- held by some hidden case of every seed."""
     for seed in seeds:
-        for c in problem.make_cases(seed):
+        cases = problem.make_cases(seed)
+        missing = edges_missing(problem, cases)
+        assert not missing, f"{problem.slug} seed {seed}: no hidden case has {'; '.join(missing)}"
+        for c in cases:
             if not c.hidden and seed != seeds[0]:
                 continue
             try:
