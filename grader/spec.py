@@ -193,7 +193,7 @@ Complete example (a toy problem; real ones live in grader/problems/, in this ord
 
 
     MISTAKES = load_mistakes(__file__)             # mistakes/p99_scaled_sum/row_sums.py, below
-    EDGES = [Edge("a single row", lambda a: a["x"].shape[0] == 1)]   # hidden case "random 0"
+    EDGES = [Edge("a single row", lambda a: a["x"].shape[0] == 1, kind="one")]   # hidden case "random 0"
 
     PROBLEM = Problem(
         number=99, slug="scaled_sum", title="Scaled column sums",
@@ -201,6 +201,15 @@ Complete example (a toy problem; real ones live in grader/problems/, in this ord
         functions=[FN], statement=STATEMENT, hints=HINTS,
         make_cases=make_cases, check=check, mistakes=MISTAKES,
         reference={FN: reference}, edges=EDGES,
+        no_structure={                             # every other kind of STRUCTURE, and why
+            "none": "x has a row and a column: the statement allows no empty array",
+            "none first": "one sum per column: nothing is walked in pieces",
+            "order": "rows are summed: their order is not part of the contract",
+            "spread": "no softmax: sums never overflow at these sizes",
+            "limit": "no budget, page or top-k to reach",
+            "ties": "float sums compared with a tolerance: no ranking",
+            "largest": "the statement names no largest size",
+        },
     )
 
     # grader/problems/mistakes/p99_scaled_sum/row_sums.py

@@ -21,7 +21,7 @@ with decoupled RoPE.
 | `k_nope` | `[T, n_heads, d_nope]` | position-free part of each key, per head |
 | `k_rope` | `[T, d_rope]` | RoPE part of each key, **shared by all heads**, not yet rotated |
 | `q_pos` | int | the query token's position |
-| `k_pos` | `[T]` int | each key's position |
+| `k_pos` | `[T]` int | each key's position (in any order; the query may come after the newest key) |
 | `theta` | float | RoPE base |
 
 Return `scores [n_heads, T]` (float64):

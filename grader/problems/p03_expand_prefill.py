@@ -33,10 +33,11 @@ Return `out [T, n_heads, d_v]`:
 Token `s` sees itself and every earlier token (causal). Checked against
 `mlacourse.layer.attend_expand` with `causal_mask(T, T)`: |got - expected| <= 1e-9 +
 1e-6 * |expected| on every element. Keep the softmax stable, row by row: one hidden case
-has scores above 709 (exp overflows float64 there), and in another one query row's scores
-sit near +750 while another's sit near -750, so subtract each row's own maximum, not one
-maximum for the whole array. Use the `scale` given (one case passes another). Hidden
-cases: T 1-23, n_heads 1-6, d_latent 8-32; d_v may differ from d_nope.
+has scores above 709 (exp overflows float64 there), in another one query row's scores
+sit near +750 while another's sit near -750, and in a third one row's own scores run from
+near -800 to +800 (the largest on its last key), so subtract each row's own maximum, not
+one maximum for the whole array, nor a row's mean. Use the `scale` given (one case passes
+another). Hidden cases: T 1-23, n_heads 1-6, d_latent 8-32; d_v may differ from d_nope.
 """
 
 HINTS = [

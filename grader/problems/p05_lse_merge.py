@@ -25,10 +25,12 @@ Return a pair `(out, lse)`, `out [n_heads, s_q, d_v]` and `lse [n_heads, s_q]`:
 
 Rules the cases test:
 * A part that saw no key for a row has `lse = -inf` and `out = 0`; it must get weight 0.
-* A row that **no** part saw must come out as `out = 0`, `lse = -inf` (not NaN).
+* A row that **no** part saw must come out as `out = 0`, `lse = -inf` (not NaN); the
+  **first** part may be the empty one, for a row that later parts saw.
 * lse values may be near +-800: `exp(800)` overflows float64, so keep the computation
   stable: subtract each row's largest lse first -- each row's own, since in one case one
-  row's lses sit near +750 and another row's near -750.
+  row's lses sit near +750 and another row's near -750, and in another one row's parts
+  run from near -800 to +800 (the largest last: not the first part's lse, nor the mean).
 * A single part (`n_parts = 1`) is merged like any other count: the result has no
   n_parts axis.
 

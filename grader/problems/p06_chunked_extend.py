@@ -49,8 +49,10 @@ for the long case the core's `attend_chunked_prefix`): out first, then lse, each
 and runs under a 10 MB memory cap: expanding all of it at once needs about 338 MB, one
 head at a time still 164 MB, and even 2048-row chunks 17 MB -- so expand `chunk` rows at
 a time, as asked. Keep every softmax stable, row by row: one hidden case has scores above
-709 (exp overflows float64 there), and in another one (head, new token) row's scores sit
-near +750 and another's near -750 -- subtract each row's own maximum. Use the `scale` given
+709 (exp overflows float64 there), in another one (head, new token) row's scores sit
+near +750 and another's near -750, and in a third one row's scores run from near -800 over
+the prefix to +800 on its last row -- subtract each row's own maximum, raised as later
+parts bring larger scores. Use the `scale` given
 (one case passes another). Hidden cases: prefix 0-30 rows, chunk 1-7, n_new 1-5, one head
 or several, the shapes vary.
 """

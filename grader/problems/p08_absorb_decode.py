@@ -69,10 +69,11 @@ a single head 32 GiB and hundreds of GFLOP to compute, while the absorbed path n
 MB and milliseconds; it runs under a memory cap and a 3-second deadline, so expanding —
 all heads at once, one head at a time, or a few tokens at a time — fails there.
 
-Also: keep the softmax stable, head by head (some scores are ~1e3, and in one case one
-head's scores sit near +750 while another's sit near -750: subtract each head's own
-maximum); return a numpy array (a torch tensor is fine too) of shape `[n_heads, d_v]`,
-also for one head or one cached token. Inputs are float64; float32 work passes (error at
+Also: keep the softmax stable, head by head (some scores are ~1e3, in one case one
+head's scores sit near +750 while another's sit near -750, and in another a head's scores
+run from near -800 to +800 on the last cached token: subtract each head's own maximum);
+return a numpy array (a torch tensor is fine too) of shape `[n_heads, d_v]`, also for one
+head or one cached token. Inputs are float64; float32 work passes (error at
 most 1e-5 of the largest output magnitude).
 """
 

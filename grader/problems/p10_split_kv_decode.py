@@ -46,9 +46,11 @@ Return four arrays, `(out, lse, o_parts, lse_parts)`:
 
 An **empty split** has `o_parts[j] = 0` and `lse_parts[j] = -inf` (exactly: no finite
 stand-in), and it must contribute nothing to the combination. Keep every softmax
-stable, head by head: one case has scores above 709, where `exp` overflows float64, and
-in another one head's scores sit near +750 while another's sit near -750 (subtract each
-head's own maximum); and use the `scale` given (one case passes another than 1/sqrt(d_k)).
+stable, head by head: one case has scores above 709, where `exp` overflows float64, in
+another one head's scores sit near +750 while another's sit near -750 (subtract each
+head's own maximum), and in a third a head's scores run from near -800 to +800 in its last
+split (combine around the largest lse, not the first split's); and use the `scale` given
+(one case passes another than 1/sqrt(d_k)).
 
 Checked against `mlacourse.attention.attention` on each split's rows and on all rows:
 out, lse, o_parts, lse_parts in that order, each with |got - expected| <= 1e-9 + 1e-6 *

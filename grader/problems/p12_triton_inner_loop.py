@@ -47,8 +47,9 @@ is usually partial (mask it). The public case uses h_q = {H}, d_k = {D_K}, d_v =
 hidden cases use other powers of two (h_q 16-64, d_k 32-128, d_v 16-64), so take the
 sizes from the arguments, as the launcher does. Keep the softmax stable, head by head:
 in one hidden case one head's scores sit near +750 and another's near -750, so the
-running max must be each head's own (a max over the whole tile fails); use the `scale`
-given (one case passes another than 1/sqrt(d_k)). Everything is float32. The judge fills
+running max must be each head's own (a max over the whole tile fails), and in another a
+head's scores run from near -800 to +800 on a later tile, so it must be raised tile by
+tile; use the `scale` given (one case passes another than 1/sqrt(d_k)). Everything is float32. The judge fills
 new tensors (`torch.empty`) with NaN and checks that the kernel wrote every value of
 `out` and `lse` it returns.
 

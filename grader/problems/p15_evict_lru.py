@@ -28,7 +28,7 @@ Write `evict_lru(parent, tokens, last_access, in_use, n_needed)`:
 
 | argument | what |
 |---|---|
-| `parent` | `[n]` int64: the parent node of each node, or `-1` for a child of the root (the root itself is not listed). Node ids are the positions `0 .. n-1`, in no particular order |
+| `parent` | `[n]` int64: the parent node of each node, or `-1` for a child of the root (the root itself is not listed). Node ids are the positions `0 .. n-1`, in no particular order: a parent may have a larger id than its children, and children of the root sit anywhere |
 | `tokens` | `[n]` int64 >= 1: how many tokens (cache slots) each node holds |
 | `last_access` | `[n]` int64: when each node was last used; larger is more recent. Using a node uses its whole path, so a node's `last_access` is never smaller than its children's |
 | `in_use` | `[n]` bool: the node is on a running request's path (locked). Locking covers the whole path, so the parent of an in-use node is in use too |
@@ -47,7 +47,7 @@ A node under an in-use node may itself be unlocked and evicted. The input is alw
 so you need not check it.
 
 The judge compares the list exactly -- order included -- with
-the radix-tree model's eviction (`mlacourse.engine.radix`) on trees of 1 to 40 nodes: ties in `last_access`,
+the radix-tree model's eviction (`mlacourse.engine.radix`) on trees of 1 to 40 nodes with ids in random order: ties in `last_access`,
 parents that become leaves in the middle of a call, locked paths with unlocked branches,
 `n_needed` of 0, exactly reached, and more than everything that can go.
 """

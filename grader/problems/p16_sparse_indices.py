@@ -32,8 +32,8 @@ and checks nothing else, so every other entry must be a real row.
 
 The cases are built as a server builds them: each sequence owns shuffled pages (some with
 ids in the millions), block-table entries past a sequence's last page are unused and hold
-2147483647, positions come in the indexer's order (not sorted), `-1` pads short lists and
-also sits between valid entries, and one query token may have only `-1`. Checked exactly
+2147483647, positions come in the indexer's order (not sorted), `-1` pads short lists, opens
+some and also sits between valid entries, and one query token may have only `-1`. Checked exactly
 against `mlacourse.sparse.physical_indices`.
 """
 

@@ -45,7 +45,10 @@ Return `(out, lse)`: `out [b, s_q, h_q, 512]`, `lse [b, h_q, s_q]` (FlashMLA's l
 * Rows no entry names are **poisoned** (every byte 0xFF, which decodes to NaN): read only the
   rows you need. Note that `rows[-1]` in numpy is the last row, not "no row".
 * Keep the softmax stable for each row (one head of one query token) on its own: one case
-  has heads whose scores are near +750 next to heads near -750 (exp overflows above 709).
+  has heads whose scores are near +750 next to heads near -750 (exp overflows above 709),
+  and another has rows whose own scores run from near -800 to +800 (the largest on the
+  last key). If you walk a list in tiles, note that a list of V3.2's top-k 2048 may hold
+  only -1 until its last few entries.
 
 Checked against `mlacourse.sparse.sparse_decode`: out, then lse, each with |got - expected|
 <= 1e-9 + 1e-6 * |expected| (decode in float64). Hidden cases vary b, s_q, h_q, topk, the

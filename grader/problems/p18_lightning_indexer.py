@@ -36,7 +36,7 @@ The hidden cases use small whole numbers (weights in quarters), so every score i
 ties are real: several tokens often score exactly 0 (every head's dot product negative), and
 some keys repeat. Some scores in the thousands differ by a quarter (float16 cannot tell them
 apart: compute in float64), some new tokens see fewer than `topk` positions while the
-sequence has more, and some see only scores below 0. They vary s_q, H, D, s_k and topk, and
+sequence has more, and some see only scores of 0 or below. They vary s_q, H, D, s_k and topk, and
 repeat shapes with other values.
 Checked exactly against the course's `index_scores` and `index_topk` (`mlacourse.sparse`)
 with that causal rule.
