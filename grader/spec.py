@@ -960,7 +960,8 @@ def uneven_rows_edge(row_max: Callable[[dict], Any], function: str | None = None
     return Edge(UNEVEN_ROWS, holds, function, kind="spread")
 
 
-WIDE_ROW = "scores hundreds apart inside one row, the largest last (its maximum 709 above its mean and every earlier score)"
+WIDE_ROW = ("scores hundreds apart inside one row, the largest last (its maximum 709 above its mean and "
+            "every earlier score)")
 
 
 def wide_row_edge(row_scores: Callable[[dict], Any], function: str | None = None) -> Edge:

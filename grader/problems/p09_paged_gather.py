@@ -87,9 +87,9 @@ def make_cases(seed):
     rng = np.random.default_rng(seed)
     for i in range(5):
         page = int(rng.choice([2, 4, 8, 16]))
-        b = int(rng.integers(1, 5))
+        b = int(rng.integers(2 if i == 3 else 1, 5))
         lengths = [int(rng.integers(0, 6 * page)) for _ in range(b)]
-        seq = int(rng.integers(0, b))
+        seq = b - 1 if i == 3 else int(rng.integers(0, b))  # random 3: the last of several sequences
         if i == 0:
             lengths[seq] = page * int(rng.integers(2, 4))  # ends exactly at a page boundary
         if i == 1:

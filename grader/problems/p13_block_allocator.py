@@ -221,7 +221,11 @@ def _scenarios(rng, seed):
     pool = _Pool(-(-s // p) + grow + int(rng.integers(1, 6)), p, rng)
     pool.append_case("", "a", s)
     pool.append_case("", "filler", (len(pool.free) - grow) * p)
-    n_new = (p - s % p) + max(0, grow - 1) * p + (int(rng.integers(1, p + 1)) if grow else -int(rng.integers(0, p - s % p)))
+    room = p - s % p                        # the free slots of a's last page
+    if grow:                                # ends inside the grow-th new page
+        n_new = room + (grow - 1) * p + int(rng.integers(1, p + 1))
+    else:                                   # stays inside the last page
+        n_new = int(rng.integers(1, room + 1))
     out.append(pool.append_case(f"an unshared half-full page with exactly the {grow} free pages its growth needs",
                                 "a", n_new, **h))
     p = P(3)
