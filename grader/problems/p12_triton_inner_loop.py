@@ -291,8 +291,8 @@ PROBLEM = Problem(
     requires=("torch", "triton"), timeout_s=60.0,
     reference={FN: reference}, edges=EDGES, needs_kernel_launch=True, normalises_rows=True,
     no_structure={
-        "one": "tl.dot needs every dimension >= 16 on a GPU: one head, or a d_v below 16, is outside "
-               "the contract (a one-row sequence is drawn, not promised)",
+        "one": "tl.dot needs every dimension >= 16 on a GPU, so one head or a narrow d_v is outside the "
+               "contract; a short sequence is a partial tile (the limit edges)",
         "none first": "a sequence's rows start at row 0 and its first tile holds rows whenever it has any",
         "order": "rows are each sequence's cache in order; the statement has no ids",
         "ties": "float outputs compared with a tolerance: no ranking or choice to tie",
