@@ -43,7 +43,7 @@ Field reference
 Problem(number, slug, title, chapter, functions, statement, hints, make_cases, check,
         mistakes=(), requires=("numpy",), timeout_s=5.0, memory_mb=1024, reference=None,
         may_import={}, kernel=None, edges=(), fixed={}, normalises_rows=False,
-        may_change_inputs={}, no_twin={})
+        may_change_inputs={}, no_twin={}, no_structure={})
   number      1..99, the id used everywhere (stub, notebook, solution, judge).
   slug        snake_case name; the files are pNN_slug.py.
   chapter     the notebook that teaches it, e.g. "notebooks/04_flops_and_path_choice.ipynb".
@@ -67,14 +67,20 @@ Problem(number, slug, title, chapter, functions, statement, hints, make_cases, c
               ``name`` itself with the spec's ``launcher(kernel, **args)``, in a process where
               no other line of the file runs (grader/kernel_harness.py); a case passes only
               when both answers do.
-  edges       Edge(name, holds(args)): situations the statement promises ("an empty
-              split", "T = 1", "one head"); some HIDDEN case of every seed must hold each
-              (tests/test_judge_specs.py checks 50 seeds).
+  edges       Edge(name, holds(args), kind=...): situations the statement promises ("an
+              empty split", "T = 1", "one head") and the structural extremes it allows
+              (``kind``, one of STRUCTURE); some HIDDEN case of every seed must hold each
+              (tests/test_judge_specs.py checks 51 seeds, tests/test_judge_sweeps.py 1000 in CI).
+  no_structure  {kind: why}: the kinds of STRUCTURE this statement allows no extreme of
+              ("no ids: the arguments are arrays of floats"). Every other kind is the
+              ``kind`` of some edge -- the rule below, checked by a test.
   fixed       {"arg" or "arg.axisN": why}: parameters the contract fixes. Every other one
               takes two or more values among one seed's hidden cases (a test checks).
   normalises_rows  the answer softmaxes or log-sum-exp-merges per row: the edges must
               include ``uneven_rows_edge`` (rows near +750 and near -750 in one case, so one
-              array-wide maximum fails) and the statement must say "stable".
+              array-wide maximum fails) and ``wide_row_edge`` (scores hundreds apart inside
+              one row, the largest last: a maximum taken from a first tile or part, or a mean
+              subtracted instead of the maximum, overflows), and the statement must say "stable".
   no_twin     {"arg" or "function.arg": why}: arguments memo_twins cannot change alone (the
               answer does not depend on it, or a valid input cannot change it without another). For every
               other argument some hidden case of every seed is a twin that changes only it
@@ -116,7 +122,24 @@ Shared helpers for hidden cases (use them; tests/test_judge_specs.py holds every
               infinities stay where they were: they encode poisoned slots, empty parts).
   uneven_rows_edge(row_max)  the Edge for ``normalises_rows``; ``row_offsets(rng, shape)``
               draws per-row offsets with one row at +750 and one at -750 to build it.
+  wide_row_edge(row_scores)  the other Edge for ``normalises_rows``: one row's scores (or
+              parts' lses) hundreds apart, the largest after all the others;
+              ``wide_row(n, rng)`` draws such a row of target scores.
   describe_args(args)  a case's arguments in words (shapes for arrays).
+
+Structural extremes: the rule (issue 25)
+----------------------------------------
+For each parameter AND each structural property a statement allows, every seed's hidden
+cases include its extremes. Parameters: the "two values per axis" test and ``fixed``.
+Structure: the kinds of STRUCTURE below -- ids out of order, an empty piece before the
+first full one, rows whose scores are hundreds apart, lengths past every budget / top-k /
+page / pool, ties and near-ties at the statement's precision, nothing at all, a single
+element, the largest sizes allowed. Each problem declares, for every kind, either edges of
+that kind (``Edge(..., kind="order")``: some hidden case of EVERY seed holds each) or,
+in ``no_structure``, why its statement allows no such extreme. A generator that draws an
+extreme only on some seeds (a random tree that is sometimes shuffled, a prompt that is
+sometimes long) lets a slip there pass on the others; so build each extreme on purpose,
+and say it as an edge, so that the test proves it on every seed.
 
 A named mistake: grader/problems/mistakes/pNN_slug/<name>.py (see load_mistakes)
   A slip a learner really makes, written as that learner would: the file defines the ONE
@@ -177,7 +200,7 @@ Complete example (a toy problem; real ones live in grader/problems/, in this ord
 
 
     MISTAKES = load_mistakes(__file__)             # mistakes/p99_scaled_sum/row_sums.py, below
-    EDGES = [Edge("a single row", lambda a: a["x"].shape[0] == 1)]   # hidden case "random 0"
+    EDGES = [Edge("a single row", lambda a: a["x"].shape[0] == 1, kind="one")]   # hidden case "random 0"
 
     PROBLEM = Problem(
         number=99, slug="scaled_sum", title="Scaled column sums",
@@ -185,6 +208,15 @@ Complete example (a toy problem; real ones live in grader/problems/, in this ord
         functions=[FN], statement=STATEMENT, hints=HINTS,
         make_cases=make_cases, check=check, mistakes=MISTAKES,
         reference={FN: reference}, edges=EDGES,
+        no_structure={                             # every other kind of STRUCTURE, and why
+            "none": "x has a row and a column: the statement allows no empty array",
+            "none first": "one sum per column: nothing is walked in pieces",
+            "order": "rows are summed: their order is not part of the contract",
+            "spread": "no softmax: sums never overflow at these sizes",
+            "limit": "no budget, page or top-k to reach",
+            "ties": "float sums compared with a tolerance: no ranking",
+            "largest": "the statement names no largest size",
+        },
     )
 
     # grader/problems/mistakes/p99_scaled_sum/row_sums.py
@@ -218,7 +250,8 @@ __all__ = [
     "compare_arrays", "compare_scalar", "compare_choice", "compare_dict",
     "same_answer", "shape_text", "as_array", "type_name", "load_mistakes", "read_header",
     "same_nonfinite_rows",
-    "INPUTS_RULE", "UNEVEN_ROWS", "memo_twins", "new_values", "uneven_rows_edge", "row_offsets",
+    "INPUTS_RULE", "UNEVEN_ROWS", "WIDE_ROW", "STRUCTURE", "memo_twins", "new_values", "uneven_rows_edge",
+    "row_offsets", "wide_row_edge", "wide_row",
     "describe_args", "another", "another_int", "changes_of",
 ]
 
@@ -287,12 +320,33 @@ class Mistake:
 
 @dataclass
 class Edge:
-    """A situation the statement promises to test ("an empty split", "T = 1"): some hidden
-    case of every seed must satisfy ``holds(case.args)`` (tests/test_judge_specs.py checks
-    it), so an attempt that gets it wrong fails on every seed, not on some."""
+    """A situation the statement promises to test ("an empty split", "T = 1"), or one of
+    the structural extremes it allows (``kind``, a key of STRUCTURE): some hidden case of
+    every seed must satisfy ``holds(case.args)`` (tests/test_judge_specs.py checks it), so
+    an attempt that gets it wrong fails on every seed, not on some."""
     name: str
     holds: Callable[[dict], bool]
     function: str | None = None
+    kind: str | None = None   # a key of STRUCTURE; None: a promised situation, not an extreme
+
+
+# The kinds of structural extreme (issue 25). Every problem declares, for each kind, edges
+# of that kind or why its statement allows none (Problem.no_structure); a test checks both.
+STRUCTURE = {
+    "one": "a single element where the statement allows many: one head, one token, one key, "
+           "one part, one node, top-k 1",
+    "none": "nothing at all where the statement allows it: an empty sequence, split, part or "
+            "queue, a row of -1 only, n_needed 0, n_new 0",
+    "none first": "an empty piece BEFORE the first non-empty one, where a running state (a "
+                  "maximum, a count) starts: a tile of -1 only first, an empty first part",
+    "order": "ids, positions or pages in an order the statement does not promise: shuffled, "
+             "descending, parents after their children, roots anywhere, -1 as an index",
+    "spread": "scores hundreds apart inside one row (the largest after the others) and between rows",
+    "limit": "lengths at and past every limit the statement names: a budget, top-k, a page, "
+             "a pool, a chunk",
+    "ties": "exact ties, and near-ties a narrower float cannot separate, at the statement's precision",
+    "largest": "the largest sizes and values the statement allows",
+}
 
 
 TORCH_STACK = ("torch", "triton")   # the modules that make a problem need_torch
@@ -335,6 +389,7 @@ class Problem:
     normalises_rows: bool = False      # softmax / lse merge per row: needs uneven_rows_edge
     no_twin: dict = field(default_factory=dict)  # {"arg" / "fn.arg": why no twin changes it alone}
     may_change_inputs: dict = field(default_factory=dict)  # {arg: why in-place changes are allowed}
+    no_structure: dict = field(default_factory=dict)  # {STRUCTURE kind: why the statement allows none}
 
     def __post_init__(self):
         # the read-only rule, from one place (idempotent: dataclasses.replace runs this again)
@@ -924,7 +979,39 @@ def uneven_rows_edge(row_max: Callable[[dict], Any], function: str | None = None
         m = np.asarray(row_max(args), dtype=np.float64).ravel()
         m = m[np.isfinite(m)]
         return m.size >= 2 and m.max() > 700 and m.min() < -700
-    return Edge(UNEVEN_ROWS, holds, function)
+    return Edge(UNEVEN_ROWS, holds, function, kind="spread")
+
+
+WIDE_ROW = ("scores hundreds apart inside one row, the largest last (its maximum 709 above its mean and "
+            "every earlier score)")
+
+
+def wide_row_edge(row_scores: Callable[[dict], Any], function: str | None = None) -> Edge:
+    """The second edge every ``normalises_rows`` problem needs: in one case, some row's
+    last score (in the order its keys, tiles, chunks or parts are listed) is more than 709
+    above every earlier one AND above the row's mean. An online softmax whose running max
+    comes from the first tile (or part) and is never raised, and a softmax that subtracts
+    the row's mean instead of its maximum, both overflow there -- while rows that differ
+    only from each other (uneven_rows_edge) let them pass. ``row_scores(args)`` yields each
+    row's scores in that order (-inf, NaN: no key there, skipped)."""
+    def holds(args):
+        for row in row_scores(args):
+            s = np.asarray(row, dtype=np.float64).ravel()
+            s = s[np.isfinite(s)]
+            if s.size >= 2 and s[-1] - s[:-1].max() > 709 and s[-1] - s.mean() > 709:
+                return True
+        return False
+    return Edge(WIDE_ROW, holds, function, kind="spread")
+
+
+def wide_row(n: int, rng, big: float = 800.0) -> np.ndarray:
+    """Target scores for one row of ``n >= 3`` keys that holds wide_row_edge: the others
+    near -big (a few units apart), the last near +big."""
+    if n < 3:
+        raise ValueError("wide_row needs at least three keys (a mean and an earlier maximum)")
+    out = -big + rng.uniform(-3.0, 3.0, n)
+    out[-1] = big + rng.uniform(-3.0, 3.0)
+    return out
 
 
 def row_offsets(rng, shape, big: float = 750.0) -> np.ndarray:

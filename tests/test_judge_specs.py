@@ -8,8 +8,13 @@
   every seed), except what a spec declares fixed, with the reason;
 - the situations a statement promises (an empty split, T = 1, one head, large scores, ...)
   occur among the HIDDEN cases of every seed;
+- every kind of structural extreme (grader.spec.STRUCTURE: ids out of order, an empty tile
+  first, rows hundreds apart, lengths past every budget, near-ties, ...) is declared for
+  every problem: edges of that kind, which hold on every seed like the others, or the
+  reason its statement allows none (issue 25);
 - problems that normalise per row (softmax, log-sum-exp merge: ``normalises_rows``) test
-  rows near +750 and near -750 in one case and say "stable";
+  rows near +750 and near -750 in one case, a row whose scores are hundreds apart with the
+  largest last, and say "stable";
 - an attempt that memoises its answer by the arguments' shapes, or by all arguments but
   one, fails on every seed (memo_twins);
 - every statement says once that inputs are read-only (unless the contract allows
@@ -27,7 +32,7 @@ import pytest
 from grader import child, runner
 from grader.records import CaseStatus
 
-from grader.spec import INPUTS_RULE, UNEVEN_ROWS
+from grader.spec import INPUTS_RULE, STRUCTURE, UNEVEN_ROWS, WIDE_ROW
 
 PROBLEMS = runner.discover()
 SEEDS = [0, 1, 2]
@@ -114,7 +119,8 @@ def test_no_mistake_is_named_for_an_unknown_slip(problem):
     hidden case) gets no 'Likely slip' line."""
     for seed in SEEDS[:1]:
         cases = _cases(problem, seed)
-        target = next(c for c in cases if c.hidden)
+        target = next(c for c in cases if c.hidden and _perturbable(
+            _plain(problem.reference[c.function](**copy.deepcopy(c.args)))))
         outcomes = []
         for c in cases:
             got = _plain(problem.reference[c.function](**copy.deepcopy(c.args)))
@@ -126,6 +132,15 @@ def test_no_mistake_is_named_for_an_unknown_slip(problem):
         bad = [o for o in outcomes if o.status is CaseStatus.FAIL]
         assert bad, f"{problem.slug}: a perturbed answer passed"
         assert all(o.mistake is None for o in bad), f"{problem.slug}: named {bad[0].mistake!r}"
+
+
+def _perturbable(x) -> bool:
+    """Has the answer a first number to change (an empty eviction list has none)?"""
+    if isinstance(x, dict):
+        return bool(x) and _perturbable(next(iter(x.values())))
+    if isinstance(x, (tuple, list)):
+        return bool(x) and _perturbable(x[0])
+    return isinstance(x, str) or bool(np.isfinite(np.asarray(x, dtype=np.float64)).any())
 
 
 def _perturb(x):
@@ -198,24 +213,71 @@ def _hidden_only(cases):
     return [c for c in cases if c.hidden and c.memory_mb is None]
 
 
+def edges_missing(problem, cases) -> list:
+    """The edges of ``problem`` that no hidden case among ``cases`` holds (one seed's)."""
+    hidden = [c for c in cases if c.hidden]
+    missing = []
+    for e in problem.edges:
+        fns = [e.function] if e.function else problem.functions
+        if not any(c.function in fns and e.holds(c.args) for c in hidden):
+            missing.append(f"{e.name}" + (f" ({e.kind})" if e.kind else ""))
+    return missing
+
+
 @pytest.mark.parametrize("problem", _params([p for p in PROBLEMS if p.edges]))
 def test_promised_situations_occur_on_every_seed(problem):
-    """Every edge among the hidden cases of 51 seeds: an attempt that gets one wrong fails
-    on every seed, not on the seeds that happened to draw it."""
+    """Every edge -- promised situations and structural extremes alike -- among the hidden
+    cases of 51 seeds (1000 in tests/test_judge_sweeps.py's long sweep): an attempt that
+    gets one wrong fails on every seed, not on the seeds that happened to draw it."""
     for seed in EDGE_SEEDS:
-        cases = [c for c in _cases(problem, seed) if c.hidden]
-        for e in problem.edges:
-            fns = [e.function] if e.function else problem.functions
-            hits = [c for c in cases if c.function in fns and e.holds(c.args)]
-            assert hits, f"{problem.slug} seed {seed}: no hidden case has {e.name}"
+        missing = edges_missing(problem, _cases(problem, seed))
+        assert not missing, f"{problem.slug} seed {seed}: no hidden case has {'; '.join(missing)}"
+
+
+@pytest.mark.parametrize("problem", _params())
+def test_every_structural_extreme_is_declared(problem):
+    """The rule of issue 25, for structure as the variety test is for parameters: for each
+    kind of STRUCTURE the problem has edges of that kind (checked on every seed above) or
+    says in no_structure why its statement allows no such extreme -- not both, and no kind
+    the rule does not know."""
+    kinds = {e.kind for e in problem.edges if e.kind is not None}
+    assert kinds <= set(STRUCTURE), f"{problem.slug}: unknown edge kinds {sorted(kinds - set(STRUCTURE))}"
+    assert set(problem.no_structure) <= set(STRUCTURE), (
+        f"{problem.slug}: no_structure names unknown kinds {sorted(set(problem.no_structure) - set(STRUCTURE))}")
+    both = kinds & set(problem.no_structure)
+    assert not both, f"{problem.slug}: {sorted(both)} has edges and a reason why it has none"
+    for kind, why in problem.no_structure.items():
+        assert isinstance(why, str) and len(why) > 15, f"{problem.slug}: say why no {kind!r} extreme applies"
+    left = [k for k in STRUCTURE if k not in kinds and k not in problem.no_structure]
+    assert not left, (f"{problem.slug}: no edge of kind {left}, and no reason in no_structure why the "
+                      f"statement allows none ({'; '.join(STRUCTURE[k] for k in left)})")
+
+
+def test_the_structure_rule_can_fail():
+    """The declaration test is not a formality: a problem that leaves a kind out, or
+    declares an edge of a kind the rule does not know, is refused."""
+    import dataclasses
+    p = next(p for p in PROBLEMS if p.no_structure)
+    kind = next(iter(p.no_structure))
+    with pytest.raises(AssertionError, match="no edge of kind"):
+        test_every_structural_extreme_is_declared(dataclasses.replace(
+            p, no_structure={k: v for k, v in p.no_structure.items() if k != kind}))
+    from grader.spec import Edge
+    with pytest.raises(AssertionError, match="unknown edge kinds"):
+        test_every_structural_extreme_is_declared(dataclasses.replace(
+            p, edges=[*p.edges, Edge("x", lambda a: True, kind="sideways")]))
 
 
 @pytest.mark.parametrize("problem", _params([p for p in PROBLEMS if p.normalises_rows]))
 def test_row_normalising_problems_test_uneven_rows(problem):
     """A softmax or an lse merge per row: rows near +750 and -750 in one hidden case (so
-    one maximum for the whole array fails), and the statement says to keep it stable."""
+    one maximum for the whole array fails), one row whose scores are hundreds apart with
+    the largest last (so a maximum from the first tile, or the mean, fails), and the
+    statement says to keep it stable."""
     assert any(e.name == UNEVEN_ROWS for e in problem.edges), (
         f"{problem.slug}: normalises_rows but no uneven_rows_edge among its edges")
+    assert any(e.name == WIDE_ROW for e in problem.edges), (
+        f"{problem.slug}: normalises_rows but no wide_row_edge (one row's scores hundreds apart)")
     assert "stable" in problem.statement, f"{problem.slug}: the statement must say to keep the softmax stable"
 
 

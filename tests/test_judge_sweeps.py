@@ -3,11 +3,17 @@
 - The case generators send only input their statements allow: every problem's cases are
   drawn on many seeds and the REFERENCE runs on each hidden case and passes its check
   (reference only, in this process: fast). Problem 14 once drew max_running = 0 on 3.8% of
-  seeds, which its own reference rejects -- every right attempt failed there.
+  seeds, which its own reference rejects -- every right attempt failed there. On the same
+  cases, every edge of the spec (its promised situations and structural extremes, issue
+  25) holds on every seed.
 - The model answers in solutions/ pass on hundreds of seeds, graded in-process by the
   runner (the same records and verdicts as from a child, input snapshots included), and
   on a few seeds through the real child.
 - A memoising attempt fails on every one of many seeds (test_judge_specs checks 3).
+- The corpus attempts of issue 25 -- slips that show only at a structural extreme (ids out
+  of order, an empty first tile or part, a row whose scores are hundreds apart, a prompt
+  past the budget, a near-tie float16 cannot separate, a call at the pool's limit) -- fail
+  on every one of 100 seeds, and the right attempts written against them pass on each.
 
 The default suite sweeps a few dozen seeds per problem; the long sweeps are marked slow
 (CI runs them). Sizes and runtimes on 2 busy cores are in the lead's report.
@@ -17,13 +23,15 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
 from grader import child, runner
 from grader.records import ProblemStatus
 
-from .test_judge_specs import (_exact, _fails_on_hidden, _arg_names, _hidden_only, _memo, _size)
+from .test_judge_specs import (_exact, _fails_on_hidden, _arg_names, _hidden_only, _memo, _size,
+                               edges_missing)
 
 PROBLEMS = runner.discover()
 # seconds per seed differ a lot: the expansion trap of problem 8 alone takes ~0.3 s to draw
@@ -47,9 +55,13 @@ def _params(problems=PROBLEMS):
 
 def _reference_sweep(problem, seeds):
     """Every hidden case of every seed through the reference and the checker (public
-    cases do not change with the seed: once)."""
+    cases do not change with the seed: once), and every edge -- promised situations and
+    structural extremes -- held by some hidden case of every seed."""
     for seed in seeds:
-        for c in problem.make_cases(seed):
+        cases = problem.make_cases(seed)
+        missing = edges_missing(problem, cases)
+        assert not missing, f"{problem.slug} seed {seed}: no hidden case has {'; '.join(missing)}"
+        for c in cases:
             if not c.hidden and seed != seeds[0]:
                 continue
             try:
@@ -151,3 +163,56 @@ def test_memoising_attempts_fail_on_many_seeds(problem):
                 key = (lambda drop: lambda args: tuple(sorted((k, _exact(v)) for k, v in args.items() if k != drop)))(a)
                 assert _fails_on_hidden(problem, seed, fn, _memo(problem.reference[fn], key)), (
                     f"{problem.slug} seed {seed}: {fn} memoised on every argument but {a} passes")
+
+
+# Issue 25: corpus attempts whose slip shows only at a structural extreme, and right ones
+# written against the same extremes. Each problem's edges put the extreme into every seed;
+# here the attempts prove it: graded in this process (plain numpy files only), every wrong
+# one fails on each of STRUCTURE_SEEDS seeds and every right one passes on each. (Problem
+# 12's never-raised running max needs a kernel launch: tests/test_judge_corpus.py grades it.)
+STRUCTURE_ATTEMPTS = {
+    "p05_lse_merge": ["wrong_online_merge_nan_on_an_empty_first_part", "wrong_first_part_as_reference",
+                      "wrong_subtracts_the_mean_lse", "right_online_loop"],
+    "p06_chunked_extend": ["wrong_running_max_from_the_first_chunk", "right_online_softmax"],
+    "p08_absorb_decode": ["wrong_tiled_max_from_the_first_tile", "right_tiled_online", "right_float32"],
+    "p10_split_kv_decode": ["wrong_combines_around_the_first_split", "right_online_combine"],
+    "p13_block_allocator": ["wrong_counts_a_copy_for_an_unshared_partial_page", "wrong_counts_a_copy_when_n_new_is_0",
+                            "right_plans_then_applies"],
+    "p14_schedule_step": ["wrong_prefill_chunk_capped_at_128", "right_index_loop"],
+    "p15_evict_lru": ["wrong_root_child_decrements_the_last_node", "wrong_children_only_among_larger_ids",
+                      "right_child_sets_and_heap", "right_scan_each_round"],
+    "p16_sparse_indices": ["wrong_empty_row_judged_by_its_first_entry", "right_valid_entries_compacted"],
+    "p17_sparse_decode": ["wrong_online_max_starts_at_minus_inf", "wrong_subtracts_the_row_mean",
+                          "wrong_running_max_from_the_first_tile", "right_tiles_of_64_skip_empty",
+                          "right_logaddexp_rows"],
+    "p18_lightning_indexer": ["wrong_pads_only_when_topk_exceeds_s_k", "wrong_future_scores_zero",
+                              "wrong_float16_scores", "right_float32_scores", "right_lexsort"],
+}
+STRUCTURE_SEEDS = 100
+CORPUS = Path(__file__).resolve().parent / "corpus"
+
+
+def _structure_params():
+    out = []
+    for folder, names in STRUCTURE_ATTEMPTS.items():
+        out += [pytest.param(CORPUS / folder / f"{name}.py", id=f"{folder[:3]}-{name}") for name in names]
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the wrong attempts' own overflows and NaNs
+@pytest.mark.parametrize("path", _structure_params())
+def test_structural_attempts_on_many_seeds(path):
+    """A wrong attempt of issue 25's kinds fails on every one of STRUCTURE_SEEDS seeds (the
+    structural extreme is in every seed's hidden cases, not in some); a right one passes on
+    every seed (the extreme is valid input, and no false fail)."""
+    problem = runner.find(int(path.parent.name[1:3]))
+    wrong = path.name.startswith("wrong_")
+    hidden = _hidden_problem(problem)
+    missed = []
+    for seed in range(STRUCTURE_SEEDS):
+        res = runner.grade(problem if seed == 0 else hidden, path, seed=seed, isolation="none")
+        if (res.status is ProblemStatus.PASSED) == wrong:
+            missed.append(seed)
+    assert not missed, (f"{path.parent.name}/{path.name} {'passes' if wrong else 'fails'} on seeds {missed[:20]} "
+                        f"({len(missed)} of {STRUCTURE_SEEDS})")

@@ -102,7 +102,10 @@ def make_cases(seed: int) -> list[Case]:
     rng = np.random.default_rng(seed)
     for kind in ("mha", "gqa", "mqa", "mla"):
         for k in range(2):
-            cases.append(_case(f"random {kind} #{k}", _away_from_defaults(rng, kind), True, seed))
+            args = _away_from_defaults(rng, kind)
+            if kind == "mla" and k == 1:
+                args["d_rope"] = 0  # a latent without a rotary part: d_rope 0 is a size like any other
+            cases.append(_case(f"random {kind} #{k}", args, True, seed))
     cases.append(_case("one token, one layer (mla)", dict(kind="mla", n_tokens=1, n_layers=1), True, seed))
     cases.append(_case("a total that float32 cannot hold", _beyond_float32(rng), True, seed))
     return memo_twins(cases, rng, CHANGES, reference={FN: reference}, check=check)
@@ -140,8 +143,9 @@ MISTAKES = load_mistakes(__file__)
 
 EDGES = [Edge(f"kind {k}", lambda a, k=k: a["kind"] == k) for k in USED_BY] + [
     Edge("fp8 (1 byte) and fp32 (4 bytes)", lambda a: a.get("bytes_per_element", 2) in (1, 4)),
-    Edge("one token, one layer", lambda a: a["n_tokens"] == 1 and a["n_layers"] == 1),
-    Edge("a total above 2**31 that float32 cannot hold exactly", lambda a: _beyond(reference(**a))),
+    Edge("one token, one layer", lambda a: a["n_tokens"] == 1 and a["n_layers"] == 1, kind="one"),
+    Edge("MLA with d_rope 0 (no rotary part)", lambda a: a["kind"] == "mla" and a.get("d_rope", 64) == 0, kind="none"),
+    Edge("a total above 2**31 that float32 cannot hold exactly", lambda a: _beyond(reference(**a)), kind="largest"),
 ]
 
 PROBLEM = Problem(
@@ -151,4 +155,11 @@ PROBLEM = Problem(
     make_cases=make_cases, check=check, mistakes=MISTAKES,
     timeout_s=5.0, memory_mb=512,
     reference={FN: reference}, edges=EDGES,
+    no_structure={
+        "none first": "one formula per kind: nothing is walked in pieces",
+        "order": "no ids, positions or lists: the arguments are counts",
+        "spread": "no scores or softmax: an integer product",
+        "limit": "no budget, page or top-k; the int32/float32 limits of the total are the largest edge",
+        "ties": "no ranking or choice: one exact integer",
+    },
 )

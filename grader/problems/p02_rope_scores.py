@@ -21,7 +21,7 @@ with decoupled RoPE.
 | `k_nope` | `[T, n_heads, d_nope]` | position-free part of each key, per head |
 | `k_rope` | `[T, d_rope]` | RoPE part of each key, **shared by all heads**, not yet rotated |
 | `q_pos` | int | the query token's position |
-| `k_pos` | `[T]` int | each key's position |
+| `k_pos` | `[T]` int | each key's position (in any order; the query may come after the newest key) |
 | `theta` | float | RoPE base |
 
 Return `scores [n_heads, T]` (float64):
@@ -93,9 +93,11 @@ def make_cases(seed):
     for i in range(4):
         n_heads = int(rng.integers(1, 9))
         d_nope, d_rope = int(dims[i]), int(dims[(i + 1) % 4])
-        n_keys = int(rng.integers(1, 40))
+        n_keys = int(rng.integers(3 if i == 1 else 1, 40))
         k_pos = np.sort(rng.choice(5000, size=n_keys, replace=False))
-        q_pos = int(k_pos[-1]) + int(rng.integers(0, 3))
+        q_pos = int(k_pos[-1]) + int(rng.integers(1 if i == 2 else 0, 3))  # random 2: past its newest key
+        while i == 1 and (np.diff(k_pos) > 0).all():  # random 1: keys listed in no order of position
+            k_pos = rng.permutation(k_pos)
         cases.append(_case(f"random {i}", rng, n_heads, d_nope, d_rope, n_keys, q_pos, k_pos,
                            float(thetas[i]), True, seed))
     q_pos = int(rng.integers(0, 5000))
@@ -146,8 +148,11 @@ def check(case, result):
 MISTAKES = load_mistakes(__file__)
 
 EDGES = [
-    Edge("one cached key (T = 1)", lambda a: len(a["k_pos"]) == 1),
-    Edge("a single head", lambda a: a["q_nope"].shape[0] == 1),
+    Edge("one cached key (T = 1)", lambda a: len(a["k_pos"]) == 1, kind="one"),
+    Edge("a single head", lambda a: a["q_nope"].shape[0] == 1, kind="one"),
+    Edge("key positions listed out of order", lambda a: bool((np.diff(a["k_pos"]) < 0).any()), kind="order"),
+    Edge("the query past its newest key", lambda a: a["q_pos"] > int(np.max(a["k_pos"])), kind="limit"),
+    Edge("positions above 4000", lambda a: max(a["q_pos"], int(np.max(a["k_pos"]))) > 4000, kind="largest"),
 ]
 
 PROBLEM = Problem(
@@ -156,4 +161,10 @@ PROBLEM = Problem(
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
     reference={FN: reference}, edges=EDGES,
+    no_structure={
+        "none": "every case has a key and a head (T >= 1, n_heads >= 1): no empty array is allowed",
+        "none first": "one score per (head, key), nothing walked in pieces with a running state",
+        "spread": "no softmax: the scores are returned, never exponentiated",
+        "ties": "float outputs compared with a tolerance: no ranking or choice to tie",
+    },
 )

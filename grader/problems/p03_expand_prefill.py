@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.spec import (Case, Edge, Problem, compare_arrays, load_mistakes, memo_twins, new_values,
-                         row_offsets, shape_text, uneven_rows_edge)
+                         row_offsets, shape_text, uneven_rows_edge, wide_row_edge)
 from mlacourse.attention import causal_mask
 from mlacourse.layer import absorbed_scores, attend_expand
 
@@ -33,10 +33,11 @@ Return `out [T, n_heads, d_v]`:
 Token `s` sees itself and every earlier token (causal). Checked against
 `mlacourse.layer.attend_expand` with `causal_mask(T, T)`: |got - expected| <= 1e-9 +
 1e-6 * |expected| on every element. Keep the softmax stable, row by row: one hidden case
-has scores above 709 (exp overflows float64 there), and in another one query row's scores
-sit near +750 while another's sit near -750, so subtract each row's own maximum, not one
-maximum for the whole array. Use the `scale` given (one case passes another). Hidden
-cases: T 1-23, n_heads 1-6, d_latent 8-32; d_v may differ from d_nope.
+has scores above 709 (exp overflows float64 there), in another one query row's scores
+sit near +750 while another's sit near -750, and in a third one row's own scores run from
+near -800 to +800 (the largest on its last key), so subtract each row's own maximum, not
+one maximum for the whole array, nor a row's mean. Use the `scale` given (one case passes
+another). Hidden cases: T 1-23, n_heads 1-6, d_latent 8-32; d_v may differ from d_nope.
 """
 
 HINTS = [
@@ -102,6 +103,7 @@ def make_cases(seed):
                        8, 4, 6, True, seed, scale_factor=float(rng.choice([0.25, 0.5, 2.0, 3.0]))))
     cases.append(_case("a single token", rng, 1, int(rng.integers(2, 5)), 8, 4, 4, 6, True, seed))
     cases.append(_uneven(rng, int(rng.integers(3, 10)), seed))
+    cases.append(_wide(rng, int(rng.integers(3, 12)), seed))
     return memo_twins(cases, rng, CHANGES, reference={FN: reference}, check=check,
                       other_shapes=_other_length)
 
@@ -115,6 +117,21 @@ def _uneven(rng, n_tok, seed):
     a = case.args
     a["k_rope"][:, 0] = 1.0
     a["q_rope"][:, :, 0] = row_offsets(rng, (n_tok, 3)) / a["scale"]
+    return case
+
+
+def _wide(rng, n_tok, seed):
+    """The last query row's scores hundreds apart inside the row, its largest last: the rope
+    key's first dim is -1 for every token but the last (+1), and the last query's q_rope[.., 0]
+    is +-800 / scale per head, so its row reads near -800, ..., -800, +800 (or the reverse).
+    A softmax that subtracts the row's mean, or a max over its first keys, overflows."""
+    case = _case("a query row whose scores are hundreds apart, the largest last", rng, n_tok,
+                 int(rng.integers(1, 4)), 16, 8, 4, 8, True, seed)
+    a = case.args
+    a["k_rope"][:, 0] = -1.0
+    a["k_rope"][-1, 0] = 1.0
+    heads = a["q_rope"].shape[1]
+    a["q_rope"][-1, :, 0] = np.where(np.arange(heads) % 2 == 0, 800.0, -800.0) / a["scale"]
     return case
 
 
@@ -154,11 +171,19 @@ def _row_max(a):
     return np.where(np.tril(np.ones((n, n), dtype=bool)), _scores(a), -np.inf).max(axis=-1)
 
 
+def _rows_in_key_order(a):
+    """Each (head, query) row's visible scores, keys in order."""
+    s = _scores(a)
+    for h, i in np.ndindex(*s.shape[:2]):
+        yield s[h, i, :i + 1]
+
+
 EDGES = [
-    Edge("a single token", lambda a: a["c_kv"].shape[0] == 1),
-    Edge("one head", lambda a: a["w_uk"].shape[0] == 1),
+    Edge("a single token", lambda a: a["c_kv"].shape[0] == 1, kind="one"),
+    Edge("one head", lambda a: a["w_uk"].shape[0] == 1, kind="one"),
     uneven_rows_edge(_row_max),
-    Edge("scores in the hundreds, above 709", lambda a: float(np.max(np.abs(_scores(a)))) > 750),
+    wide_row_edge(_rows_in_key_order),
+    Edge("scores in the hundreds, above 709", lambda a: float(np.max(np.abs(_scores(a)))) > 750, kind="largest"),
     Edge("a scale other than 1/sqrt(d_nope + d_rope)", lambda a: abs(a["scale"] * np.sqrt(
         a["q_nope"].shape[-1] + a["q_rope"].shape[-1]) - 1) > 0.1),
 ]
@@ -169,4 +194,11 @@ PROBLEM = Problem(
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
     reference={FN: reference}, edges=EDGES, normalises_rows=True,
+    no_structure={
+        "none": "every query row sees at least itself (causal), and every array has a token and a head",
+        "none first": "a causal row's first key is token 0, which every row sees: no empty piece comes first",
+        "order": "the tokens are the positions 0 .. T-1 in order; the statement has no ids",
+        "limit": "no budget, page or chunk: one causal attention over all T tokens",
+        "ties": "float outputs compared with a tolerance: no ranking or choice to tie",
+    },
 )

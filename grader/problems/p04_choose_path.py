@@ -96,7 +96,7 @@ def make_cases(seed: int) -> list[Case]:
         add(f"random shapes #{k}", dict(n_new=ri(1, n_ctx), n_ctx=n_ctx, **shapes), True, seed)
     n = ri(1, 20_000)
     add("prefill, random length", dict(n_new=n, n_ctx=n), True, seed)
-    add("decode, random context", dict(n_new=1, n_ctx=ri(1, 1_000_000)), True, seed)
+    add("decode, random context", dict(n_new=1, n_ctx=ri(100_000, 1_000_000)), True, seed)
     add("decode, context of 1", dict(n_new=1, n_ctx=1), True, seed)
     n = ri(1, 5000)
     add("exact tie (d_latent = d_nope = d_v)",
@@ -170,12 +170,15 @@ def _cheaper(args):
 
 
 EDGES = [
-    Edge("decode (n_new = 1)", lambda a: a["n_new"] == 1),
-    Edge("prefill (n_new = n_ctx)", lambda a: a["n_new"] == a["n_ctx"] > 1),
+    Edge("decode (n_new = 1)", lambda a: a["n_new"] == 1, kind="one"),
+    Edge("a context of one token", lambda a: a["n_ctx"] == 1, kind="one"),
+    Edge("prefill (n_new = n_ctx)", lambda a: a["n_new"] == a["n_ctx"] > 1, kind="limit"),
     Edge("an extend after a prefix (1 < n_new < n_ctx)", lambda a: 1 < a["n_new"] < a["n_ctx"]),
     Edge("expand is cheaper", lambda a: _cheaper(a) == "expand"),
     Edge("absorb is cheaper", lambda a: _cheaper(a) == "absorb"),
-    Edge("an exact tie", lambda a: _cheaper(a) == "tie"),
+    Edge("an exact tie", lambda a: _cheaper(a) == "tie", kind="ties"),
+    Edge("d_rope 0 (no rotary part)", lambda a: a.get("d_rope", 64) == 0, kind="none"),
+    Edge("a context of 100,000 tokens or more", lambda a: a["n_ctx"] >= 100_000, kind="largest"),
 ]
 
 PROBLEM = Problem(
@@ -192,6 +195,11 @@ PROBLEM = Problem(
     timeout_s=5.0,
     memory_mb=512,
     reference=REFERENCE, edges=EDGES,
+    no_structure={
+        "none first": "closed-form counts: nothing is walked in pieces",
+        "order": "no ids, positions or lists: the arguments are sizes",
+        "spread": "no scores or softmax: integer FLOP counts",
+    },
     no_twin={"choose_path.n_heads": "both counts are proportional to n_heads, so the cheaper path "
                                     "never depends on it",
              "choose_path.d_rope": "d_rope adds the same FLOPs per pair to both paths, so the cheaper "

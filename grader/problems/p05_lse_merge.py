@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.spec import (Case, Edge, Problem, compare_out_lse, load_mistakes, memo_twins, new_values,
-                         row_offsets, shape_text, uneven_rows_edge)
+                         row_offsets, shape_text, uneven_rows_edge, wide_row, wide_row_edge)
 from mlacourse.attention import attention_from_scores, merge_attention
 
 FN = "lse_merge"
@@ -25,10 +25,12 @@ Return a pair `(out, lse)`, `out [n_heads, s_q, d_v]` and `lse [n_heads, s_q]`:
 
 Rules the cases test:
 * A part that saw no key for a row has `lse = -inf` and `out = 0`; it must get weight 0.
-* A row that **no** part saw must come out as `out = 0`, `lse = -inf` (not NaN).
+* A row that **no** part saw must come out as `out = 0`, `lse = -inf` (not NaN); the
+  **first** part may be the empty one, for a row that later parts saw.
 * lse values may be near +-800: `exp(800)` overflows float64, so keep the computation
   stable: subtract each row's largest lse first -- each row's own, since in one case one
-  row's lses sit near +750 and another row's near -750.
+  row's lses sit near +750 and another row's near -750, and in another one row's parts
+  run from near -800 to +800 (the largest last: not the first part's lse, nor the mean).
 * A single part (`n_parts = 1`) is merged like any other count: the result has no
   n_parts axis.
 
@@ -121,12 +123,40 @@ def make_cases(seed):
     cases.append(_case("one head, 3 parts", _parts(rng, 1, s_q, n_keys, 8, 4,
                                                   [0, n_keys // 3, 2 * n_keys // 3, n_keys], causal=True),
                        True, seed, "n_heads = 1"))
+    cases.append(_case("a first part that saw no key, later ones that did",
+                       _empty_first(rng, int(rng.integers(1, 4)), int(rng.integers(1, 4))), True, seed,
+                       "part 0 is empty for every row; rows are seen by the later parts"))
+    cases.append(_case("one row's parts hundreds apart, the largest last", _wide_parts(rng), True, seed,
+                       "part lses near -800 ... then +800 in one row"))
     n_heads, s_q, n_keys = 3, int(rng.integers(2, 4)), int(rng.integers(6, 20))
     cases.append(_case("rows whose lses differ by hundreds (near +750 and near -750)",
                        _parts(rng, n_heads, s_q, n_keys, 4, 3, [0, n_keys // 2, n_keys],
                               shift=row_offsets(rng, (n_heads, s_q, 1))), True, seed,
                        "one row's lse near +750, another's near -750"))
     return memo_twins(cases, rng, CHANGES, reference={FN: reference}, check=check)
+
+
+def _empty_first(rng, n_heads, s_q):
+    """Parts whose FIRST is empty for every row (its key range is empty), then 1-3 parts
+    that saw keys: a merge whose running max starts at -inf meets -inf - -inf first."""
+    n_keys = int(rng.integers(s_q + 2, 30))
+    inner = np.sort(rng.integers(1, n_keys, int(rng.integers(0, 3))))
+    bounds = np.concatenate([[0, 0], inner, [n_keys]])
+    return _parts(rng, n_heads, s_q, n_keys, 4, int(rng.integers(1, 6)), bounds,
+                  score_std=float(rng.choice([1.0, 3.0])))
+
+
+def _wide_parts(rng):
+    """One row whose parts' lses are hundreds apart, the largest last (near -800 ... +800:
+    wide_row), so neither the first part's lse nor the mean of the lses can stand in for the
+    maximum; the other rows as drawn."""
+    n_parts = int(rng.integers(3, 6))
+    n_keys = int(rng.integers(n_parts + 3, 30))
+    bounds = np.concatenate([[0], np.sort(rng.choice(np.arange(1, n_keys), n_parts - 1, replace=False)), [n_keys]])
+    args = _parts(rng, int(rng.integers(1, 4)), int(rng.integers(1, 4)), n_keys, 4, int(rng.integers(1, 6)), bounds)
+    h, s = int(rng.integers(args["lses"].shape[1])), int(rng.integers(args["lses"].shape[2]))
+    args["lses"][:, h, s] = wide_row(n_parts, rng)
+    return args
 
 
 def _new_outs(args, rng):
@@ -153,14 +183,26 @@ def _row_max(a):
     return np.max(a["lses"], axis=0)
 
 
+def _rows_in_part_order(a):
+    """Each (head, query) row's part lses, parts in order."""
+    lses = a["lses"]
+    for h, s in np.ndindex(*lses.shape[1:]):
+        yield lses[:, h, s]
+
+
 EDGES = [
-    Edge("a single part", lambda a: a["lses"].shape[0] == 1),
-    Edge("one head", lambda a: a["lses"].shape[1] == 1),
-    Edge("one query row (s_q = 1)", lambda a: a["lses"].shape[2] == 1),
+    Edge("a single part", lambda a: a["lses"].shape[0] == 1, kind="one"),
+    Edge("one head", lambda a: a["lses"].shape[1] == 1, kind="one"),
+    Edge("one query row (s_q = 1)", lambda a: a["lses"].shape[2] == 1, kind="one"),
     uneven_rows_edge(_row_max),
-    Edge("a part that saw no key", lambda a: bool(np.isneginf(a["lses"]).any())),
-    Edge("a row no part saw", lambda a: bool(np.isneginf(a["lses"]).all(axis=0).any())),
-    Edge("scores (and lse) in the hundreds, above 709", lambda a: float(np.max(np.abs(a["lses"][np.isfinite(a["lses"])]), initial=0.0)) > 709),
+    wide_row_edge(_rows_in_part_order),
+    Edge("a part that saw no key", lambda a: bool(np.isneginf(a["lses"]).any()), kind="none"),
+    Edge("a row no part saw", lambda a: bool(np.isneginf(a["lses"]).all(axis=0).any()), kind="none"),
+    Edge("a row whose first part saw no key and a later part did",
+         lambda a: bool((np.isneginf(a["lses"][0]) & np.isfinite(a["lses"][1:]).any(axis=0)).any()),
+         kind="none first"),
+    Edge("scores (and lse) in the hundreds, above 709", lambda a: float(np.max(np.abs(a["lses"][np.isfinite(a["lses"])]), initial=0.0)) > 709,
+         kind="largest"),
 ]
 
 PROBLEM = Problem(
@@ -169,4 +211,9 @@ PROBLEM = Problem(
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
     reference={FN: reference}, edges=EDGES, normalises_rows=True,
+    no_structure={
+        "order": "the parts are disjoint sets of keys: their order changes nothing, and there are no ids",
+        "limit": "no budget, page or chunk: any number of parts of any size",
+        "ties": "float outputs compared with a tolerance: no ranking or choice to tie",
+    },
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.spec import (Case, Edge, Problem, compare_out_lse, load_mistakes, memo_twins, new_values,
-                         row_offsets, shape_text, uneven_rows_edge)
+                         row_offsets, shape_text, uneven_rows_edge, wide_row_edge)
 from mlacourse.attention import causal_mask
 from mlacourse.layer import absorbed_scores, attend_chunked_prefix, attend_expand
 
@@ -49,8 +49,10 @@ for the long case the core's `attend_chunked_prefix`): out first, then lse, each
 and runs under a 10 MB memory cap: expanding all of it at once needs about 338 MB, one
 head at a time still 164 MB, and even 2048-row chunks 17 MB -- so expand `chunk` rows at
 a time, as asked. Keep every softmax stable, row by row: one hidden case has scores above
-709 (exp overflows float64 there), and in another one (head, new token) row's scores sit
-near +750 and another's near -750 -- subtract each row's own maximum. Use the `scale` given
+709 (exp overflows float64 there), in another one (head, new token) row's scores sit
+near +750 and another's near -750, and in a third one row's scores run from near -800 over
+the prefix to +800 on its last row -- subtract each row's own maximum, raised as later
+parts bring larger scores. Use the `scale` given
 (one case passes another). Hidden cases: prefix 0-30 rows, chunk 1-7, n_new 1-5, one head
 or several, the shapes vary.
 """
@@ -131,6 +133,11 @@ def make_cases(seed):
         n_prefix = int(rng.integers(0, 30))
         if i < 3 and n_prefix % chunk == 0:
             n_prefix += 1  # a partial last chunk
+        if i == 3:  # chunks of one row
+            chunk, n_prefix = 1, max(n_prefix, 2)
+        if i == 4:  # one chunk longer than the whole prefix (chunk still 1-7)
+            n_prefix = int(rng.integers(1, 6))
+            chunk = n_prefix + int(rng.integers(1, 3))
         cases.append(_case(f"random {i}", _args(rng, n_prefix + n_new, n_new, int(rng.integers(1, 5)),
                                                 int(latents[i]), int(nopes[i]), int(ropes[i]),
                                                 int(values[i]), chunk), hidden=True, seed=seed))
@@ -155,8 +162,26 @@ def make_cases(seed):
     uneven["q_rope"][:, :, 0] = row_offsets(rng, (n_new, 3)) / uneven["scale"]
     cases.append(_case("rows whose scores differ by hundreds (near +750 and near -750)", uneven,
                        hidden=True, seed=seed))
+    cases.append(_case("a row whose scores are hundreds apart, the largest in the last part", _wide(rng),
+                       hidden=True, seed=seed))
     return memo_twins(cases, rng, CHANGES, reference={FN: reference}, check=check,
                       other_shapes=_other_lengths)
+
+
+def _wide(rng):
+    """The last new token's row hundreds apart inside itself, its largest score last: the
+    rope key's first dim is -1 on every row but the last (+1), and that token's
+    q_rope[.., 0] is +-800 / scale per head, so its scores read near -800 over the whole
+    prefix (several chunks) and the earlier new rows, then +800 on its own row. A maximum
+    taken from the first chunk and never raised, or the row's mean, overflows."""
+    n_new, chunk = int(rng.integers(1, 4)), int(rng.integers(1, 5))
+    n_prefix = chunk * int(rng.integers(2, 5)) + int(rng.integers(0, chunk))
+    a = _args(rng, n_prefix + n_new, n_new, int(rng.integers(1, 4)), 8, 4, 4, 4, chunk)
+    a["k_rope"][:, 0] = -1.0
+    a["k_rope"][-1, 0] = 1.0
+    heads = a["q_rope"].shape[1]
+    a["q_rope"][-1, :, 0] = np.where(np.arange(heads) % 2 == 0, 800.0, -800.0) / a["scale"]
+    return a
 
 
 # memo_twins: each argument changed alone (a cache keyed on the others fails)
@@ -194,13 +219,29 @@ def _row_max(a):
     return np.where(causal_mask(s, t), _scores(a), -np.inf).max(axis=-1)
 
 
+def _rows_in_key_order(a):
+    """Each (head, new token) row's visible scores, rows in order (prefix chunks first)."""
+    s, t = a["q_nope"].shape[0], a["c_kv"].shape[0]
+    if t > 1000:
+        return
+    scores = _scores(a)
+    for h, i in np.ndindex(*scores.shape[:2]):
+        yield scores[h, i, :t - s + i + 1]
+
+
 EDGES = [
-    Edge("no prefix (a plain prefill)", lambda a: a["c_kv"].shape[0] == a["q_nope"].shape[0]),
-    Edge("one new token", lambda a: a["q_nope"].shape[0] == 1),
-    Edge("one head", lambda a: a["w_uk"].shape[0] == 1),
+    Edge("no prefix (a plain prefill)", lambda a: a["c_kv"].shape[0] == a["q_nope"].shape[0], kind="none first"),
+    Edge("one new token", lambda a: a["q_nope"].shape[0] == 1, kind="one"),
+    Edge("one head", lambda a: a["w_uk"].shape[0] == 1, kind="one"),
+    Edge("chunk 1", lambda a: a["chunk"] == 1 and a["c_kv"].shape[0] > a["q_nope"].shape[0] + 1, kind="one"),
+    Edge("a chunk longer than the whole prefix",
+         lambda a: a["chunk"] > a["c_kv"].shape[0] - a["q_nope"].shape[0] > 0, kind="limit"),
     uneven_rows_edge(_row_max),
-    Edge("a partial last chunk", lambda a: (a["c_kv"].shape[0] - a["q_nope"].shape[0]) % a["chunk"] != 0),
-    Edge("scores in the hundreds, above 709", lambda a: a["c_kv"].shape[0] < 1000 and float(np.max(np.abs(_scores(a)))) > 750),
+    wide_row_edge(_rows_in_key_order),
+    Edge("a partial last chunk", lambda a: (a["c_kv"].shape[0] - a["q_nope"].shape[0]) % a["chunk"] != 0,
+         kind="limit"),
+    Edge("scores in the hundreds, above 709", lambda a: a["c_kv"].shape[0] < 1000 and float(np.max(np.abs(_scores(a)))) > 750,
+         kind="largest"),
     Edge("a scale other than 1/sqrt(d_nope + d_rope)", lambda a: abs(a["scale"] * np.sqrt(
         a["q_nope"].shape[-1] + a["q_rope"].shape[-1]) - 1) > 0.1),
 ]
@@ -211,6 +252,12 @@ PROBLEM = Problem(
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
     reference={FN: reference}, edges=EDGES, normalises_rows=True,
+    no_structure={
+        "none": "no empty chunk is possible (the prefix is cut into non-empty pieces) and there is a "
+                "new token; the empty prefix is the none-first edge",
+        "order": "rows are the positions 0 .. T-1 in order; the statement has no ids",
+        "ties": "float outputs compared with a tolerance: no ranking or choice to tie",
+    },
     no_twin={"chunk": "the answer does not depend on chunk (only the method does); other_shapes "
                       "twins keep chunk and change the prefix length instead"},
 )

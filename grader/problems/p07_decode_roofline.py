@@ -130,7 +130,8 @@ def check(case, result):
 
 MISTAKES = load_mistakes(__file__)
 
-EDGES = [Edge(f"{g}, {bound} bound", lambda a, g=g, bound=bound: a["gpu"] == g and reference(**a)["bound"] == bound)
+EDGES = [Edge(f"{g}, {bound} bound", lambda a, g=g, bound=bound: a["gpu"] == g and reference(**a)["bound"] == bound,
+              kind="limit")
          for g in sorted(GPUS) for bound in ("memory", "compute")]
 
 PROBLEM = Problem(
@@ -140,4 +141,16 @@ PROBLEM = Problem(
     make_cases=make_cases, check=check, mistakes=MISTAKES,
     reference={FN: reference}, edges=EDGES,
     may_import={"mlacourse.hardware": ["GPUS"]},
+    no_structure={
+        "one": "s_q and h_q come from FlashMLA's configurations (s_q 1, 2, 4; h_q 16-128); the plain "
+               "decode s_q = 1 is among them, and no size of 1 changes the formula's form",
+        "none": "s_k >= 256 and every count is positive: the statement allows no empty call",
+        "none first": "closed-form counts: nothing is walked in pieces",
+        "order": "no ids, positions or lists: the arguments are sizes and names",
+        "spread": "no scores or softmax: counts and ratios",
+        "ties": "no call of the hidden sizes lands exactly on a ridge: intensity(s_k) = ridge has no "
+                "integer solution s_k for any h_q, s_q, row size and GPU of the table (checked when "
+                "this was written); each GPU is drawn on both sides of its ridge instead",
+        "largest": "the statement names no largest size; s_k spans 256-131072 among the hidden calls",
+    },
 )

@@ -17,7 +17,7 @@ import numpy as np
 
 from mlacourse.layer import attend_absorb
 from grader.spec import (Case, Edge, Problem, compare_arrays, load_mistakes, memo_twins, new_values,
-                         row_offsets, shape_text, uneven_rows_edge)
+                         row_offsets, shape_text, uneven_rows_edge, wide_row_edge)
 
 
 TRAP = dict(n_heads=2, d_latent=8, d_rope=4, d_nope=65536, d_v=65536, T=65536)
@@ -69,10 +69,11 @@ a single head 32 GiB and hundreds of GFLOP to compute, while the absorbed path n
 MB and milliseconds; it runs under a memory cap and a 3-second deadline, so expanding —
 all heads at once, one head at a time, or a few tokens at a time — fails there.
 
-Also: keep the softmax stable, head by head (some scores are ~1e3, and in one case one
-head's scores sit near +750 while another's sit near -750: subtract each head's own
-maximum); return a numpy array (a torch tensor is fine too) of shape `[n_heads, d_v]`,
-also for one head or one cached token. Inputs are float64; float32 work passes (error at
+Also: keep the softmax stable, head by head (some scores are ~1e3, in one case one
+head's scores sit near +750 while another's sit near -750, and in another a head's scores
+run from near -800 to +800 on the last cached token: subtract each head's own maximum);
+return a numpy array (a torch tensor is fine too) of shape `[n_heads, d_v]`, also for one
+head or one cached token. Inputs are float64; float32 work passes (error at
 most 1e-5 of the largest output magnitude).
 """
 
@@ -156,6 +157,8 @@ def make_cases(seed: int) -> list[Case]:
                                            T=ri(2, 40)), True, seed))
     cases.append(_case("heads whose scores differ by hundreds (near +750 and near -750)", _uneven(rng, ri(4, 8)),
                        True, seed, no_twin=True))  # new values would lose the float32-safe one-hot
+    cases.append(_case("a head whose scores are hundreds apart, the largest on the last token", _wide(rng, ri(100, 300)),
+                       True, seed, no_twin=True))
     t = TRAP
     trap = _inputs(rng, n_heads=t["n_heads"], d_latent=t["d_latent"], d_nope=t["d_nope"],
                    d_rope=t["d_rope"], d_v=t["d_v"], T=t["T"])
@@ -175,6 +178,19 @@ def _uneven(rng, T, n_heads=4, gap=30.0):
     args["k_rope"][:, 1] = rng.permutation(np.arange(T)) - (T - 1) / 2
     args["q_rope"][:, 0] = row_offsets(rng, n_heads, big=850.0) / args["scale"]
     args["q_rope"][:, 1] = gap * rng.choice([-1.0, 1.0], size=n_heads) / args["scale"]
+    return args
+
+
+def _wide(rng, T, n_heads=3):
+    """Each head's scores hundreds apart inside its own row, the largest on the LAST cached
+    token: k_rope[:, 0] is -1 on every token but the last (+1), q_rope[h, 0] = 800 or 400
+    over scale, so a head reads near -A, ..., -A, +A. Every softmax is one-hot on the last
+    token (float32 answers pass); a maximum from the first tile of tokens, or each head's
+    mean score, overflows exp."""
+    args = _inputs(rng, n_heads=n_heads, d_latent=12, d_nope=8, d_rope=4, d_v=6, T=T)
+    args["k_rope"][:, 0] = -1.0
+    args["k_rope"][-1, 0] = 1.0
+    args["q_rope"][:, 0] = np.where(np.arange(n_heads) % 2 == 0, 800.0, 400.0) / args["scale"]
     return args
 
 
@@ -209,13 +225,21 @@ def _row_max(a):
     return _scores(a["q_nope"], a["q_rope"], a["c_kv"], a["k_rope"], a["w_uk"], a["scale"]).max(axis=-1)
 
 
+def _rows_in_token_order(a):
+    """Each head's scores, tokens in order (not for the trap)."""
+    if a["c_kv"].shape[0] >= 10_000:
+        return []
+    return _scores(a["q_nope"], a["q_rope"], a["c_kv"], a["k_rope"], a["w_uk"], a["scale"])
+
+
 EDGES = [
-    Edge("one cached token (T = 1)", lambda a: a["c_kv"].shape[0] == 1),
-    Edge("one head", lambda a: a["q_nope"].shape[0] == 1),
+    Edge("one cached token (T = 1)", lambda a: a["c_kv"].shape[0] == 1, kind="one"),
+    Edge("one head", lambda a: a["q_nope"].shape[0] == 1, kind="one"),
     uneven_rows_edge(_row_max),
+    wide_row_edge(_rows_in_token_order),
     Edge("scores in the hundreds, above 709", lambda a: a["c_kv"].shape[0] < 10_000 and float(np.max(np.abs(
         _scores(a["q_nope"], a["q_rope"], a["c_kv"], a["k_rope"], a["w_uk"], a["scale"])))) > 750),
-    Edge("the memory trap", lambda a: a["c_kv"].shape[0] == TRAP["T"]),
+    Edge("the memory trap", lambda a: a["c_kv"].shape[0] == TRAP["T"], kind="largest"),
 ]
 
 PROBLEM = Problem(
@@ -234,4 +258,11 @@ PROBLEM = Problem(
     reference={"absorb_decode": reference},
     edges=EDGES,
     normalises_rows=True,
+    no_structure={
+        "none": "every case has a cached token and a head: the statement allows no empty cache",
+        "none first": "one softmax per head over all tokens; no piece comes before another in the contract",
+        "order": "tokens are the cache's rows in order; the statement has no ids",
+        "limit": "no budget, page or chunk: the memory cap and deadline are the largest edge",
+        "ties": "float outputs compared with a tolerance: no ranking or choice to tie",
+    },
 )

@@ -87,9 +87,9 @@ def make_cases(seed):
     rng = np.random.default_rng(seed)
     for i in range(5):
         page = int(rng.choice([2, 4, 8, 16]))
-        b = int(rng.integers(1, 5))
+        b = int(rng.integers(2 if i == 3 else 1, 5))
         lengths = [int(rng.integers(0, 6 * page)) for _ in range(b)]
-        seq = int(rng.integers(0, b))
+        seq = b - 1 if i == 3 else int(rng.integers(0, b))  # random 3: the last of several sequences
         if i == 0:
             lengths[seq] = page * int(rng.integers(2, 4))  # ends exactly at a page boundary
         if i == 1:
@@ -182,13 +182,23 @@ def _n(a):
     return int(a["cache_seqlens"][a["seq"]])
 
 
+def _pages_out_of_order(a):
+    """The sequence's pages are not listed in increasing id order."""
+    row = a["block_table"][a["seq"]][: -(-_n(a) // a["kv_cache"].shape[1])]
+    return bool((np.diff(row) < 0).any())
+
+
 EDGES = [
-    Edge("an empty sequence", lambda a: _n(a) == 0),
-    Edge("a sequence ending exactly at a page boundary", lambda a: _n(a) > 0 and _n(a) % a["kv_cache"].shape[1] == 0),
-    Edge("one KV head (h_kv = 1)", lambda a: a["kv_cache"].shape[2] == 1),
-    Edge("unused entries out of range", lambda a: bool((a["block_table"] == BAD).any())),
+    Edge("an empty sequence", lambda a: _n(a) == 0, kind="none"),
+    Edge("a sequence ending exactly at a page boundary", lambda a: _n(a) > 0 and _n(a) % a["kv_cache"].shape[1] == 0,
+         kind="limit"),
+    Edge("one KV head (h_kv = 1)", lambda a: a["kv_cache"].shape[2] == 1, kind="one"),
+    Edge("unused entries out of range", lambda a: bool((a["block_table"] == BAD).any()), kind="limit"),
     Edge("unused entries pointing at an all-NaN page", lambda a: not (a["block_table"] == BAD).any()
-         and any(a["block_table"].shape[1] > -(-int(n) // a["kv_cache"].shape[1]) for n in a["cache_seqlens"])),
+         and any(a["block_table"].shape[1] > -(-int(n) // a["kv_cache"].shape[1]) for n in a["cache_seqlens"]),
+         kind="limit"),
+    Edge("the sequence's pages listed out of id order", _pages_out_of_order, kind="order"),
+    Edge("a sequence other than the first", lambda a: a["seq"] > 0, kind="order"),
 ]
 
 PROBLEM = Problem(
@@ -197,4 +207,10 @@ PROBLEM = Problem(
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
     reference={FN: reference}, edges=EDGES,
+    no_structure={
+        "none first": "one sequence's pages are copied out in order; no running state starts on a first piece",
+        "spread": "no scores: a copy, compared exactly",
+        "ties": "no ranking or choice: a copy, compared exactly",
+        "largest": "the statement names no largest size; the pages and lengths vary per case",
+    },
 )

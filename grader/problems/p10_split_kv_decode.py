@@ -10,7 +10,7 @@ import numpy as np
 
 from grader.lang import said
 from grader.spec import (Case, Edge, PASS, Problem, another_int, compare_arrays, fail, load_mistakes,
-                         memo_twins, new_values, row_offsets, shape_text, uneven_rows_edge)
+                         memo_twins, new_values, row_offsets, shape_text, uneven_rows_edge, wide_row_edge)
 from mlacourse.attention import attention
 
 FN = "split_kv_decode"
@@ -46,9 +46,11 @@ Return four arrays, `(out, lse, o_parts, lse_parts)`:
 
 An **empty split** has `o_parts[j] = 0` and `lse_parts[j] = -inf` (exactly: no finite
 stand-in), and it must contribute nothing to the combination. Keep every softmax
-stable, head by head: one case has scores above 709, where `exp` overflows float64, and
-in another one head's scores sit near +750 while another's sit near -750 (subtract each
-head's own maximum); and use the `scale` given (one case passes another than 1/sqrt(d_k)).
+stable, head by head: one case has scores above 709, where `exp` overflows float64, in
+another one head's scores sit near +750 while another's sit near -750 (subtract each
+head's own maximum), and in a third a head's scores run from near -800 to +800 in its last
+split (combine around the largest lse, not the first split's); and use the `scale` given
+(one case passes another than 1/sqrt(d_k)).
 
 Checked against `mlacourse.attention.attention` on each split's rows and on all rows:
 out, lse, o_parts, lse_parts in that order, each with |got - expected| <= 1e-9 + 1e-6 *
@@ -106,7 +108,7 @@ def make_cases(seed):
     rng = np.random.default_rng(seed)
     for i in range(5):
         d_v = int(rng.integers(2, 9))
-        cases.append(_case(f"random {i}", rng, int(rng.integers(1, 17)), int(rng.integers(1, 60)),
+        cases.append(_case(f"random {i}", rng, int(rng.integers(1, 17)), 1 if i == 0 else int(rng.integers(1, 60)),
                            d_v + int(rng.integers(1, 5)), d_v, int(rng.integers(2, 13)),
                            q_std=float(rng.choice([1.0, 4.0])), hidden=True, seed=seed))
     n_tok = int(rng.integers(2, 30))
@@ -126,6 +128,14 @@ def make_cases(seed):
     a["kv"][:, -1] = 1.0  # not part of V (d_v < d_k): q[h, -1] shifts all of head h's scores
     a["q"][:, -1] = row_offsets(rng, 4) / a["scale"]
     cases.append(uneven)
+    n_tok = int(rng.integers(8, 31))
+    wide = _case("heads whose scores are hundreds apart, the largest in the last split", rng, 3, n_tok, 10, 6,
+                 int(rng.integers(2, 6)), hidden=True, seed=seed)
+    a = wide.args
+    a["kv"][:, -1] = -1.0  # not part of V: q[h, -1] puts head h's scores near -800 ...
+    a["kv"][-1, -1] = 1.0  # ... and near +800 on the last row, in the last split
+    a["q"][:, -1] = np.array([800.0, 800.0, -800.0]) / a["scale"]
+    cases.append(wide)
     return memo_twins(cases, rng, CHANGES, reference={FN: reference}, check=check,
                       other_shapes=_other_length)
 
@@ -164,11 +174,16 @@ def check(case, result):
 MISTAKES = load_mistakes(__file__)
 
 EDGES = [
-    Edge("one head", lambda a: a["q"].shape[0] == 1),
+    Edge("one head", lambda a: a["q"].shape[0] == 1, kind="one"),
     uneven_rows_edge(lambda a: (a["scale"] * a["q"] @ a["kv"].T).max(axis=-1)),
-    Edge("an empty split", lambda a: any(r.stop == r.start for r in split_rows(a["kv"].shape[0], a["n_splits"]))),
-    Edge("one split", lambda a: a["n_splits"] == 1),
-    Edge("scores in the hundreds, above 709", lambda a: float(np.max(np.abs(a["scale"] * a["q"] @ a["kv"].T))) > 750),
+    wide_row_edge(lambda a: a["scale"] * a["q"] @ a["kv"].T),
+    Edge("an empty split", lambda a: any(r.stop == r.start for r in split_rows(a["kv"].shape[0], a["n_splits"])),
+         kind="none"),
+    Edge("one split", lambda a: a["n_splits"] == 1, kind="one"),
+    Edge("one row", lambda a: a["kv"].shape[0] == 1 and a["n_splits"] > 1, kind="one"),
+    Edge("more splits than rows", lambda a: a["n_splits"] > a["kv"].shape[0], kind="limit"),
+    Edge("scores in the hundreds, above 709", lambda a: float(np.max(np.abs(a["scale"] * a["q"] @ a["kv"].T))) > 750,
+         kind="largest"),
     Edge("a scale other than 1/sqrt(d_k)", lambda a: abs(a["scale"] * np.sqrt(a["q"].shape[-1]) - 1) > 0.1),
 ]
 
@@ -178,4 +193,9 @@ PROBLEM = Problem(
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
     reference={FN: reference}, edges=EDGES, normalises_rows=True,
+    no_structure={
+        "none first": "the split rule puts every empty split after the full ones (c = ceil(T / n_splits))",
+        "order": "the rows are the cache in order and the splits follow them; the statement has no ids",
+        "ties": "float outputs compared with a tolerance: no ranking or choice to tie",
+    },
 )

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import Case, Problem, compare_arrays, load_mistakes, memo_twins
+from grader.spec import Case, Edge, Problem, compare_arrays, load_mistakes, memo_twins
 from mlacourse.fp8 import bf16_encode, pack_fp8_row, unpack_fp8_row
 
 FN = "fp8_row_decode"
@@ -105,7 +105,7 @@ def make_cases(seed):
     ]
     rng = np.random.default_rng(seed)
     for i in range(4):
-        rows = _packed(rng, int(rng.integers(1, 9)))
+        rows = _packed(rng, 1 if i == 0 else int(rng.integers(1, 9)))
         cases.append(Case(f"random {i}", FN, {"rows": rows}, hidden=True, seed=seed,
                           describe=_describe(rows, "tile magnitudes 1e-3..1e3", seed)))
     return memo_twins(cases, rng, CHANGES, reference={FN: reference}, check=check)
@@ -122,12 +122,32 @@ def check(case, result):
 
 MISTAKES = load_mistakes(__file__)
 
+
+def _codes(a):
+    return np.asarray(a["rows"])[:, :D_LATENT]
+
+
+EDGES = [
+    Edge("a single row", lambda a: a["rows"].shape[0] == 1, kind="one"),
+    Edge("exact zeros (codes 0x00, 0x80)", lambda a: bool(np.isin(_codes(a), [0x00, 0x80]).any()), kind="none"),
+    Edge("subnormal e4m3 codes (exponent 0)", lambda a: bool((((_codes(a) & 0x78) == 0) & ((_codes(a) & 7) != 0)).any()),
+         kind="limit"),
+    Edge("the largest e4m3 magnitude (codes 0x7E, 0xFE: 448)", lambda a: bool(np.isin(_codes(a), [0x7E, 0xFE]).any()),
+         kind="largest"),
+]
+
 PROBLEM = Problem(
     number=11, slug="fp8_row_decode", title="Decode an FP8 cache row",
     chapter="notebooks/06_decode_kernel.ipynb",
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
-    reference={FN: reference},
+    reference={FN: reference}, edges=EDGES,
+    no_structure={
+        "none first": "each byte decodes on its own: no running state",
+        "order": "no ids or positions: the bytes' places are the format itself",
+        "spread": "no softmax: tile scales from 1e-3 to 1e3 are decoded, never exponentiated",
+        "ties": "no ranking or choice: each value is compared with a tolerance",
+    },
     fixed={"rows.axis1": "a FlashMLA FP8 cache row is 656 bytes by definition: 512 e4m3 latents, "
                          "4 float32 scales, 64 bf16 rope values"},
 )

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.spec import (Case, Edge, KernelContract, Problem, compare_out_lse, load_mistakes, memo_twins,
-                         new_values, row_offsets, uneven_rows_edge)
+                         new_values, row_offsets, uneven_rows_edge, wide_row_edge)
 from mlacourse.attention import attention
 
 FN = "triton_inner_loop"
@@ -49,8 +49,9 @@ is usually partial (mask it). The public case uses h_q = {H}, d_k = {D_K}, d_v =
 hidden cases use other powers of two (h_q 16-64, d_k 32-128, d_v 16-64), so take the
 sizes from the arguments, as the launcher does. Keep the softmax stable, head by head:
 in one hidden case one head's scores sit near +750 and another's near -750, so the
-running max must be each head's own (a max over the whole tile fails); use the `scale`
-given (one case passes another than 1/sqrt(d_k)). Everything is float32.
+running max must be each head's own (a max over the whole tile fails), and in another a
+head's scores run from near -800 to +800 on a later tile, so it must be raised tile by
+tile; use the `scale` given (one case passes another than 1/sqrt(d_k)). Everything is float32.
 
 **The answer must be the kernel's.** Besides calling your `triton_inner_loop`, the judge
 launches your `decode_kernel` itself, the way the given launcher does (one program per
@@ -143,6 +144,16 @@ def make_cases(seed):
     a["q"][:, :, -1] = row_offsets(rng, a["q"].shape[:2]) / a["scale"]
     big.data["no_twin"] = True  # redrawn, |q| ~ 1e3 everywhere: beyond what tf32 matmuls keep
     cases.append(big)
+    wide = _case("a head whose scores are hundreds apart, the largest on the last row (a later tile)", rng,
+                 [int(rng.integers(BLOCK_T + 2, 4 * BLOCK_T)), BLOCK_T * int(rng.integers(2, 4))], q_std=1.0,
+                 shape=(16, 32, 16), hidden=True, seed=seed)
+    a = wide.args
+    for b, n in enumerate(a["cache_seqlens"]):
+        a["kv"][b, :n, -1] = -1.0  # not part of V: q[b, h, -1] puts head h's scores near -800 ...
+        a["kv"][b, n - 1, -1] = 1.0  # ... and near +800 on the sequence's last row
+    a["q"][:, :, -1] = np.where(np.arange(a["q"].shape[1]) % 2 == 0, 800.0, -800.0) / a["scale"]
+    wide.data["no_twin"] = True  # as the case above
+    cases.append(wide)
     cases.append(_case("a scale other than 1/sqrt(d_k)", rng, [int(rng.integers(1, 40)), 0], q_std=2.0,
                        shape=(16, 64, 32), hidden=True, seed=seed,
                        scale_factor=float(rng.choice([0.25, 0.5, 2.0]))))
@@ -277,10 +288,20 @@ def _row_max(a):
                      for b, n in enumerate(int(x) for x in a["cache_seqlens"])])
 
 
+def _rows_in_order(a):
+    """Each (sequence, head) row's scores over its valid rows, in order."""
+    for b, n in enumerate(int(x) for x in a["cache_seqlens"]):
+        if n:
+            yield from a["scale"] * a["q"][b] @ a["kv"][b, :n].T
+
+
 EDGES = [
     uneven_rows_edge(_row_max),
-    Edge("an empty sequence", lambda a: 0 in list(a["cache_seqlens"])),
-    Edge("a partial last tile", lambda a: any(int(n) % BLOCK_T for n in a["cache_seqlens"])),
+    wide_row_edge(_rows_in_order),
+    Edge("an empty sequence", lambda a: 0 in list(a["cache_seqlens"]), kind="none"),
+    Edge("a partial last tile", lambda a: any(int(n) % BLOCK_T for n in a["cache_seqlens"]), kind="limit"),
+    Edge("a sequence of whole tiles", lambda a: any(int(n) and int(n) % BLOCK_T == 0 for n in a["cache_seqlens"]),
+         kind="limit"),
     Edge("scores in the hundreds", lambda a: max(
         float(np.nanmax(np.abs(a["scale"] * a["q"][b] @ a["kv"][b, :n].T))) if n else 0.0
         for b, n in enumerate(int(x) for x in a["cache_seqlens"])) > 100),
@@ -295,6 +316,15 @@ PROBLEM = Problem(
     requires=("torch", "triton"), timeout_s=60.0,
     reference={FN: reference}, edges=EDGES, kernel=KernelContract("decode_kernel", judge_launch),
     normalises_rows=True,
+    no_structure={
+        "one": "tl.dot needs every dimension >= 16 on a GPU, so one head or a narrow d_v is outside the "
+               "contract; a short sequence is a partial tile (the limit edges)",
+        "none first": "a sequence's rows start at row 0 and its first tile holds rows whenever it has any",
+        "order": "rows are each sequence's cache in order; the statement has no ids",
+        "ties": "float outputs compared with a tolerance: no ranking or choice to tie",
+        "largest": "the contract fixes the sizes to powers of two up to 64 heads and d_k 128, all drawn "
+                   "among the three hidden shapes of every seed",
+    },
     no_twin={"cache_seqlens": "rows at and past cache_seqlens are NaN in kv, so the lengths cannot "
                               "change without kv (other_shapes twins change both)"},
 )

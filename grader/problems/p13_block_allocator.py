@@ -165,7 +165,7 @@ def _scenarios(rng, seed):
     #    its answer always holds a copy)
     p = P()
     s = int(rng.integers(1, 3)) * p + int(rng.integers(1, p))
-    pool = _Pool(int(rng.integers(12, 65)), p, rng)
+    pool = _Pool(64, p, rng)  # the largest pool the statement names
     pool.append_case("", "a", s)
     pool.share("b", "a", s)
     out.append(pool.append_case("copy-on-write of a shared half-full page, then growth", "b",
@@ -211,6 +211,30 @@ def _scenarios(rng, seed):
     tiny = _Pool(1, 256, rng)
     out.append(tiny.append_case("a pool of one page, filled to its boundary", "a", tiny.P, **h))
     out.append(tiny.append_case("a pool of one page: out of pages", "a", int(rng.integers(1, 9)), **h))
+
+    # 5. at the pool's limit (every free page spoken for): a partly filled last page that
+    #    no one shares is written in place, so no page is kept for a copy; and n_new = 0 on
+    #    a shared half-full page copies nothing, so it needs no page at all
+    p = P(3)
+    s = p * int(rng.integers(0, 3)) + int(rng.integers(1, p))
+    grow = int(rng.integers(0, 3))          # the free pages left: exactly the growth
+    pool = _Pool(-(-s // p) + grow + int(rng.integers(1, 6)), p, rng)
+    pool.append_case("", "a", s)
+    pool.append_case("", "filler", (len(pool.free) - grow) * p)
+    room = p - s % p                        # the free slots of a's last page
+    if grow:                                # ends inside the grow-th new page
+        n_new = room + (grow - 1) * p + int(rng.integers(1, p + 1))
+    else:                                   # stays inside the last page
+        n_new = int(rng.integers(1, room + 1))
+    out.append(pool.append_case(f"an unshared half-full page with exactly the {grow} free pages its growth needs",
+                                "a", n_new, **h))
+    p = P(3)
+    s = p * int(rng.integers(0, 3)) + int(rng.integers(1, p))
+    pool = _Pool(-(-s // p) + int(rng.integers(1, 6)), p, rng)
+    pool.append_case("", "a", s)
+    pool.share("b", "a", s)
+    pool.append_case("", "filler", len(pool.free) * p)
+    out.append(pool.append_case("n_new = 0 on a shared half-full page, no page free", "b", 0, **h))
     return out
 
 
@@ -381,23 +405,44 @@ def _needs(a):
     return reference_append(**copy.deepcopy(a))
 
 
+def _partial_last(a):
+    """The request's last page is partly filled (a copy-on-write candidate if shared)."""
+    return a["seqlen"] % a["page_size"] > 0
+
+
+def _growth(a):
+    return -(-(a["seqlen"] + a["n_new"]) // a["page_size"]) - len(a["table"])
+
+
 EDGES = [
     Edge("copy-on-write followed by growth",
          lambda a: bool(_needs(a)[0]) and len(_needs(a)[1]) > len(a["table"]), function=APPEND),
     Edge("copy-on-write without growth",
          lambda a: bool(_needs(a)[0]) and len(_needs(a)[1]) == len(a["table"]), function=APPEND),
     Edge("n_new = 0 on a shared half-full page",
-         lambda a: a["n_new"] == 0 and a["seqlen"] % a["page_size"] > 0
-         and a["refcount"][a["table"][-1]] > 1, function=APPEND),
+         lambda a: a["n_new"] == 0 and _partial_last(a) and a["refcount"][a["table"][-1]] > 1,
+         function=APPEND, kind="none"),
+    Edge("a new request (an empty table)", lambda a: not a["table"] and a["seqlen"] == 0, function=APPEND,
+         kind="none"),
     Edge("a full shared last page", lambda a: a["n_new"] > 0 and a["seqlen"] > 0
-         and a["seqlen"] % a["page_size"] == 0 and a["refcount"][a["table"][-1]] > 1, function=APPEND),
+         and a["seqlen"] % a["page_size"] == 0 and a["refcount"][a["table"][-1]] > 1, function=APPEND,
+         kind="limit"),
     Edge("out of pages with some pages free", lambda a: _needs(a)[0] is None and len(a["free"]) > 0,
-         function=APPEND),
+         function=APPEND, kind="limit"),
     Edge("exactly enough free pages", lambda a: _needs(a)[0] is not None and a["free"]
-         and not _needs(a)[3], function=APPEND),
-    Edge("page size 1", lambda a: a["page_size"] == 1, function=APPEND),
-    Edge("page size 256", lambda a: a["page_size"] == 256, function=APPEND),
-    Edge("a pool of one page", lambda a: len(a["refcount"]) == 1, function=APPEND),
+         and not _needs(a)[3], function=APPEND, kind="limit"),
+    Edge("an unshared half-full last page written with exactly the free pages its growth needs",
+         lambda a: a["n_new"] > 0 and _partial_last(a) and a["refcount"][a["table"][-1]] == 1
+         and _growth(a) == len(a["free"]), function=APPEND, kind="limit"),
+    Edge("n_new = 0 on a shared half-full page with no page free",
+         lambda a: a["n_new"] == 0 and _partial_last(a) and a["refcount"][a["table"][-1]] > 1
+         and not a["free"], function=APPEND, kind="limit"),
+    Edge("page size 1", lambda a: a["page_size"] == 1, function=APPEND, kind="one"),
+    Edge("page size 256", lambda a: a["page_size"] == 256, function=APPEND, kind="largest"),
+    Edge("a pool of one page", lambda a: len(a["refcount"]) == 1, function=APPEND, kind="one"),
+    Edge("a pool of 64 pages", lambda a: len(a["refcount"]) == 64, function=APPEND, kind="largest"),
+    Edge("free pages in no order of their ids", lambda a: sorted(a["free"]) != a["free"] != sorted(a["free"])[::-1],
+         function=APPEND, kind="order"),
     Edge("a shared page survives release", lambda a: any(a["refcount"][p] > 1 for p in a["table"]),
          function=RELEASE),
 ]
@@ -411,6 +456,12 @@ PROBLEM = Problem(
     make_cases=make_cases, check=check, mistakes=MISTAKES,
     timeout_s=5.0, memory_mb=512,
     reference=REFERENCE, edges=EDGES,
+    no_structure={
+        "none first": "the allocator walks no pieces with a running state: each call handles one "
+                      "request's last page and its growth",
+        "spread": "no scores or sums: page ids and counts, compared exactly",
+        "ties": "no ranking: every page id is decided by the order of free",
+    },
     may_change_inputs={name: "the engine's allocator works on its lists in place; the contract returns "
                              "the whole state, so an attempt may change the lists it is given"
                        for name in ("table", "refcount", "free")},

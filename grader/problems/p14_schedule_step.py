@@ -47,7 +47,8 @@ is still a prefill (read `is_decode`).
 
 The judge compares the plan exactly -- order included -- with
 the engine's scheduler (`mlacourse.engine.scheduler`) on budgets from 1 to 300, with more decodes
-than budget, prompts longer than the budget, and `max_running` from `None` to full.
+than budget, prompts from 1 to 1200 tokens (longer than the budget, and as long as what is
+left of it), and `max_running` from `None` to full.
 """
 
 HINTS = [
@@ -161,17 +162,42 @@ def _scenarios(rng, seed):
     run = [(d1, 1, True), (p1, int(rng.integers(2, 20)), False), (p2, 1, False), (d2, 1, True)]
     out.append(_case("a prefill with a single token left is still a prefill", run,
                      _waiting(rng, ids, rng.integers(1, 9, 2)), int(rng.integers(40, 200)), None, **h))
+    # 10. prompts past the largest budget: a prefill under way and a waiting prompt, each
+    #     longer than a budget near 300, after a few decodes -- one of them takes all that is
+    #     left (hundreds of tokens: a chunk capped anywhere below the budget fails)
+    budget = int(rng.integers(290, 301))
+    nd = int(rng.integers(0, 3))
+    big = int(rng.integers(budget + 1, 4 * budget))
+    if rng.random() < 0.5:   # the long prompt is under way, or waits behind nothing
+        run, wait = _running(rng, ids, nd, [big]), _waiting(rng, ids, [int(rng.integers(budget, 3 * budget))])
+    else:
+        run, wait = _running(rng, ids, nd, []), _waiting(rng, ids, [big, int(rng.integers(1, 50))])
+    out.append(_case("a prompt longer than a budget near 300 gets everything the decodes leave", run, wait,
+                     budget, None, **h))
+    # 11. a waiting prompt exactly as long as the budget left, then one that would fit alone
+    nd = int(rng.integers(1, 4))
+    budget = int(rng.integers(100, 301))
+    run = _running(rng, ids, nd, [])
+    out.append(_case("a prompt exactly as long as the budget left", run,
+                     _waiting(rng, ids, [budget - nd, int(rng.integers(1, 9))]), budget,
+                     int(rng.integers(nd + 1, nd + 4)), **h))
     return out
 
 
 def _random(rng, seed, i):
+    """Pending counts up to 600, past every budget (1-159) some of the time."""
     ids = _Ids(rng)
-    run = _running(rng, ids, int(rng.integers(0, 8)), rng.integers(1, 80, int(rng.integers(0, 4))))
-    wait = _waiting(rng, ids, rng.integers(1, 80, int(rng.integers(0, 5))))
+    run = _running(rng, ids, int(rng.integers(0, 8)), _lengths(rng, int(rng.integers(0, 4))))
+    wait = _waiting(rng, ids, _lengths(rng, int(rng.integers(0, 5))))
     if not run and not wait:
         wait = _waiting(rng, ids, [int(rng.integers(1, 40))])
     mr = None if rng.random() < 0.4 else max(1, len(run) + int(rng.integers(0, 4)))  # valid: >= 1
     return _case(f"random mix {i}", run, wait, int(rng.integers(1, 160)), mr, hidden=True, seed=seed)
+
+
+def _lengths(rng, n):
+    """n pending counts: short ones (1-79) and long prompts (80-600), about half each."""
+    return [int(rng.integers(1, 80)) if rng.random() < 0.5 else int(rng.integers(80, 601)) for _ in range(n)]
 
 
 def make_cases(seed):
@@ -281,26 +307,50 @@ def check(case, result):
 
 MISTAKES = load_mistakes(__file__)
 
+def _exact_fit(a):
+    """A waiting prompt admitted whole that uses exactly the budget left."""
+    used, pending = 0, dict(a["waiting"])
+    for rid, n in reference(**a):
+        used += n
+        if pending.get(rid) == n and used == a["token_budget"]:
+            return True
+    return False
+
+
+def _biggest_entry(a):
+    return max((n for _, n in reference(**a)), default=0)
+
+
 EDGES = [
-    Edge("more decodes than budget", lambda a: sum(r[2] for r in a["running"]) > a["token_budget"]),
+    Edge("more decodes than budget", lambda a: sum(r[2] for r in a["running"]) > a["token_budget"], kind="limit"),
     Edge("a prefill under way cut to the budget left",
          lambda a: any(not r[2] and (r[0], r[1]) not in reference(**a) and any(p[0] == r[0] for p in reference(**a))
-                       for r in a["running"])),
+                       for r in a["running"]), kind="limit"),
     Edge("an admission cut to the budget left",
-         lambda a: any(w[0] in dict(reference(**a)) and dict(reference(**a))[w[0]] < w[1] for w in a["waiting"])),
+         lambda a: any(w[0] in dict(reference(**a)) and dict(reference(**a))[w[0]] < w[1] for w in a["waiting"]),
+         kind="limit"),
+    Edge("a prompt exactly as long as the budget left", _exact_fit, kind="limit"),
+    Edge("a prompt past a budget near 300 taking hundreds of tokens in one entry",
+         lambda a: a["token_budget"] >= 290 and _biggest_entry(a) >= a["token_budget"] - 2
+         and any(n > a["token_budget"] for _, n, *_ in a["running"] + a["waiting"]), kind="largest"),
     Edge("a prefill that arrived before a decode",
-         lambda a: any(not r[2] and any(s[2] for s in a["running"][i + 1:]) for i, r in enumerate(a["running"]))),
+         lambda a: any(not r[2] and any(s[2] for s in a["running"][i + 1:]) for i, r in enumerate(a["running"])),
+         kind="order"),
+    Edge("waiting prompts not sorted by length",
+         lambda a: len(a["waiting"]) >= 3 and [w[1] for w in a["waiting"]] != sorted(w[1] for w in a["waiting"])
+         and [w[1] for w in a["waiting"]] != sorted((w[1] for w in a["waiting"]), reverse=True), kind="order"),
     Edge("max_running None", lambda a: a["max_running"] is None),
     Edge("max_running reached with budget left",
          lambda a: a["max_running"] is not None and a["waiting"]
          and len(a["running"]) + sum(w[0] in dict(reference(**a)) for w in a["waiting"]) == a["max_running"]
-         and sum(n for _, n in reference(**a)) < a["token_budget"]),
-    Edge("nothing running", lambda a: not a["running"]),
-    Edge("nobody waiting", lambda a: not a["waiting"]),
-    Edge("token_budget 1", lambda a: a["token_budget"] == 1),
+         and sum(n for _, n in reference(**a)) < a["token_budget"], kind="limit"),
+    Edge("nothing running", lambda a: not a["running"], kind="none"),
+    Edge("nobody waiting", lambda a: not a["waiting"], kind="none"),
+    Edge("token_budget 1", lambda a: a["token_budget"] == 1, kind="one"),
     Edge("a prefill with one pending token before a decode, after another prefill",
          lambda a: any(not r[2] and r[1] == 1 and any(not s[2] for s in a["running"][:i])
-                       and any(s[2] for s in a["running"][i + 1:]) for i, r in enumerate(a["running"]))),
+                       and any(s[2] for s in a["running"][i + 1:]) for i, r in enumerate(a["running"])),
+         kind="one"),
 ]
 
 PROBLEM = Problem(
@@ -310,4 +360,10 @@ PROBLEM = Problem(
     make_cases=make_cases, check=check, mistakes=MISTAKES,
     timeout_s=5.0, memory_mb=512,
     reference={FN: reference}, edges=EDGES,
+    no_structure={
+        "none first": "the passes keep one counter (the budget left), which starts full: no piece "
+                      "before the first can leave it in a state that breaks later ones",
+        "spread": "no scores: token counts, compared exactly",
+        "ties": "no ranking by value: the order is arrival order, which the arguments give",
+    },
 )

@@ -28,7 +28,7 @@ Write `evict_lru(parent, tokens, last_access, in_use, n_needed)`:
 
 | argument | what |
 |---|---|
-| `parent` | `[n]` int64: the parent node of each node, or `-1` for a child of the root (the root itself is not listed). Node ids are the positions `0 .. n-1`, in no particular order |
+| `parent` | `[n]` int64: the parent node of each node, or `-1` for a child of the root (the root itself is not listed). Node ids are the positions `0 .. n-1`, in no particular order: a parent may have a larger id than its children, and children of the root sit anywhere |
 | `tokens` | `[n]` int64 >= 1: how many tokens (cache slots) each node holds |
 | `last_access` | `[n]` int64: when each node was last used; larger is more recent. Using a node uses its whole path, so a node's `last_access` is never smaller than its children's |
 | `in_use` | `[n]` bool: the node is on a running request's path (locked). Locking covers the whole path, so the parent of an in-use node is in use too |
@@ -47,7 +47,7 @@ A node under an in-use node may itself be unlocked and evicted. The input is alw
 so you need not check it.
 
 The judge compares the list exactly -- order included -- with
-the radix-tree model's eviction (`mlacourse.engine.radix`) on trees of 1 to 40 nodes: ties in `last_access`,
+the radix-tree model's eviction (`mlacourse.engine.radix`) on trees of 1 to 40 nodes with ids in random order: ties in `last_access`,
 parents that become leaves in the middle of a call, locked paths with unlocked branches,
 `n_needed` of 0, exactly reached, and more than everything that can go.
 """
@@ -117,7 +117,9 @@ def _shuffled(rng, parent, tokens, last, in_use):
 
 def _random_tree(rng, n, locked_paths=1, tie_rate=0.3, t_max=60):
     """A random cache tree: node k hangs under the root or an earlier node; access times
-    rise up each path (a parent was used whenever a child was); some request paths locked."""
+    rise up each path (a parent was used whenever a child was); some request paths locked.
+    Then the ids are shuffled: parents after their children, children of the root anywhere
+    (the statement promises no order)."""
     parent = np.array([-1 if k == 0 or rng.random() < 0.25 else int(rng.integers(0, k)) for k in range(n)])
     tokens = rng.integers(1, 65, n)
     last = rng.integers(0, t_max, n)
@@ -132,6 +134,38 @@ def _random_tree(rng, n, locked_paths=1, tie_rate=0.3, t_max=60):
         while k >= 0:
             in_use[k] = True
             k = parent[k]
+    return _shuffled(rng, parent, tokens, last, in_use)
+
+
+def _renumbered(rng, parent, tokens, last, in_use, fixed):
+    """The tree with its ids shuffled, except that node old -> new for each (old, new) in
+    ``fixed`` (the rest at random)."""
+    n = len(parent)
+    perm = np.full(n, -1)
+    for old, new in fixed:
+        perm[old] = new
+    rest = [k for k in range(n) if k not in {new for _, new in fixed}]
+    free = [old for old in range(n) if perm[old] < 0]
+    perm[free] = rng.permutation(rest)
+    inv = np.empty(n, dtype=np.int64)
+    inv[perm] = np.arange(n)
+    p = np.array([-1 if parent[old] < 0 else perm[parent[old]] for old in inv], dtype=np.int64)
+    return p, np.asarray(tokens)[inv], np.asarray(last)[inv], np.asarray(in_use)[inv]
+
+
+def _with_extra(rng, parent, tokens, last, in_use, n_extra, t_min):
+    """The tree plus n_extra random unlocked nodes, all used after t_min (so they go after it)."""
+    parent, tokens, last, in_use = list(parent), list(tokens), list(last), list(in_use)
+    base = len(parent)
+    for k in range(n_extra):
+        parent.append(-1 if k == 0 or rng.random() < 0.4 else int(rng.integers(base, base + k)))
+        tokens.append(int(rng.integers(1, 65)))
+        last.append(int(rng.integers(t_min + 1, t_min + 40)))
+        in_use.append(False)
+    for _ in range(len(parent)):  # times never smaller on a parent than on its children
+        for k in range(len(parent)):
+            if parent[k] >= 0 and last[parent[k]] < last[k]:
+                last[parent[k]] = last[k]
     return parent, tokens, last, in_use
 
 
@@ -171,6 +205,24 @@ def _scenarios(rng, seed):
     p, tk, la, iu = _random_tree(rng, int(rng.integers(5, 10)))
     out.append(_case("nothing needed", p, tk, la, iu, 0, **h))
     out.append(_case("a single node", [-1], tok(1), [int(rng.integers(0, 9))], [False], 1, **h))
+    # 8. the last id is a parent (-1 used as an index would reach it): an old child of the
+    #    root goes first, then the last node's child, then the last node itself
+    t = int(rng.integers(1, 20))
+    p, tk, la, iu = [-1, -1, 1], tok(3), [t, t + 20, t + int(rng.integers(5, 20))], [False] * 3
+    p, tk, la, iu = _with_extra(rng, p, tk, la, iu, int(rng.integers(1, 6)), t + 20)
+    p, tk, la, iu = _renumbered(rng, p, tk, la, iu, fixed=[(1, len(p) - 1)])
+    out.append(_case("the last id is a parent; a child of the root is evicted before its child",
+                     p, tk, la, iu, int(np.sum(tk)) + 1, **h))
+    # 9. a path used at one time (a tie all along it) whose ids are out of depth order: a
+    #    node with a smaller-id child and a larger-id grandchild -- ties go by id only among
+    #    candidates, and the grandchild is the only one
+    t = int(rng.integers(1, 20))
+    p, tk, la, iu = [-1, 0, 1], tok(3), [t, t, t], [False] * 3
+    p, tk, la, iu = _with_extra(rng, p, tk, la, iu, int(rng.integers(1, 6)), t)
+    a, b, c = sorted(int(x) for x in rng.choice(len(p), size=3, replace=False))
+    p, tk, la, iu = _renumbered(rng, p, tk, la, iu, fixed=[(0, b), (1, a), (2, c)])
+    out.append(_case("a path used at one time whose ids are out of depth order", p, tk, la, iu,
+                     int(rng.integers(1, int(np.sum(tk)) + 2)), **h))
     return out
 
 
@@ -187,7 +239,7 @@ def make_cases(seed):
     nodes and the same n_needed but other contents (a memo keyed on shapes or on n_needed
     answers the second wrong), and an exact repeat of an earlier case -- in a seeded order."""
     rng = np.random.default_rng(seed)
-    hidden = _scenarios(rng, seed) + [_random(rng, seed, i) for i in range(8)]
+    hidden = _scenarios(rng, seed) + [_random(rng, seed, i, n=40 if i == 0 else None) for i in range(8)]
     n = int(rng.integers(6, 20))
     twin_a = _random(rng, seed, "twin a", n)
     twin_b = _random(rng, seed, "twin b", n)
@@ -297,23 +349,64 @@ def check(case, result):
 
 MISTAKES = load_mistakes(__file__)
 
+def _evicted_before(a, first, then):
+    """Is node ``first`` evicted, and before node ``then`` (also evicted)?"""
+    order = reference(**a)
+    return first in order and then in order and order.index(first) < order.index(then)
+
+
+def _last_id_is_a_parent_after_a_root_child(a):
+    """Node n-1 has children, and a child of the root is evicted while one of them is
+    still there -- where a decrement of children[parent[x]] with parent[x] = -1 lands."""
+    parent, last = list(a["parent"]), len(a["parent"]) - 1
+    order = reference(**a)
+    kids = [k for k in range(len(parent)) if parent[k] == last]
+    roots = [x for x in order if parent[x] == -1 and x != last]
+    return bool(kids) and any(any(k not in order[:order.index(r)] for k in kids) for r in roots)
+
+
+def _depth_order_broken_on_a_tie(a):
+    """A node whose child has a smaller id and whose grandchild a larger one, all three
+    used at one time, the grandchild evicted."""
+    parent, last = a["parent"], a["last_access"]
+    for g in range(len(parent)):
+        c = parent[g]
+        if c < 0 or parent[c] < 0:
+            continue
+        p = parent[c]
+        if c < p < g and last[p] == last[c] == last[g] and g in reference(**a):
+            return True
+    return False
+
+
 EDGES = [
-    Edge("n_needed 0", lambda a: a["n_needed"] == 0),
+    Edge("n_needed 0", lambda a: a["n_needed"] == 0, kind="none"),
     Edge("more than can be freed",
-         lambda a: a["n_needed"] > int(np.asarray(a["tokens"])[~np.asarray(a["in_use"])].sum())),
+         lambda a: a["n_needed"] > int(np.asarray(a["tokens"])[~np.asarray(a["in_use"])].sum()), kind="limit"),
     Edge("n_needed reached exactly",
-         lambda a: a["n_needed"] > 0 and int(np.asarray(a["tokens"])[reference(**a)].sum()) == a["n_needed"]),
+         lambda a: a["n_needed"] > 0 and int(np.asarray(a["tokens"])[reference(**a)].sum()) == a["n_needed"],
+         kind="limit"),
     Edge("a parent evicted after its last child in the same call",
          lambda a: any(a["parent"][x] in reference(**a)[i + 1:] for i, x in enumerate(reference(**a)))),
     Edge("a tie in last_access between two candidates",
          lambda a: len(reference(**a)) >= 2 and len({int(a["last_access"][x]) for x in reference(**a)})
-         < len(reference(**a))),
+         < len(reference(**a)), kind="ties"),
     Edge("an unlocked node evicted under an in-use parent",
          lambda a: any(a["parent"][x] >= 0 and a["in_use"][a["parent"][x]] for x in reference(**a))),
     Edge("a locked node older than an evicted one",
          lambda a: any(a["in_use"][k] and any(a["last_access"][k] < a["last_access"][x] for x in reference(**a))
                        for k in range(len(a["parent"])))),
-    Edge("a single node", lambda a: len(a["parent"]) == 1),
+    Edge("a parent with a larger id than its child, evicted after it",
+         lambda a: any(a["parent"][x] > x and _evicted_before(a, x, int(a["parent"][x])) for x in reference(**a)),
+         kind="order"),
+    Edge("a child of the root that is not node 0 and a node 0 that is not a child of the root",
+         lambda a: a["parent"][0] >= 0 and any(a["parent"][k] == -1 for k in range(1, len(a["parent"]))),
+         kind="order"),
+    Edge("the last id is a parent, and a child of the root goes while its children are there",
+         _last_id_is_a_parent_after_a_root_child, kind="order"),
+    Edge("a path used at one time whose ids are out of depth order", _depth_order_broken_on_a_tie, kind="ties"),
+    Edge("a single node", lambda a: len(a["parent"]) == 1, kind="one"),
+    Edge("40 nodes", lambda a: len(a["parent"]) == 40, kind="largest"),
 ]
 
 PROBLEM = Problem(
@@ -323,4 +416,9 @@ PROBLEM = Problem(
     make_cases=make_cases, check=check, mistakes=MISTAKES,
     timeout_s=5.0, memory_mb=512,
     reference={FN: reference}, edges=EDGES,
+    no_structure={
+        "none first": "one heap of candidates, no pieces walked in order: an empty piece cannot come "
+                      "before the first one",
+        "spread": "no scores: access times are compared, never exponentiated or summed",
+    },
 )

@@ -32,8 +32,8 @@ and checks nothing else, so every other entry must be a real row.
 
 The cases are built as a server builds them: each sequence owns shuffled pages (some with
 ids in the millions), block-table entries past a sequence's last page are unused and hold
-2147483647, positions come in the indexer's order (not sorted), `-1` pads short lists and
-also sits between valid entries, and one query token may have only `-1`. Checked exactly
+2147483647, positions come in the indexer's order (not sorted), `-1` pads short lists, opens
+some and also sits between valid entries, and one query token may have only `-1`. Checked exactly
 against `mlacourse.sparse.physical_indices`.
 """
 
@@ -55,11 +55,12 @@ def reference(topk_pos, block_table, page_block_size):
 # ---- cases -----------------------------------------------------------------------------------
 
 def _served(rng, lens, s_q, topk, page, holes=0.0, first_id=0, empty_token=False, dtype=np.int32,
-            extra_cols=1):
+            extra_cols=1, open_with_hole=False):
     """Arguments as a server makes them: shuffled pages per sequence (ids from first_id),
     unused table entries BAD, per query token up to topk distinct positions among the ones it
     sees (bottom-right causal), in random order, -1 padding; `holes` of the valid entries
-    turned into -1 in place; empty_token: one query token gets only -1."""
+    turned into -1 in place; empty_token: one query token gets only -1; open_with_hole: one
+    query token with two or more entries gets -1 in its first slot."""
     need = [-(-n // page) for n in lens]
     ids = first_id + rng.permutation(sum(need) + 2)
     table = np.full((len(lens), max(need) + extra_cols), BAD, dtype=np.int64)
@@ -75,6 +76,11 @@ def _served(rng, lens, s_q, topk, page, holes=0.0, first_id=0, empty_token=False
             pos[i, j, :len(pick)] = pick
     if holes:
         pos[(rng.random(pos.shape) < holes) & (pos >= 0)] = -1
+    if open_with_hole:
+        rows = np.argwhere((pos >= 0).sum(axis=-1) >= 2)
+        if len(rows):
+            i, j = rows[rng.integers(len(rows))]
+            pos[i, j, 0] = -1
     if empty_token:
         pos[rng.integers(len(lens)), rng.integers(s_q)] = -1
     return {"topk_pos": pos.astype(dtype), "block_table": table.astype(dtype), "page_block_size": int(page)}
@@ -125,7 +131,8 @@ def make_cases(seed):
         hidden.append((name, args))
 
     base = _served(rng, [int(x) for x in rng.integers(20, 200, size=int(rng.integers(2, 5)))],
-                   int(rng.integers(1, 3)), int(rng.integers(8, 33)), int(rng.choice([16, 64])), holes=0.15)
+                   int(rng.integers(1, 3)), int(rng.integers(8, 33)), int(rng.choice([16, 64])), holes=0.15,
+                   open_with_hole=True)
     add("a served batch", base)
     add("the same shapes and page size again, other values", _redraw(rng, base))
     add("the same block tables, other positions", _redraw(rng, base, pages=False))
@@ -135,9 +142,9 @@ def make_cases(seed):
     add("an odd page size, as in FlashMLA's tests",
         _served(rng, [int(x) for x in rng.integers(50, 300, size=3)], 1, int(rng.integers(10, 40)),
                 int(rng.choice([61, 69, 3])), holes=0.2, dtype=np.int64))
-    add("a query token with only -1 entries",
-        _served(rng, [int(x) for x in rng.integers(1, 90, size=3)], int(rng.integers(2, 4)),
-                int(rng.integers(5, 20)), int(rng.choice([2, 8, 32])), empty_token=True))
+    add("a query token with only -1 entries, another opening with -1",
+        _served(rng, [int(x) for x in rng.integers(20, 90, size=3)], int(rng.integers(2, 4)),
+                int(rng.integers(5, 20)), int(rng.choice([2, 8, 32])), empty_token=True, open_with_hole=True))
     add("page ids in the millions",
         _served(rng, [int(x) for x in rng.integers(100, 600, size=2)], 1, int(rng.integers(16, 48)),
                 int(rng.choice([64, 128])), holes=0.1, first_id=int(rng.integers(2_000_000, 8_000_000))))
@@ -192,18 +199,49 @@ def check(case, result):
 
 MISTAKES = load_mistakes(__file__)
 
+def _leading_minus_1(a):
+    """A query token whose list opens with -1 and has a valid entry later."""
+    rows = a["topk_pos"].reshape(-1, a["topk_pos"].shape[-1])
+    return bool(((rows[:, 0] == -1) & (rows >= 0).any(axis=1)).any())
+
+
+def _pages_out_of_order(a):
+    """A sequence whose pages are not listed in increasing id order."""
+    return any(np.any(np.diff(row[row != BAD]) < 0) for row in a["block_table"])
+
+
+def _positions_out_of_order(a):
+    rows = a["topk_pos"].reshape(-1, a["topk_pos"].shape[-1])
+    return any(np.any(np.diff(r[r >= 0]) < 0) for r in rows)
+
+
+def _last_slot_of_a_page(a):
+    """A chosen position in the last slot of a page of more than one slot."""
+    P = a["page_block_size"]
+    return P > 1 and bool(((a["topk_pos"] >= 0) & (a["topk_pos"] % P == P - 1)).any())
+
+
 EDGES = [
-    Edge("a query token whose entries are all -1", lambda a: bool((a["topk_pos"] == -1).all(axis=-1).any())),
+    Edge("a query token whose entries are all -1", lambda a: bool((a["topk_pos"] == -1).all(axis=-1).any()),
+         kind="none"),
     Edge("-1 between valid entries", lambda a: bool(((a["topk_pos"][..., :-1] == -1)
                                                        & (a["topk_pos"][..., 1:] >= 0)).any())),
-    Edge("page_block_size 1", lambda a: a["page_block_size"] == 1),
+    Edge("a query token whose list opens with -1, a valid entry later", _leading_minus_1, kind="none first"),
+    Edge("page_block_size 1", lambda a: a["page_block_size"] == 1, kind="one"),
     Edge("a page size that is not a power of two",
          lambda a: a["page_block_size"] & (a["page_block_size"] - 1) != 0),
     Edge("s_q > 1", lambda a: a["topk_pos"].shape[1] > 1),
     Edge("position 0 chosen", lambda a: bool((a["topk_pos"] == 0).any())),
     Edge("two sequences whose tables differ", lambda a: a["block_table"].shape[0] > 1),
-    Edge("topk = 1", lambda a: a["topk_pos"].shape[2] == 1),
-    Edge("page ids in the millions", lambda a: int(a["block_table"][a["block_table"] != BAD].max()) > 10**6),
+    Edge("topk = 1", lambda a: a["topk_pos"].shape[2] == 1, kind="one"),
+    Edge("page ids in the millions", lambda a: int(a["block_table"][a["block_table"] != BAD].max()) > 10**6,
+         kind="largest"),
+    Edge("pages listed out of id order", _pages_out_of_order, kind="order"),
+    Edge("positions in the indexer's order, not sorted", _positions_out_of_order, kind="order"),
+    Edge("a position in the last slot of a page", _last_slot_of_a_page, kind="limit"),
+    Edge("sequences shorter than top-k", lambda a: bool(
+        ((a["block_table"] != BAD).sum(axis=1) * a["page_block_size"] < a["topk_pos"].shape[2]).any()),
+         kind="limit"),
 ]
 
 PROBLEM = Problem(
@@ -212,4 +250,8 @@ PROBLEM = Problem(
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
     reference={FN: reference}, edges=EDGES,
+    no_structure={
+        "spread": "no scores: integer positions and page ids, compared exactly",
+        "ties": "no ranking: each entry is mapped on its own, in the order given",
+    },
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.spec import (Case, Edge, Problem, compare_out_lse, load_mistakes, memo_twins, new_values,
-                         uneven_rows_edge)
+                         uneven_rows_edge, wide_row_edge)
 from mlacourse.fp8 import pack_fp8_row, unpack_fp8_row
 from mlacourse.sparse import POISON_BYTE, random_fp8_cache
 from mlacourse.sparse import sparse_decode as sparse_reference
@@ -13,6 +13,7 @@ from mlacourse.sparse import sparse_decode as sparse_reference
 FN = "sparse_decode"
 RTOL, ATOL = 1e-6, 1e-9
 D_LATENT, D_ROPE, ROW = 512, 64, 656
+V32_TOPK = 2048  # DeepSeek-V3.2's top-k: the longest index list a statement's case holds
 
 STATEMENT = r"""
 Write `sparse_decode(q, kv_cache, indices, softmax_scale)`: decode attention of absorbed
@@ -44,7 +45,10 @@ Return `(out, lse)`: `out [b, s_q, h_q, 512]`, `lse [b, h_q, s_q]` (FlashMLA's l
 * Rows no entry names are **poisoned** (every byte 0xFF, which decodes to NaN): read only the
   rows you need. Note that `rows[-1]` in numpy is the last row, not "no row".
 * Keep the softmax stable for each row (one head of one query token) on its own: one case
-  has heads whose scores are near +750 next to heads near -750 (exp overflows above 709).
+  has heads whose scores are near +750 next to heads near -750 (exp overflows above 709),
+  and another has rows whose own scores run from near -800 to +800 (the largest on the
+  last key). If you walk a list in tiles, note that a list of V3.2's top-k 2048 may hold
+  only -1 until its last few entries.
 
 Checked against `mlacourse.sparse.sparse_decode`: out, then lse, each with |got - expected|
 <= 1e-9 + 1e-6 * |expected| (decode in float64). Hidden cases vary b, s_q, h_q, topk, the
@@ -115,6 +119,57 @@ def _stable_args(rng, h_q, topk, page):
     return {"q": q, "kv_cache": cache, "indices": idx, "softmax_scale": scale}
 
 
+def _late_keys_args(rng, h_q, page):
+    """V3.2's top-k of 2048 where query token 0's list holds only -1 until its last few
+    entries: any tile of fewer than 2000 entries walked from the front is all -1 first (an
+    online softmax whose running max starts at -inf computes -inf - -inf there). Token 1's
+    list is -1 with a few keys scattered through it."""
+    num_blocks = 4
+    n_rows = num_blocks * page
+    idx = np.full((1, 2, V32_TOPK), -1, dtype=np.int64)
+    n_late = int(rng.integers(3, 41))
+    idx[0, 0, V32_TOPK - n_late:] = rng.integers(0, n_rows, n_late)
+    spots = rng.choice(V32_TOPK, size=int(rng.integers(5, 40)), replace=False)
+    idx[0, 1, spots] = rng.integers(0, n_rows, spots.size)
+    return _args(rng, 1, 2, h_q, V32_TOPK, num_blocks, page, idx=idx, scale=float(rng.choice([576 ** -0.5, 0.1])))
+
+
+def _wide_args(rng, h_q, page):
+    """Rows whose scores are hundreds apart INSIDE one row, the largest last: each listed key
+    carries rope value -1 or +1 in its first rope dim (+1 only on a token's last key), and
+    each head's query weighs that dim by +-A / softmax_scale (A = 400 or 800), so a head's
+    scores sit near -A except its last, near +A (or the reverse, for negative heads). A max
+    taken from the first tile, or the row's mean, overflows exp there. -1 entries are
+    scattered through the lists."""
+    n_valid = [int(rng.integers(70, 141)), int(rng.integers(12, 31))]  # token 0 outlasts tiles of 64
+    holes = [int(rng.integers(1, 9)), int(rng.integers(1, 9))]
+    topk = max(n + k for n, k in zip(n_valid, holes))
+    num_blocks = -(-(sum(n_valid) + 8) // page)
+    n_rows = num_blocks * page
+    rows = rng.permutation(n_rows)[:sum(n_valid)]
+    cache = np.full((n_rows, ROW), POISON_BYTE, dtype=np.uint8)
+    idx = np.full((1, 2, topk), -1, dtype=np.int64)
+    start = 0
+    for j, (n, k) in enumerate(zip(n_valid, holes)):
+        mine = rows[start:start + n]
+        start += n
+        latent = rng.standard_normal((n, D_LATENT)) * rng.uniform(0.1, 3.0, (n, 1))
+        rope = rng.standard_normal((n, D_ROPE)) * 0.05
+        rope[:, 0] = -1.0
+        rope[-1, 0] = 1.0               # this token's last key
+        cache[mine] = pack_fp8_row(latent, rope)
+        slots = np.sort(rng.choice(topk, size=n, replace=False))  # -1 wherever no key is
+        idx[0, j, slots] = mine
+    scale = 576 ** -0.5
+    q = rng.standard_normal((1, 2, h_q, D_LATENT + D_ROPE)) * 0.01
+    big = np.where(np.arange(h_q) % 2 == 0, 800.0, 400.0)          # [h_q]
+    sign = np.ones((2, h_q))
+    sign[1, -1] = -1.0                                             # one head the other way round
+    q[0, :, :, D_LATENT] += sign * big / scale
+    return {"q": q, "kv_cache": cache.reshape(num_blocks, page, 1, ROW),
+            "indices": idx.astype(np.int32 if rng.random() < 0.5 else np.int64), "softmax_scale": scale}
+
+
 def _redraw(rng, a, q=True, cache=True, indices=True):
     """The same shapes and scale as `a`, new values for the arguments asked for: a cache of
     results (or of the dequantized cache, or of q) keyed on shapes or on one argument fails."""
@@ -173,12 +228,18 @@ def make_cases(seed):
     hidden.append(("-1 entries while the cache's first and last rows hold data",
                    _args(rng, 2, 2, int(rng.integers(2, 5)), int(rng.integers(6, 16)), 3, int(rng.choice([8, 16])),
                          holes=0.3, keep_ends=True, scale=float(rng.choice([0.02, 0.1])))))
+    hidden.append(("top-k 2048 whose first 2000 entries or more are -1 (every early tile is empty)",
+                   _late_keys_args(rng, int(rng.integers(1, 4)), int(rng.choice([16, 64, 5])))))
+    hidden.append(("scores hundreds apart inside one row, the largest last (near -A, then +A)",
+                   _wide_args(rng, int(rng.integers(2, 5)), int(rng.choice([16, 64, 7])))))
     order = [int(k) for k in rng.permutation(len(hidden))]  # twins apart, in a random order
     if order[-1] == 0:
         order[0], order[-1] = order[-1], order[0]
     for k in order:
         name, a = hidden[k]
-        cases.append(Case(name, FN, a, hidden=True, seed=seed, describe=_describe(a, seed=seed)))
+        built = a["indices"].shape[-1] == V32_TOPK or "largest last" in name  # keep their structure
+        cases.append(Case(name, FN, a, hidden=True, seed=seed, describe=_describe(a, seed=seed),
+                          data={"no_twin": True} if built else {}))
     again = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in base.items()}
     cases.append(Case("the first served batch once more, after the others", FN, again, hidden=True, seed=seed,
                       describe=_describe(again, seed=seed)))
@@ -211,16 +272,27 @@ def check(case, result):
 MISTAKES = load_mistakes(__file__)
 
 
-def _row_max_scores(a):
-    """Largest score of each query row (-inf where a row has no valid entry)."""
+def _row_scores(a):
+    """Each query row's scores (one head of one query token), in the order its entries are
+    listed (rows without a valid entry left out)."""
     flat = a["kv_cache"].reshape(-1, ROW)
-    best = []
     for i, j in np.ndindex(*a["indices"].shape[:2]):
         keys = a["indices"][i, j][a["indices"][i, j] != -1]
         if keys.size:
-            s = a["softmax_scale"] * a["q"][i, j] @ unpack_fp8_row(flat[keys]).T  # [h, n]
-            best.extend(s.max(axis=1).tolist())
-    return np.array(best)
+            yield from a["softmax_scale"] * a["q"][i, j] @ unpack_fp8_row(flat[keys]).T  # [h, n]
+
+
+def _row_max_scores(a):
+    """Largest score of each query row (rows without a valid entry left out)."""
+    return np.array([s.max() for s in _row_scores(a)])
+
+
+def _leading_minus_1(a):
+    """The longest run of -1 that opens a list followed by a valid entry."""
+    rows = a["indices"].reshape(-1, a["indices"].shape[-1])
+    valid = rows != -1
+    first = np.where(valid.any(axis=1), valid.argmax(axis=1), 0)
+    return int(first.max(initial=0))
 
 
 def _ends_hold_data(a):
@@ -229,19 +301,28 @@ def _ends_hold_data(a):
 
 
 EDGES = [
-    Edge("scores in the hundreds, above 709", lambda a: float(np.max(_row_max_scores(a), initial=-np.inf)) > 709),
+    Edge("scores in the hundreds, above 709", lambda a: float(np.max(_row_max_scores(a), initial=-np.inf)) > 709,
+         kind="largest"),
     uneven_rows_edge(_row_max_scores),
-    Edge("a query token whose entries are all -1", lambda a: bool((a["indices"] == -1).all(axis=-1).any())),
+    wide_row_edge(_row_scores),
+    Edge("a query token whose entries are all -1", lambda a: bool((a["indices"] == -1).all(axis=-1).any()),
+         kind="none"),
+    Edge("a list whose first 2000 entries or more are -1, then keys", lambda a: _leading_minus_1(a) >= 2000,
+         kind="none first"),
     Edge("-1 between valid entries", lambda a: bool(((a["indices"][..., :-1] == -1)
                                                        & (a["indices"][..., 1:] >= 0)).any())),
     Edge("a row listed twice", lambda a: any(len(set(r[r >= 0].tolist())) < int((r >= 0).sum())
-                                             for r in a["indices"].reshape(-1, a["indices"].shape[-1]))),
-    Edge("topk = 1", lambda a: a["indices"].shape[2] == 1),
-    Edge("one head", lambda a: a["q"].shape[2] == 1),
+                                             for r in a["indices"].reshape(-1, a["indices"].shape[-1])), kind="ties"),
+    Edge("rows named out of order", lambda a: any(np.any(np.diff(r[r >= 0]) < 0)
+                                                  for r in a["indices"].reshape(-1, a["indices"].shape[-1])),
+         kind="order"),
+    Edge("topk = 1", lambda a: a["indices"].shape[2] == 1, kind="one"),
+    Edge("top-k 2048 (DeepSeek-V3.2's)", lambda a: a["indices"].shape[2] == V32_TOPK, kind="largest"),
+    Edge("one head", lambda a: a["q"].shape[2] == 1, kind="one"),
     Edge("s_q > 1", lambda a: a["q"].shape[1] > 1),
     Edge("a page size that is not a power of two", lambda a: (a["kv_cache"].shape[1] & (a["kv_cache"].shape[1] - 1)) != 0),
     Edge("a scale other than 1/sqrt(576)", lambda a: abs(a["softmax_scale"] * 24 - 1) > 0.01),
-    Edge("-1 entries while the cache's first and last rows hold data", _ends_hold_data),
+    Edge("-1 entries while the cache's first and last rows hold data", _ends_hold_data, kind="order"),
 ]
 
 PROBLEM = Problem(
@@ -250,6 +331,10 @@ PROBLEM = Problem(
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
     reference={FN: reference}, edges=EDGES, normalises_rows=True,
+    no_structure={
+        "limit": "no budget, page or pool limit: every listed entry is a key, whatever the list's "
+                 "length (top-k 1 and 2048 are edges of their own)",
+    },
     fixed={"q.axis3": "the absorbed query is 576 wide by definition: 512 latent + 64 rope dims, the row's K",
            "kv_cache.axis2": "absorbed MLA has exactly one latent KV head (h_kv = 1), as FlashMLA requires",
            "kv_cache.axis3": "a FlashMLA FP8 row is 656 bytes by definition: 512 e4m3 latents, 4 float32 "

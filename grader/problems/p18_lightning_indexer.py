@@ -34,7 +34,10 @@ first**. When fewer than `topk` positions are visible, fill the rest of the row 
 
 The hidden cases use small whole numbers (weights in quarters), so every score is exact and
 ties are real: several tokens often score exactly 0 (every head's dot product negative), and
-some keys repeat. They vary s_q, H, D, s_k and topk, and repeat shapes with other values.
+some keys repeat. Some scores in the thousands differ by a quarter (float16 cannot tell them
+apart: compute in float64), some new tokens see fewer than `topk` positions while the
+sequence has more, and some see only scores of 0 or below. They vary s_q, H, D, s_k and topk, and
+repeat shapes with other values.
 Checked exactly against the course's `index_scores` and `index_topk` (`mlacourse.sparse`)
 with that causal rule.
 """
@@ -69,6 +72,66 @@ def _args(rng, s_q, H, D, s_k, topk, dup_keys=0, neg_weights=True):
         a, b = rng.integers(s_k, size=2)
         k[b] = k[a]
     return {"q_idx": q, "weights": w, "k_idx": k, "topk": int(topk)}
+
+
+def _short_past_args(rng):
+    """Several new tokens over a short cache, top-k between what token 0 sees and s_k: the
+    first new tokens see fewer than top-k positions although the sequence has more. Token
+    0's weights are all negative, so every position it sees scores 0 or less and some score
+    below 0 -- a future position given score 0 instead of being left out would outrank them."""
+    s_q = int(rng.integers(4, 9))
+    s_k = s_q + int(rng.integers(2, 20))
+    seen = s_k - s_q + 1                                   # what token 0 sees
+    a = _args(rng, s_q, int(rng.integers(2, 6)), int(rng.choice([4, 8])), s_k,
+              int(rng.integers(seen + 1, s_k + 1)), dup_keys=1)
+    a["weights"][0] = -rng.integers(1, 9, size=a["weights"].shape[1]) / 4.0
+    a["q_idx"][0, 0] = a["k_idx"][0]                        # position 0 scores below 0 for token 0
+    return a
+
+
+def _near_tie_args(rng):
+    """A near-tie that float16 cannot separate: two keys of the last new token's past,
+    positions pa < pb, scoring 2 * d and 2 * d + 0.25 with 2 * d in the thousands (float16's
+    spacing there is 1 or 2, so both round -- and, summed head by head in float16, both
+    accumulate -- to the same number; the tie then goes to pa). Key pb is key pa with
+    coordinate c one larger (0 -> 1); that token's only heads are j1 (weight 2, aligned with
+    key pa, 0 at c) and j0 (weight 0.25, 1 at c, 0 elsewhere). Whole numbers throughout:
+    float64 (and float32) scores are exact."""
+    while True:
+        s_q, H = int(rng.integers(1, 3)), int(rng.integers(3, 9))
+        s_k = int(rng.integers(20, 60))
+        a = _args(rng, s_q, H, 128, s_k, int(rng.integers(4, 13)))
+        q, w, k = a["q_idx"], a["weights"], a["k_idx"]
+        t = s_q - 1
+        pa, pb = sorted(int(x) for x in rng.choice(s_k, size=2, replace=False))
+        j1, j0 = (int(x) for x in rng.choice(H, size=2, replace=False))
+        c = int(rng.integers(128))
+        k[pa] = rng.choice([-3.0, -2.0, 2.0, 3.0], size=128)
+        k[pa, c] = 0.0
+        k[pb] = k[pa]
+        k[pb, c] = 1.0
+        q[t] = 0.0                                         # the other heads score every key 0
+        q[t, j1] = 3.0 * np.sign(k[pa])
+        q[t, j1, c] = 0.0
+        q[t, j0, c] = 1.0
+        w[t, j1], w[t, j0] = 2.0, 0.25
+        if _float16_near_tie(a):
+            return a
+
+
+def _float16_near_tie(a):
+    """Two positions in one row's top-k whose scores differ, the higher at the larger
+    position, and round to the same float16."""
+    scores = index_scores(a["q_idx"], a["weights"], a["k_idx"])
+    for t, row in enumerate(reference(**a)):
+        chosen = [int(x) for x in row if x >= 0]
+        for i, x in enumerate(chosen):
+            for y in chosen[i + 1:]:
+                hi, lo = (x, y) if scores[t, x] > scores[t, y] else (y, x)
+                if hi > lo and scores[t, hi] != scores[t, lo] and (
+                        np.float16(scores[t, hi]) == np.float16(scores[t, lo])):
+                    return True
+    return False
 
 
 def _redraw(rng, a, q=True, k=True):
@@ -116,6 +179,9 @@ def make_cases(seed):
                                                    int(rng.integers(5, 50)), 1, dup_keys=2)))
     hidden.append(("V3.2's widths: 64 heads of 128", _args(rng, 2, 64, 128, int(rng.integers(60, 200)),
                                                            int(rng.integers(16, 48)), dup_keys=3)))
+    hidden.append(("new tokens that see fewer positions than top-k, though s_k is larger; scores below 0",
+                   _short_past_args(rng)))
+    hidden.append(("scores in the thousands a quarter apart (float16 ties them)", _near_tie_args(rng)))
     order = [int(i) for i in rng.permutation(len(hidden))]  # twins apart, in a random order
     if order[-1] == 0:
         order[0], order[-1] = order[-1], order[0]
@@ -164,13 +230,27 @@ def _has_ties(a):
     return any(len(np.unique(r)) < len(r) for r in scores)
 
 
+def _negative_chosen_with_a_future(a):
+    """A new token with positions after it (not yet visible) chooses a position whose score
+    is below 0: a future position scored 0 instead of left out would outrank it."""
+    scores = index_scores(a["q_idx"], a["weights"], a["k_idx"])
+    s_q = a["q_idx"].shape[0]
+    return any(any(scores[t, x] < 0 for x in row if x >= 0) for t, row in enumerate(reference(**a)) if t < s_q - 1)
+
+
 EDGES = [
-    Edge("equal scores", _has_ties),
-    Edge("fewer visible positions than top-k", lambda a: a["k_idx"].shape[0] - a["q_idx"].shape[0] + 1 < a["topk"]),
+    Edge("equal scores", _has_ties, kind="ties"),
+    Edge("scores a quarter apart that float16 ties", _float16_near_tie, kind="ties"),
+    Edge("fewer visible positions than top-k (empty slots, -1)",
+         lambda a: a["k_idx"].shape[0] - a["q_idx"].shape[0] + 1 < a["topk"], kind="none"),
+    Edge("a new token that sees fewer positions than top-k while s_k >= top-k",
+         lambda a: a["k_idx"].shape[0] - a["q_idx"].shape[0] + 1 < a["topk"] <= a["k_idx"].shape[0], kind="limit"),
+    Edge("a chosen position scoring below 0 for a new token that has future positions",
+         _negative_chosen_with_a_future, kind="limit"),
     Edge("s_q > 1", lambda a: a["q_idx"].shape[0] > 1),
     Edge("negative weights", lambda a: bool((a["weights"] < 0).any())),
-    Edge("top-k 1", lambda a: a["topk"] == 1),
-    Edge("64 heads of 128", lambda a: a["q_idx"].shape[1:] == (64, 128)),
+    Edge("top-k 1", lambda a: a["topk"] == 1, kind="one"),
+    Edge("64 heads of 128", lambda a: a["q_idx"].shape[1:] == (64, 128), kind="largest"),
 ]
 
 PROBLEM = Problem(
@@ -179,4 +259,10 @@ PROBLEM = Problem(
     functions=[FN], statement=STATEMENT, hints=HINTS,
     make_cases=make_cases, check=check, mistakes=MISTAKES,
     reference={FN: reference}, edges=EDGES,
+    no_structure={
+        "none first": "the scores are computed whole and ranked: no running state starts on a first piece",
+        "order": "positions are the keys' own order (0 .. s_k - 1), given by the array; the answer's "
+                 "order is the ranking, which the ties and near-ties cover",
+        "spread": "no softmax: the scores are ranked, never exponentiated, so their distance cannot overflow",
+    },
 )

@@ -1,0 +1,34 @@
+"""expect: fail
+slip: reserves a page for the copy whenever the last page is partly filled, shared or not, so an unshared request at the pool's limit is told it is out of pages.
+"""
+
+
+def append_slots(table, seqlen, n_new, page_size, refcount, free):
+    partial = seqlen % page_size
+    grow = -(-(seqlen + n_new) // page_size) - len(table)
+    # a partly filled last page may need a copy: keep a page for it
+    if grow + (n_new > 0 and partial > 0) > len(free):
+        return None, table, refcount, free
+    copies = []
+    if n_new > 0 and partial > 0 and refcount[table[-1]] > 1:
+        src, dst = table[-1], free.pop()
+        refcount[src] -= 1
+        refcount[dst] = 1
+        table[-1] = dst
+        copies.append((src, dst, partial))
+    for _ in range(grow):
+        page = free.pop()
+        refcount[page] = 1
+        table.append(page)
+    return copies, table, refcount, free
+
+
+def release(table, refcount, free):
+    freed = []
+    for p in table:
+        refcount[p] -= 1
+        if refcount[p] == 0:
+            freed.append(p)
+    free.extend(freed)
+    table.clear()
+    return freed, table, refcount, free
