@@ -460,7 +460,6 @@ def notebook_matches(cands: list, problems, taken: dict, stubs: dict, notes: lis
     found: dict = {}
     for c in cands:
         name = c.rel.rsplit("/", 1)[-1]
-        nb = notebooks.read_notebook(c.rel, c.data)
         by_name = {}
         if name not in chapters:
             stem_py = name[:-len(".ipynb")] + ".py"
@@ -473,10 +472,12 @@ def notebook_matches(cands: list, problems, taken: dict, stubs: dict, notes: lis
                 else:
                     notes.append(f"{c.rel}: the name fits problems {', '.join(str(p.number) for p in top)}; "
                                  "matched by the functions it defines instead")
+        # read in a child process with CPU and memory limits (notebooks.analyse_bounded)
+        nb = notebooks.analyse_bounded(c.rel, c.data, problems, set(by_name))
         used = False
         for p in problems:
             rule = by_name.get(p.number)
-            if rule is None and not nb.error and (notebooks.own_definitions(nb, p) or notebooks.unparsed_definitions(nb, p)):
+            if rule is None and nb.defines.get(p.number):
                 rule = "functions"
             if rule is None:
                 continue
@@ -498,7 +499,7 @@ def notebook_matches(cands: list, problems, taken: dict, stubs: dict, notes: lis
             continue
         tried = []
         for c, nb, rule in found[p.number]:
-            ex = notebooks.extract(nb, p)
+            ex = nb.extractions.get(p.number) or notebooks.Extraction(c.rel, p.number, refused=nb.error)
             rank = RULES.index(rule) if rule in RULES else len(RULES)
             parts = c.rel.split("/")
             tried.append(((bool(ex.refused), rank, "practice" not in parts[:-1], len(parts), c.rel), c, ex, rule))
