@@ -308,16 +308,17 @@ __all__ = ["Function", "fingerprint", "fingerprints", "tree_functions", "find_le
 # --------------------------------------------------------------------------- near answers
 #
 # A function one statement away from a model answer is an answer for anyone who finds the
-# statement: a named mistake's file (the model answer with one `# slip` line), a chapter's
-# demo of a wrong attempt. ``near_answers`` compares every function of a bundle with every
+# statement: a chapter's demo of a wrong attempt pasted from solutions/, a helper left
+# with one line changed. ``near_answers`` compares every function of a bundle with every
 # model answer as a sequence of statements (each with its nesting depth, without the
 # statements nested in it), once with the names as written and once with arguments and
 # locals renamed in order of first use (fingerprint's renaming): a function whose sequence
 # differs from a model answer's by one statement inserted, deleted or changed is a near
-# answer. The release refuses a bundle with one (classroom/release.py), the named
-# mistakes' folder included: the student edition ships their recorded answers instead
-# (grader/recorded.py). tests/test_classroom_release.py checks the same thing by grading:
-# no bundled .py file passes any problem after deleting one of its lines.
+# answer, and the release refuses the bundle (classroom/release.py), the named mistakes'
+# folder included. What it cannot see: a right answer written differently from solutions/
+# with one slip -- which is what a named mistake's file is. Those do not ship (their
+# recorded answers do: grader/recorded.py), and tests/test_classroom_release.py checks
+# by grading that no bundled .py file passes a problem with one of its lines deleted.
 
 MIN_NEAR_STATEMENTS = 3   # a model answer of fewer statements is one statement from anything
 

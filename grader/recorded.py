@@ -18,9 +18,13 @@ one that repeats it -- and compared with the attempt's answer by the same rule a
 (spec.same_answer, or the mistake's ``match``). Where no answer is recorded (the hidden
 cases, drawn from each run's seed) the mistake says nothing (runner.explain_mistakes skips
 the case), so the student edition names a mistake only when the attempt is wrong on a
-public case exactly as the mistake is and right wherever the mistake is right. A slip that
-shows only on hidden cases is named by the teacher's grading and Gradescope (which run the
-files), not by the student edition. Nothing here computes an answer, right or wrong.
+public case exactly as the mistake is and right wherever the mistake is right. Mistakes of
+one function that give the same answers on every public case cannot be told apart there
+(the hidden cases did that): none of them keeps answers (``ambiguous_with`` names the
+others), so the student edition never gives an attempt the wrong one of them. A slip that
+shows only on hidden cases, or only together with another, is named by the teacher's
+grading and Gradescope (which run the files), not by the student edition. Nothing here
+computes an answer, right or wrong.
 """
 from __future__ import annotations
 
@@ -109,7 +113,40 @@ def record(problem) -> dict:
                     answers[case_key(case)] = {"raised": True}
             entry["answers"] = dict(sorted(answers.items()))
         out.append(entry)
+    _drop_twins(out, problem)
     return {"format": FORMAT, "problem": problem.number, "slug": problem.slug, "mistakes": out}
+
+
+def _same(a: dict, b: dict, match) -> bool:
+    """Two recorded answers to one case agree (both raised, or equal as the judge compares)."""
+    from . import child
+    from .spec import same_answer
+    if a.get("raised") or b.get("raised"):
+        return bool(a.get("raised")) and bool(b.get("raised"))
+    try:
+        return bool((match or same_answer)(child.decode(a["answer"]), child.decode(b["answer"])))
+    except Exception:  # noqa: BLE001 -- answers of different types
+        return False
+
+
+def _drop_twins(entries: list, problem) -> None:
+    """Empty the answers of mistakes that agree with another of the same function on every
+    recorded case: the public cases cannot tell them apart (see the top)."""
+    from .spec import MATCHES
+    recorded = [e for e in entries if "answers" in e]
+    twins: dict = {}
+    for i, a in enumerate(recorded):
+        for b in recorded[i + 1:]:
+            if a["function"] != b["function"] or set(a["answers"]) != set(b["answers"]) or not a["answers"]:
+                continue
+            match = MATCHES.get(a.get("match")) or next((m.match for m in problem.mistakes if m.name == a["name"]), None)
+            if all(_same(a["answers"][k], b["answers"][k], match) for k in a["answers"]):
+                twins.setdefault(a["name"], []).append(b["name"])
+                twins.setdefault(b["name"], []).append(a["name"])
+    for e in recorded:
+        if e["name"] in twins:
+            e["answers"] = {}
+            e["ambiguous_with"] = sorted(twins[e["name"]])
 
 
 def _header(m) -> dict:

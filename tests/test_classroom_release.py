@@ -286,27 +286,24 @@ def _grade_pasted(bundle_folder: Path, attempts, tmp_path: Path) -> list:
 MISTAKES = "grader/problems/mistakes/"
 
 
-def _spec_functions_pasted(bundle: Path, problems, exempt: bool = True) -> list:
-    """Each top-level function of grader/problems/ -- spec modules, their helpers, the named
-    mistakes' helpers -- that takes every argument a problem's function requires, pasted
-    under that function's name: a simulator of slips at its default settings, or a helper
-    of one problem that solves another, is a complete answer and must not ship as one. (A
-    spec's reference is among leaks.pasted_attempts; a named mistake's own function is a
-    wrong attempt that tests/test_judge_specs.py grades.)"""
+def _spec_functions_pasted(bundle: Path, problems) -> list:
+    """Each top-level function of grader/problems/ -- spec modules and their helpers (the
+    named mistakes' files ship as recorded answers, not code: any .py there would be
+    pasted too) -- that takes every argument a problem's function requires, pasted under
+    that function's name: a simulator of slips at its default settings, or a helper of one
+    problem that solves another, is a complete answer and must not ship as one. (A spec's
+    reference is among leaks.pasted_attempts.)"""
     import inspect
     out = []
-    slugs = {p.filename[:-3]: p for p in runner.discover()}
     for path in sorted((bundle / "grader" / "problems").rglob("*.py")):
         rel = path.relative_to(bundle).as_posix()
-        own = slugs.get(path.parent.name) if exempt and rel.startswith(MISTAKES) else None
         tree = ast.parse(path.read_text())
         for p in problems:
             for fn in p.functions:
                 params = inspect.signature(p.reference[fn]).parameters.values()
                 need = {q.name for q in params if q.default is inspect.Parameter.empty}
                 for node in tree.body:
-                    if not isinstance(node, ast.FunctionDef) or node.name.startswith("reference") \
-                            or (own is not None and node.name in own.functions):
+                    if not isinstance(node, ast.FunctionDef) or node.name.startswith("reference"):
                         continue
                     a = node.args
                     if need <= {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}:
@@ -336,11 +333,9 @@ def test_no_course_code_pasted_as_an_attempt_passes(bundle, tmp_path):
     fail: the model answer of problem 14 planted as course code, and planted in its spec
     under another name, are found and pass."""
     problems = runner.discover()
-    # the named mistakes (grader/problems/mistakes/) are wrong attempts by design, each
-    # graded as one on every seed by tests/test_judge_specs.py (and through the judge by
-    # the corpus test): not graded again here; the specs' own functions are
-    attempts = [a for a in leaks.pasted_attempts(bundle.folder, problems)
-                if not a.where.startswith(MISTAKES)] + _spec_functions_pasted(bundle.folder, problems)
+    # nothing exempt: the named mistakes ship as recorded answers (no .py under MISTAKES)
+    assert not list((bundle.folder / MISTAKES).rglob("*.py"))
+    attempts = leaks.pasted_attempts(bundle.folder, problems) + _spec_functions_pasted(bundle.folder, problems)
     refused = [f"{a.label}: {a.refused}" for a in attempts if a.refused]
     assert not refused, "cannot paste (look at these by hand):\n  " + "\n  ".join(refused)
     refs = {a.problem for a in attempts if a.why == "the spec's reference"}
@@ -517,7 +512,7 @@ def _candidates(folder: Path, problems) -> list:
             continue
         top = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         out += [(p.number, rel, path.read_text(encoding="utf-8")) for p in problems if set(p.functions) & top]
-    pasted = leaks.pasted_attempts(folder, problems) + _spec_functions_pasted(folder, problems, exempt=False)
+    pasted = leaks.pasted_attempts(folder, problems) + _spec_functions_pasted(folder, problems)
     out += [(a.problem, f"{a.where} ({a.why}: {a.functions})", a.source) for a in pasted if not a.refused]
     return out
 
@@ -534,12 +529,15 @@ def _one_line_answers(folder: Path, problems, tmp_path: Path, judge_folder: Path
             seen.add((number, text))
             jobs.append([number, text])
             labels.append((number, where, edit))
+    tmp_path.mkdir(parents=True, exist_ok=True)
     job_file = tmp_path / "screen.json"
     job_file.write_text(json.dumps(jobs))
     screened = subprocess.run([sys.executable, "-c", SCREEN, str(job_file)], cwd=judge_folder,
                               capture_output=True, text=True, timeout=1800)
     assert screened.returncode == 0, screened.stderr[-3000:]
     survivors = json.loads(screened.stdout.strip().splitlines()[-1])
+    capture_note(f"{len(jobs)} variants tried in {judge_folder.name}: {len(survivors)} pass the public "
+                 f"cases ({sorted({labels[i][1] for i in survivors})[:6]}), graded with the hidden ones")
     if not survivors:
         return [], len(jobs)
     attempts = [leaks.Pasted(jobs[i][0], {f: f for f in runner.find(jobs[i][0]).functions}, labels[i][1],
@@ -579,3 +577,89 @@ def test_no_bundled_file_is_one_line_from_an_answer(bundle, tmp_path):
 
 def capture_note(text: str) -> None:
     print(f"\n[release] {text}")
+
+
+GRADE_MISTAKES = r"""
+import json, sys
+sys.path.insert(0, '.')
+from concurrent.futures import ThreadPoolExecutor
+from grader import runner
+jobs = json.loads(sys.argv[1])
+def one(job):
+    number, path = job
+    r = runner.grade(runner.find(number), path, 11)
+    return sorted({o.mistake for o in r.outcomes if o.mistake})
+with ThreadPoolExecutor(2) as pool:
+    print(json.dumps(list(pool.map(one, jobs))))
+"""
+
+
+@pytest.mark.slow
+def test_the_student_edition_names_the_mistakes_its_public_cases_show(bundle, tmp_path):
+    """Each named mistake's file of the repository, handed in as an attempt to the bundle's
+    judge (which has the recorded answers, not the files): a mistake that shows on a public
+    case (the file's answer fails one) and that no other mistake of its function matches on
+    every public case is named, with its own message; any other is not named at all -- and
+    no attempt is ever given another mistake's name. (Problem 12's mistakes are the spec's
+    models in both editions: left out here.)"""
+    from grader.runner import _passes, _wrong_answer, _RAISED
+    from grader.spec import same_answer
+
+    def agree(a, b, match):
+        if a is _RAISED or b is _RAISED:
+            return a is b
+        try:
+            return bool((match or same_answer)(a, b))
+        except Exception:
+            return False
+    jobs, expect = [], []
+    for p in runner.discover():
+        if p.number == 12:
+            continue
+        public = [c for c in p.make_cases(0) if not c.hidden]
+        answers = {m.name: [_wrong_answer(m, c) for c in public if c.function == m.function] for m in p.mistakes}
+        for m in p.mistakes:
+            mine = [c for c in public if c.function == m.function]
+            shows = any(w is _RAISED or not _passes(p, c, w) for c, w in zip(mine, answers[m.name]))
+            twin = any(o is not m and o.function == m.function and all(
+                agree(a, b, m.match) for a, b in zip(answers[m.name], answers[o.name])) for o in p.mistakes)
+            shows = shows and not twin
+            f = tmp_path / f"p{p.number:02d}_{m.path.stem}" / p.filename
+            f.parent.mkdir()
+            shutil.copy2(m.path, f)
+            jobs.append([p.number, str(f)])
+            expect.append((p.number, m.name, m.message, shows))
+    out = subprocess.run([sys.executable, "-c", GRADE_MISTAKES, json.dumps(jobs)], cwd=bundle.folder,
+                         capture_output=True, text=True, timeout=1800)
+    assert out.returncode == 0, out.stderr[-3000:]
+    named = json.loads(out.stdout.strip().splitlines()[-1])
+    wrong = [(n, name, got) for (n, name, msg, _), got in zip(expect, named) if set(got) - {msg}]
+    assert wrong == [], f"named as another mistake: {wrong}"
+    missed = [(n, name) for (n, name, msg, shows), got in zip(expect, named) if shows and got != [msg]]
+    assert missed == [], f"shows on a public case, not named by the student edition: {missed}"
+    unnamed = [(n, name) for (n, name, msg, shows), got in zip(expect, named) if not shows]
+    assert all(got == [] for (_, _, _, shows), got in zip(expect, named) if not shows)
+    capture_note(f"the student edition names {sum(e[3] for e in expect)} of {len(expect)} named mistakes "
+                 f"(problem 12 aside); these show only on hidden cases, or no public case tells them "
+                 f"from another: {unnamed}")
+
+
+def test_the_sites_wheel_has_recorded_mistakes_not_their_files(tmp_path):
+    """The browser site's course wheel (web/build.py) is a student edition too: no named
+    mistake's file, every problem's recorded answers, and the wheel's judge loads them."""
+    sys.path.insert(0, str(ROOT / "web"))
+    try:
+        import build
+    finally:
+        sys.path.remove(str(ROOT / "web"))
+    wheel = build.course_wheel(tmp_path / "wheel")
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        z.extractall(tmp_path / "site")
+    assert not [n for n in names if n.startswith(MISTAKES) and n.endswith(".py")]
+    assert sorted(n for n in names if n.startswith(MISTAKES)) == \
+        sorted(f"{MISTAKES}{p.filename[:-3]}.json" for p in runner.discover())
+    probe = subprocess.run([sys.executable, "-c", "from grader import runner; p = runner.find(4); "
+                            "print(len(p.mistakes), type(p.mistakes[0].fn).__name__)"],
+                           cwd=tmp_path / "site", capture_output=True, text=True, timeout=120)
+    assert probe.stdout.split() == [str(len(runner.find(4).mistakes)), "RecordedAnswers"], probe.stderr[-2000:]
