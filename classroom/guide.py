@@ -54,14 +54,20 @@ WORDS = {
            "open_head": "| problem | the judge's reference runs | course functions with the problem's names |",
            "only_spec": "(only the spec file)", "in": " in ", "none": "none",
            "open_tail": "Open in a release (the reference runs course code the bundle ships): problems "
-                        "{opened}. With course functions under the problem's own names: problems {same}."},
+                        "{opened}. With course functions under the problem's own names: problems {same}.",
+           "mistakes_tail": "Named mistakes in a release (their answers on the public cases, not their files): "
+                            "the student edition's judge names {named} of {total}. It cannot name, because they "
+                            "show only on hidden cases or no public case tells them from another: {missing}."},
     "zh": {"plan_head": "| 周 | 章 | 习题（计分） | 课堂幻灯片 |",
            "not_found": "（找不到该章）", "deck": "slides/zh/{stem}.slides.html",
            "review": "复习；最后几道习题的截止时间；评分，并在课上讨论 `summary.md`",
            "open_head": "| 习题 | 判题程序的参考实现运行的代码 | 带有该题函数名的课程函数 |",
            "only_spec": "（只有规格文件）", "in": "，位于 ", "none": "无",
            "open_tail": "在发布包中公开（参考实现运行学生包附带的课程代码）的习题：{opened}。"
-                        "课程中有与题目函数同名的函数的习题：{same}。"},
+                        "课程中有与题目函数同名的函数的习题：{same}。",
+           "mistakes_tail": "发布包中的具名错误（只带它们在公开用例上的答案，不带它们的文件）："
+                            "学生版的判题程序能认出 {total} 个中的 {named} 个。认不出的（它们只在隐藏用例上显现，"
+                            "或者没有公开用例能把它们和别的错误区分开）：{missing}。"},
 }
 
 
@@ -203,7 +209,21 @@ def open_problems(lang: str = "en") -> str:
         opened += [p.number] if runs else []
         same_name += [p.number] if files else []
     rows += ["", w["open_tail"].format(opened=_ranges(opened) or w["none"], same=_ranges(same_name) or w["none"])]
+    rows += ["", _mistakes_line(w)]
     return "\n".join(rows)
+
+
+def _mistakes_line(w: dict) -> str:
+    """How many named mistakes a release's judge can still name (grader/recorded.py)."""
+    from grader import recorded
+    named = total = 0
+    missing = []
+    for p in _problems():
+        yes, no = recorded.named_in_release(p)
+        named, total = named + len(yes), total + len(yes) + len(no)
+        if no:
+            missing.append(f"{p.number} ({', '.join(f'*{n}*' for n in no)})")
+    return w["mistakes_tail"].format(named=named, total=total, missing="; ".join(missing) or w["none"])
 
 
 GENERATORS = {"plan": plan, "open": open_problems, "problems": lambda lang="en": problems()}

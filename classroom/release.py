@@ -252,7 +252,8 @@ def left_out(repo_files, files) -> list[str]:
     repo_files, shipped = set(repo_files), set(files)
     groups: dict = {}
     for f in sorted(repo_files):
-        key = "grader/classroom" if f.startswith("grader/classroom/") else f.split("/", 1)[0]
+        key = "grader/classroom" if f.startswith("grader/classroom/") else \
+            MISTAKES.rstrip("/") if f.startswith(MISTAKES) else f.split("/", 1)[0]
         groups.setdefault(key, []).append(f)
     out = []
     for key, members in sorted(groups.items()):
@@ -262,6 +263,8 @@ def left_out(repo_files, files) -> list[str]:
         extra = sorted(f for f in shipped if f.startswith(key + "/") and f not in repo_files)
         notes = ([f"all but {', '.join(k[len(key) + 1:] for k in kept)}"] if kept else []) + \
                 ([f"the bundle has its own {', '.join(extra)}"] if extra else [])
+        if key + "/" == MISTAKES and extra:   # the named mistakes' files: their recorded answers instead
+            notes = ["their answers on the public cases ship instead, as pNN_slug.json"]
         name = key if members == [key] else key + "/"
         out.append(name + (f" ({'; '.join(notes)})" if notes else ""))
     return out

@@ -149,6 +149,31 @@ def _drop_twins(entries: list, problem) -> None:
             e["ambiguous_with"] = sorted(twins[e["name"]])
 
 
+def named_in_release(problem) -> tuple[list, list]:
+    """([names the student edition can name], [names it cannot]) of ``problem``'s named
+    mistakes: it can where the record keeps answers and one of them fails its public case
+    (a model computes its answers everywhere: problem 12's). For the teacher's guide."""
+    from . import child
+    entries = record(problem)["mistakes"]
+    cases = {case_key(c): c for c in problem.make_cases(0) if not c.hidden} if any("answers" in e for e in entries) else {}
+    named, not_named = [], []
+    for e in entries:
+        shows = bool(e.get("model"))
+        for k, hit in e.get("answers", {}).items():
+            if hit.get("raised"):
+                shows = True
+                break
+            try:
+                if not problem.check(cases[k], child.decode(hit["answer"])).passed:
+                    shows = True
+                    break
+            except Exception:  # noqa: BLE001 -- an answer the checker cannot read fails
+                shows = True
+                break
+        (named if shows else not_named).append(e["name"])
+    return named, not_named
+
+
 def _header(m) -> dict:
     from .spec import MISTAKE_KEYS, read_header
     return read_header(m.path, MISTAKE_KEYS) if m.path is not None else {}
@@ -174,4 +199,4 @@ def load(path: Path, *, models: dict | None = None, match=None) -> list:
     return out
 
 
-__all__ = ["record", "load", "case_key", "RecordedAnswers", "Recorded", "FORMAT"]
+__all__ = ["record", "load", "case_key", "named_in_release", "RecordedAnswers", "Recorded", "FORMAT"]
