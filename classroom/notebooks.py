@@ -261,7 +261,7 @@ def read_notebook(rel: str, data: bytes) -> Notebook:
     """Parse every code cell of the .ipynb in ``data`` (never running anything)."""
     key = hashlib.sha256(data).hexdigest()
     if key not in _PARSED:
-        if len(_PARSED) >= 256:
+        if len(_PARSED) >= 16:   # a parsed notebook can be large: keep a few
             _PARSED.clear()
         with warnings.catch_warnings():   # a student's "\d" (SyntaxWarning) is not the teacher's concern
             warnings.simplefilter("ignore")
@@ -716,9 +716,12 @@ def analyse_bounded(rel: str, data: bytes, problems, wanted=(), cpu_s: float = A
     else:
         course_functions()   # the chapters are read once, here, not in every child
         result = _in_child(rel, data, problems, wanted, cpu_s, memory)
-    if len(_ANALYSED) >= 256:
-        _ANALYSED.clear()
-    _ANALYSED[key] = result
+    # kept for a class's equal copies; a large answer (generated files) is not kept, so the
+    # cache holds at most 64 small ones
+    if sum(len(ex.source) for ex in result.extractions.values()) <= 256 << 10:
+        if len(_ANALYSED) >= 64:
+            _ANALYSED.clear()
+        _ANALYSED[key] = result
     return result
 
 
