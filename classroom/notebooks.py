@@ -727,7 +727,8 @@ def analyse_bounded(rel: str, data: bytes, problems, wanted=(), cpu_s: float = A
 
 def _limit_self(cpu_s: float, memory: int) -> None:
     """In the child: CPU seconds (SIGXCPU, then SIGKILL one second later) and private
-    memory (RLIMIT_DATA above what the fork already holds; MemoryError beyond it)."""
+    memory (RLIMIT_DATA above what the fork already holds; MemoryError beyond it -- the
+    parent's free heap, which the child reuses first, comes on top of it)."""
     import resource
     cpu = max(1, int(cpu_s + 0.999))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
