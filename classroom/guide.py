@@ -215,11 +215,11 @@ def open_problems(lang: str = "en") -> str:
 
 def _mistakes_line(w: dict) -> str:
     """How many named mistakes a release's judge can still name (grader/recorded.py)."""
-    from grader import recorded
+    from . import mistakes
     named = total = 0
     missing = []
     for p in _problems():
-        yes, no = recorded.named_in_release(p)
+        yes, no = mistakes.named_in_release(p)
         named, total = named + len(yes), total + len(yes) + len(no)
         if no:
             missing.append(f"{p.number} ({', '.join(f'*{n}*' for n in no)})")

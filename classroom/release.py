@@ -224,10 +224,10 @@ def leak_report(bundle: Path, answers: Path) -> tuple[list, list]:
 def recorded_mistakes() -> dict:
     """{bundle path: bytes}: each problem's named mistakes as answers recorded on its
     public cases (grader/recorded.py), in place of their files."""
-    from grader import recorded
+    from . import mistakes
     out = {}
     for p in problems():
-        data = json.dumps(recorded.record(p), sort_keys=True, separators=(",", ":")) + "\n"
+        data = json.dumps(mistakes.record(p), sort_keys=True, separators=(",", ":")) + "\n"
         out[f"{MISTAKES}{p.filename[:-3]}.json"] = data.encode("utf-8")
     return out
 
