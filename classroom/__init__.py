@@ -5,8 +5,11 @@
                   makes its README from README.md (the student edition)
   submissions.py  find each student's files in a folder of folders and zips; notebooks.py
                   turns a notebook hand-in into a practice file (statically) or refuses it
-  grade.py        grade a class through the judge; pool.py + worker.py run the attempts
+  grade.py        grade a class through the judge; pool.py + worker.py run the attempts;
+                  verdicts.py bounds and checks every verdict record written and read
   gradebook.py    gradebook.csv, results/<id>.json, summary.md/.json/.png, matching.md
+  shown.py        one escaping function per medium (terminal, Markdown, CSV, JSON) for
+                  every string a student chose
   platforms.py    GitHub Classroom's workflow, Gradescope's autograder (gradescope/ holds
                   the autograder's setup.sh and run_autograder)
   slides.py       reveal.js lecture decks from the chapters

@@ -98,7 +98,7 @@ def cmd_release(a) -> int:
 def cmd_grade(a) -> int:
     from grader import runner
 
-    from . import gradebook
+    from . import gradebook, shown
     from .grade import SandboxMissing, Settings, grade_class, resolve_seed, stub_hashes
     problems = runner.discover()
     if a.problems:
@@ -120,9 +120,24 @@ def cmd_grade(a) -> int:
     stubs = stub_hashes(problems, warnings=warnings)   # the released stubs: the last commit's
     for w in warnings:
         print(f"warning: stubs: {w}", file=sys.stderr)
+    from grader import seeds
+
+    from . import submissions
+    if seeds.weak(seed):
+        print(f"warning: the seed ({seed_from}) is under 2**64: a class that sees hidden inputs could find it "
+              "by trying every seed, and know the cases of every regrade. Draw one of 128 bits: "
+              "python -c \"import secrets; print(secrets.randbits(128))\"", file=sys.stderr)
+    try:
+        times = submissions.teacher_times(Path(a.submitted_at)) if a.submitted_at else None
+    except (OSError, ValueError) as e:
+        print(f"error: --submitted-at: {shown.terminal(e)}", file=sys.stderr)
+        return 2
+    if a.deadline and times is None:
+        print("note: --deadline without --submitted-at: `late` is \"unknown\" for everyone (nothing inside a "
+              "submission is trusted for it; see docs/teaching.md, Collect)", file=sys.stderr)
     st = Settings(seed, seed_from, problems, skipped, _points(a.points), a.workers or os.cpu_count() or 1,
                   _deadline(a.deadline), a.hide_seed, not a.no_cache, _roster(a.roster),
-                  isolation="process" if a.trust_submissions else "jail", stubs=stubs)
+                  isolation="process" if a.trust_submissions else "jail", stubs=stubs, times=times)
     if a.trust_submissions:
         print("warning: --trust-submissions: the files run as your user with only the judge's Python "
               "guard; use it for files you wrote yourself, never for a class.", file=sys.stderr)
@@ -135,22 +150,24 @@ def cmd_grade(a) -> int:
         print(f"grade refused: {e}", file=sys.stderr)
         return 2
     except (OSError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {shown.terminal(e)}", file=sys.stderr)
         return 2
     written = gradebook.write(res, Path(a.out))
     for name, why in written["failed"]:
-        print(f"error: {Path(a.out) / name} could not be written ({why}); everything else was.", file=sys.stderr)
+        print(f"error: {Path(a.out) / name} could not be written ({shown.terminal(why)}); everything else was.",
+              file=sys.stderr)
     took = time.monotonic() - t0
     for d in gradebook.summary_data(res)["problems"]:
         s = d["status"]
-        top = f"; most often: {d['mistakes'][0][0]} ({d['mistakes'][0][2]})" if d["mistakes"] else ""
+        top = (f"; most often: {shown.terminal(d['mistakes'][0][0])} ({d['mistakes'][0][2]})"
+               if d["mistakes"] else "")
         print(f"  p{d['problem']:02d} {d['slug']:<20} passed {s['passed']:>3}, failed {s['failed']:>3}, "
               f"not started {s['not started']:>3}, missing {s['missing']:>3}{top}")
     _print_notebooks(res.students)
     shown_seed = "<hidden>" if a.hide_seed else seed
     print(f"graded {len(res.students)} students x {len(problems)} problems "
           f"({res.attempts} distinct attempts, {res.graded_now} graded now, the rest from the cache) "
-          f"in {took:.1f} s with {st.workers} workers; seed {shown_seed} ({seed_from}).")
+          f"in {took:.1f} s with {st.workers} workers; seed {shown_seed} ({shown.terminal(seed_from)}).")
     print(f"  {Path(a.out) / 'gradebook.csv'}, verdicts.csv, results/, summary.md, summary.png, matching.md")
     if res.not_graded:
         print(f"warning: {res.not_graded} attempt(s) were NOT GRADED because the grading machinery failed "
@@ -163,12 +180,14 @@ def cmd_grade(a) -> int:
 def _print_notebooks(students, shown: int = 40) -> None:
     """What happened to notebook hand-ins: every refusal is printed (it scores 0)."""
     from .notebooks import class_notebooks
+    from .shown import terminal
     graded, refused = class_notebooks(students)
     if not graded and not refused:
         return
     print(f"  notebooks: {len(graded)} attempt(s) graded from notebooks, {len(refused)} NOT GRADED")
     for sid, n, where, why in refused[:shown]:
-        print(f"  NOT GRADED: {sid} problem {n}: the notebook {where} could not be used: {why}")
+        print(f"  NOT GRADED: {terminal(sid)} problem {n}: the notebook {terminal(where)} could not be used: "
+              f"{terminal(why)}")
     if len(refused) > shown:
         print(f"  ... and {len(refused) - shown} more notebooks not graded: see summary.md")
 
@@ -195,6 +214,11 @@ def cmd_gradescope(a) -> int:
     except (OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    from grader import seeds
+    if seeds.weak(seed):
+        print(f"warning: the seed ({seed_from}) is under 2**64: students who see hidden inputs could find it "
+              "by trying every seed. Draw one of 128 bits: python -c \"import secrets; print(secrets.randbits(128))\"",
+              file=sys.stderr)
     warnings: list = []
     path, seed = build_gradescope(Path(a.out), seed, _points(a.points), with_torch=not a.without_torch,
                                   hide_seed=not a.show_seed, warnings=warnings)
@@ -295,6 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--problems", help="which problems, e.g. 1-11 or 1,4,8 (default: all)")
     g.add_argument("--points", help="points per problem, e.g. 12=2,4=1.5 (default 1 each)")
     g.add_argument("--deadline", help="ISO 8601, e.g. 2025-03-01T23:59+01:00: adds a late column")
+    g.add_argument("--submitted-at", help="your file of submission times (the LMS's export): one "
+                                          "`id,ISO 8601 time` per line; the only source of `late`")
     g.add_argument("--roster", help="a file with one student id per line (or a CSV, ids first)")
     g.add_argument("--hide-seed", action="store_true",
                    help="leave the seed out of the per-student results (to reuse it later)")

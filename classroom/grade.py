@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import json
 import os
 import platform
 import sys
@@ -44,11 +43,14 @@ from pathlib import Path
 from grader import jail, lang, limits, report, runner, seeds
 from grader.records import CaseStatus, ProblemResult
 
-from . import committed, notebooks, pool
+from . import committed, notebooks, pool, shown, verdicts
 from . import submissions as subs_mod
 
 SEED_ENV = "MLA_CLASS_SEED"
 FILE = "{FILE}"   # placeholder for the student's file in cached texts
+SEED = "{SEED}"   # placeholder for the run's seed in cached texts: no record holds the seed
+HIDDEN_SEED = "<seed>"   # what --hide-seed shows instead
+MAX_SEED_FILE = 4096     # bytes read from a seed file (a seed is at most 78 digits)
 NOT_GRADED = "not graded"   # a record's status when the machinery, not the attempt, failed
 
 
@@ -72,6 +74,7 @@ class Settings:
     roster: list | None = None
     isolation: str = "jail"             # "jail" (required for others' code) or "process" (trusted files)
     stubs: dict | None = None           # number -> sha256 of the committed stub (None: read them)
+    times: dict | None = None           # the teacher's submission times (submissions.teacher_times)
 
     def points_for(self, number: int) -> float:
         return float(self.points.get(number, 1))
@@ -83,19 +86,67 @@ def resolve_seed(seed=None, seed_file=None, out: Path | None = None) -> tuple[in
     if seed is not None:
         return int(seed), "--seed"
     if seed_file:
-        text = Path(seed_file).read_text().strip()
+        text = _read_small(Path(seed_file))
         return _parse_seed(text, f"--seed-file {seed_file}"), f"--seed-file {seed_file}"
     env = os.environ.get(SEED_ENV, "").strip()
     if env:
         return _parse_seed(env, f"${SEED_ENV}"), f"${SEED_ENV}"
     if out is not None and (Path(out) / "seed.txt").is_file():
-        text = (Path(out) / "seed.txt").read_text().strip()
+        text = _read_small(Path(out) / "seed.txt")
         return _parse_seed(text, str(Path(out) / "seed.txt")), "seed.txt of an earlier run in --out"
     return seeds.draw(), "drawn at random (recorded in seed.txt)"
 
 
 def _parse_seed(text: str, where: str) -> int:
     return seeds.parse(text, where)
+
+
+def _read_small(path: Path) -> str:
+    """The start of a seed file (read under a cap: it may be anything)."""
+    with open(path, "rb") as f:
+        return f.read(MAX_SEED_FILE).decode("utf-8", "replace").strip()
+
+
+def seed_forms(seed: int, numbers=()) -> list[str]:
+    """The ways a record could spell the run's seed: decimal and hex, and the same for
+    each problem's stream (seeds.for_problem); only forms of 6 characters or more (a
+    shorter seed is one that `grade` warns about: seeds.weak)."""
+    values = [seed] + [seeds.for_problem(seed, n) for n in numbers]
+    forms = []
+    for v in values:
+        forms += [str(v), f"{v:x}", f"{v:X}"]
+    return sorted({f for f in forms if len(f) >= 6}, key=len, reverse=True)
+
+
+def scrub_seed(obj, seed: int, numbers=(), mark: str = SEED):
+    """A copy of plain data with every form of the seed (seed_forms) replaced by ``mark``,
+    in every string: decimal forms where no digit is next to them, hex forms where no hex
+    digit is (a 0x prefix stays, the digits go)."""
+    import re
+    forms = seed_forms(seed, numbers)
+    if not forms:
+        return obj
+    pattern = re.compile("|".join(
+        rf"(?<![0-9]){re.escape(f)}(?![0-9])" if f.isdigit() else rf"(?<![0-9a-fA-F]){re.escape(f)}(?![0-9a-fA-F])"
+        for f in forms))
+
+    def walk(x):
+        if isinstance(x, str):
+            return pattern.sub(mark, x)
+        if isinstance(x, dict):
+            return {k: walk(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return [walk(v) for v in x]
+        return x
+    return walk(obj)
+
+
+def show_seed(obj, seed: int, hide: bool, numbers=()):
+    """A record as a report shows it: the SEED placeholder filled in, or, with ``hide``,
+    every form of the seed (placeholder included) replaced by <seed>."""
+    if not hide:
+        return replace_strings(obj, {SEED: str(seed)})
+    return scrub_seed(replace_strings(obj, {SEED: HIDDEN_SEED}), seed, numbers, HIDDEN_SEED)
 
 
 def judge_version() -> str:
@@ -107,7 +158,7 @@ def judge_version() -> str:
     # every file below grader/ and mlacourse/ (sub-packages such as mlacourse/engine and
     # whatever a problem's folder holds included)
     files = sorted([*root.joinpath("grader").rglob("*.py"), *root.joinpath("mlacourse").rglob("*.py"),
-                    here / "grade.py", here / "worker.py"])
+                    here / "grade.py", here / "worker.py", here / "verdicts.py", here / "shown.py"])
     for f in files:
         h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
     h.update(platform.python_version().encode())
@@ -159,9 +210,11 @@ def _english(fn, *args):
 def record_of(r: ProblemResult, staged: Path | None) -> dict:
     """Everything the reports need from one graded attempt, as plain data, with the
     staged file's path replaced by FILE (one cached verdict serves every student who
-    handed in the same file)."""
+    handed in the same file) and the seed by SEED (no record holds it in any form:
+    scrub_seed), every text within its limit (verdicts.bound)."""
     p = r.problem
     r.path, r.given_path = FILE, True
+    seed, r.seed = r.seed, (SEED if r.seed is not None else None)
     names = {m.message: m.name for m in p.mistakes}
     failing = [o for o in r.outcomes if o.status is CaseStatus.FAIL]
     reasons: dict = {}
@@ -185,7 +238,9 @@ def record_of(r: ProblemResult, staged: Path | None) -> dict:
     }
     if staged is not None:
         rec = replace_strings(rec, {str(staged.resolve()): FILE, str(staged): FILE})
-    return rec
+    if isinstance(seed, int):
+        rec = scrub_seed(rec, seed, [p.number])
+    return verdicts.bound(rec)
 
 
 def replace_strings(obj, table: dict):
@@ -223,14 +278,19 @@ def not_graded_record(problem, why: str, reason: str = "infrastructure") -> dict
 
 
 def read_cached(path: Path, key: tuple) -> dict | None:
-    """The cached record for (problem, sha256), or None when there is none or it is not
-    the record of exactly that file (a record for other bytes, or an unreadable one)."""
-    try:
-        rec = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(rec, dict) or rec.get("problem") != key[0] or rec.get("graded_sha256") != key[1]:
-        return None
+    """The cached record for (problem, sha256), or None when there is none or it cannot be
+    used (verdicts.load: too large, not JSON, a field wrong, the record of other bytes)."""
+    return verdicts.load(path, key)[0]
+
+
+def unusable_record(problem, why: str, sha: str) -> dict:
+    """The verdict of an attempt whose freshly written record could not be used: the
+    attempt's failure, with the reason (cached, so a rerun does not meet it again)."""
+    r = ProblemResult(problem, FILE, given_path=True).broken(
+        f"the grader could not use the verdict record of this attempt ({why}); it counts as "
+        "failed. If this was your own file, tell your teacher.", verdicts.UNUSABLE)
+    rec = record_of(r, None)
+    rec["graded_sha256"] = sha
     return rec
 
 
@@ -256,9 +316,7 @@ def isolation_line(isolation: str) -> str:
 
 
 def write_record(path: Path, rec: dict) -> None:
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_text(json.dumps(rec, sort_keys=True, indent=1))
-    tmp.replace(path)
+    verdicts.write(path, rec)
 
 
 def missing_record(problem, expected: str) -> dict:
@@ -271,8 +329,8 @@ def missing_record(problem, expected: str) -> dict:
 def refused_notebook_record(problem, ex: notebooks.Extraction) -> dict:
     """The verdict record of a notebook hand-in that cannot be graded (notebooks.py says why)."""
     r = ProblemResult(problem, FILE, given_path=True).broken(
-        f"NOT GRADED: the notebook {ex.notebook} could not be used for problem {problem.number} "
-        f"({problem.slug}): {ex.refused}. The grader never runs a notebook: it copies the "
+        f"NOT GRADED: the notebook {shown.plain(ex.notebook)} could not be used for problem {problem.number} "
+        f"({problem.slug}): {shown.plain(ex.refused)}. The grader never runs a notebook: it copies the "
         f"top-level functions a problem asks for and what they use into a practice file. Fix "
         f"the notebook, or hand in practice/{problem.filename}.", notebooks.REASON)
     return record_of(r, None)
@@ -334,8 +392,13 @@ class _Progress:
             self.bar.close()
 
 
+def seed_tag(seed: int) -> str:
+    """A name for the seed in folder names: 16 hex digits of a hash of it, never the seed."""
+    return hashlib.sha256(b"mla-course cache folder\0" + seed.to_bytes(32, "big")).hexdigest()[:16]
+
+
 def cache_dir(out: Path, settings: Settings, version: str) -> Path:
-    return out / ".cache" / f"{version[:16]}-seed{settings.seed}"
+    return out / ".cache" / f"{version[:16]}-{seed_tag(settings.seed)}"
 
 
 def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: bool = True,
@@ -355,7 +418,7 @@ def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: 
     problems = settings.problems
     by_number = {p.number: p for p in problems}
     stubs = settings.stubs if settings.stubs is not None else stub_hashes(problems)
-    students, folder_notes = subs_mod.discover(submissions_dir, problems, stubs, settings.roster)
+    students, folder_notes = subs_mod.discover(submissions_dir, problems, stubs, settings.roster, settings.times)
     version = judge_version()
     work = out / ".work"
     cache = cache_dir(out, settings, version)
@@ -379,8 +442,11 @@ def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: 
     todo.sort(key=lambda k: (0 if by_number[k[0]].needs_torch else 1, k))
     log(f"{len(students)} submissions, {len(attempts)} distinct attempts "
         f"({len(attempts) - len(todo)} already graded), seed "
-        f"{'<hidden>' if settings.hide_seed else settings.seed} ({settings.seed_from}), "
+        f"{'<hidden>' if settings.hide_seed else settings.seed} ({shown.terminal(settings.seed_from)}), "
         f"{settings.workers} workers; {isolation_line(settings.isolation)}")
+    for s in students:
+        if s.collision:
+            log(f"warning: {shown.terminal(s.student)}: {shown.terminal(s.collision)}")
     bar = _Progress(len(todo), progress)
     budgets = {n: pool.budget_for(p) for n, p in by_number.items()}
     rename = location_labels(submissions_dir, out)
@@ -395,6 +461,9 @@ def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: 
     def done(job):
         nonlocal graded_now
         graded_now += 1
+        _, why = verdicts.load(Path(job.out), job.key)
+        if why:   # the worker's record cannot be used: the attempt's failure, cached as such
+            write_record(Path(job.out), unusable_record(by_number[job.problem], why, job.key[1]))
         bar.step()
 
     def failed(job, why):
@@ -407,13 +476,13 @@ def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: 
         pool.run_jobs(jobs, settings.workers, done, failed, log_dir=out / ".logs")
     except KeyboardInterrupt:
         bar.close()
-        where = cache.parent if settings.hide_seed else cache   # its name holds the seed
-        log(f"\ninterrupted: {graded_now} attempts graded in this run are cached in {where}; "
+        log(f"\ninterrupted: {graded_now} attempts graded in this run are cached in {cache}; "
             "run the same command again to go on from there.")
         raise
     bar.close()
 
     graded = []
+    loaded: dict = {}   # key -> its record: one copy in memory per distinct attempt
     for s in students:
         g = Graded(s)
         for p in problems:
@@ -426,7 +495,9 @@ def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: 
             elif key in not_graded:
                 g.records[p.number] = not_graded[key]
             else:
-                rec = read_cached(cache_file(key), key)
+                if key not in loaded:
+                    loaded[key] = read_cached(cache_file(key), key)
+                rec = loaded[key]
                 if rec is None:
                     rec = not_graded[key] = not_graded_record(
                         p, "its verdict was not found in the cache after grading", "infrastructure")

@@ -1,39 +1,42 @@
 """Write a graded class to disk: what a teacher publishes and what they discuss in class.
 
     grades/
-      gradebook.csv        student x problem points, total, (submitted_at, late)
+      gradebook.csv        student x problem points, total, (submitted_at, late, the student's claim)
       verdicts.csv         one row per (student, problem): status, reason, named mistake, file
       results/<id>.json    Exercism results.json v3 per student (+ score/max_score, seed)
       matching.md          which file was graded for whom, by which rule, and what was ignored
       summary.md           per problem: passed, failed, most common reasons and named mistakes
       summary.json         the same as data
       summary.png          pass rates and the most frequent named mistakes (a bar chart)
-      grading.json         seed, where it came from, judge version, problems, points, deadline
-      seed.txt             the seed, so that a re-run in the same --out grades the same cases
+      grading.json         where the seed came from, judge version, problems, points, deadline
+      seed.txt             the seed (mode 0600), so that a re-run in the same --out grades the
+                           same cases: the teacher's file, never to be shared
 
 No file here holds a timestamp of the run or a duration, and every list is sorted, so two
 runs with the same submissions and seed write the same bytes. (How long grading took is
-printed, not written.) ``hide_seed`` removes the seed from what students see: the
-per-student results and the feedback texts (the "Reproduce:" lines name it).
+printed, not written.) ``hide_seed`` leaves the seed out of everything but seed.txt: the
+per-student results, the feedback texts (their "Reproduce:" lines say <seed>), summary.md,
+summary.json and grading.json -- in any form (decimal, hex, each problem's stream:
+grade.show_seed). Records never hold it (grade.SEED is filled in here).
 
-Nothing a student chose can act in a teacher's tools: a CSV cell a spreadsheet would run
-as a formula (=, +, -, @, a tab or a carriage return first) gets a leading apostrophe,
-names are shown through ``submissions.printable``, and one student's results file that
-cannot be written is reported (``write`` returns it in ``failed``) while every other
-file is still written. An attempt that was not graded (the machinery failed) shows as
-"not graded" in the gradebook, never as 0 points.
+Nothing a student chose can act in a teacher's tools: every string a student influenced
+goes through the function of its medium in shown.py (shown.csv_cell for the CSVs,
+shown.markdown for summary.md and matching.md, shown.json_value for the JSON files), and
+one student's results file that cannot be written is reported (``write`` returns it in
+``failed``) while every other file is still written. An attempt that was not graded (the
+machinery failed) shows as "not graded" in the gradebook, never as 0 points.
 """
 from __future__ import annotations
 
 import csv
 import io
 import json
-import re
+import os
 from collections import Counter
 from pathlib import Path
 
-from . import notebooks
-from .grade import FILE, NOT_GRADED, ClassResult, replace_strings
+from . import notebooks, shown, verdicts
+from .grade import FILE, NOT_GRADED, ClassResult, replace_strings, show_seed
 
 REASONS = {  # the judge's reason tags, as a teacher would say them
     "wrong_answer": "wrong answer", "wrong_shape": "wrong shape", "wrong_type": "wrong type returned",
@@ -47,31 +50,15 @@ REASONS = {  # the judge's reason tags, as a teacher would say them
     "judge_error": "judge error (report it)", "unavailable": "not gradable on this machine",
     "infrastructure": "not graded: the grading machinery failed (run again)",
     "notebook_unusable": "NOT GRADED: the notebook handed in could not be used (see its reason)",
+    verdicts.UNUSABLE: "its verdict record could not be used (counts as failed)",
 }
 STATUS_ORDER = ("passed", "failed", "not started", "missing", NOT_GRADED)
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def cell(text) -> str:
-    """A CSV cell a spreadsheet shows as text, never runs as a formula."""
-    text = str(text)
-    return "'" + text if text.startswith(FORMULA_START) else text
+cell = shown.csv_cell   # a CSV cell a spreadsheet shows as text, never runs as a formula
+md = shown.markdown     # student text in summary.md and matching.md
 
 
 def _fmt(x: float) -> str:
     return f"{x:g}"
-
-
-def _seedless(obj, seed: int):
-    """Replace the seed by <seed> in every string (word-bounded)."""
-    pat = re.compile(rf"(?<![0-9]){seed}(?![0-9])")
-    if isinstance(obj, str):
-        return pat.sub("<seed>", obj)
-    if isinstance(obj, dict):
-        return {k: _seedless(v, seed) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_seedless(v, seed) for v in obj]
-    return obj
 
 
 def shown_file(g, number: int) -> str:
@@ -80,8 +67,10 @@ def shown_file(g, number: int) -> str:
 
 
 def rendered(g, number: int, seed: int, hide_seed: bool) -> dict:
+    """One record as the reports show it: the student's file named, the seed filled in or,
+    with ``hide_seed``, left out in every form."""
     rec = replace_strings(g.records[number], {FILE: shown_file(g, number) or "(no file)"})
-    return _seedless(rec, seed) if hide_seed else rec
+    return show_seed(rec, seed, hide_seed, [number])
 
 
 def late_flag(sub, deadline) -> str:
@@ -100,7 +89,7 @@ def gradebook_csv(res: ClassResult) -> str:
     w = csv.writer(buf, lineterminator="\n")
     head = ["student"] + [f"p{p.number:02d}_{p.slug}" for p in st.problems] + ["total", "max"]
     if st.deadline is not None:
-        head += ["submitted_at", "submitted_at_from", "late"]
+        head += ["submitted_at", "submitted_at_from", "late", "student_claim"]
     with_notebooks = any(m.notebook is not None for g in res.students for m in g.sub.matches.values())
     if with_notebooks:
         head += ["notebooks"]
@@ -112,7 +101,8 @@ def gradebook_csv(res: ClassResult) -> str:
         row = [cell(g.sub.student)] + shown + [_fmt(sum(scores)), _fmt(max_total(res))]
         if st.deadline is not None:
             at = g.sub.submitted_at.isoformat() if g.sub.submitted_at else ""
-            row += [at, cell(g.sub.submitted_at_source), late_flag(g.sub, st.deadline)]
+            row += [at, cell(g.sub.submitted_at_source), late_flag(g.sub, st.deadline),
+                    cell(g.sub.claimed_at)]
         if with_notebooks:
             row += [cell(notebooks.student_note(g.sub))]
         w.writerow(row)
@@ -133,12 +123,12 @@ def verdicts_csv(res: ClassResult) -> str:
             rec = g.records[p.number]
             m = g.sub.matches.get(p.number)
             first = rec["first"] or {}
-            w.writerow([cell(g.sub.student), p.number, rec["status"],
-                        "" if rec["status"] == "passed" else rec["reason"],
-                        first.get("mistake_name") or "", "{}/{}".format(*rec["public"][:2]),
+            w.writerow([cell(g.sub.student), p.number, cell(rec["status"]),
+                        "" if rec["status"] == "passed" else cell(rec["reason"]),
+                        cell(first.get("mistake_name") or ""), "{}/{}".format(*rec["public"][:2]),
                         "{}/{}".format(*rec["hidden"][:2]),
-                        first.get("name", "") if rec["status"] != "passed" else "",
-                        cell(shown_file(g, p.number)), m.rule if m else "",
+                        cell(first.get("name", "")) if rec["status"] != "passed" else "",
+                        cell(shown_file(g, p.number)), cell(m.rule) if m else "",
                         cell("; ".join(m.notes)) if m else ""])
     return buf.getvalue()
 
@@ -157,10 +147,11 @@ def student_json(res: ClassResult, g) -> dict:
     only_errors = any(t["status"] == "error" for t in tests) and not any(t["status"] == "fail" for t in tests)
     files = {f"p{n:02d}": f"{g.sub.source}{m.rel}" for n, m in sorted(g.sub.matches.items())}
     msg = g.sub.unreadable or None
-    return {"version": 3, "status": "pass" if all_pass else ("error" if only_errors else "fail"),
-            "message": msg, "student": g.sub.student,
-            "score": sum(t["score"] for t in tests), "max_score": max_total(res),
-            "seed": None if st.hide_seed else st.seed, "files": files, "tests": tests}
+    return shown.json_value({
+        "version": 3, "status": "pass" if all_pass else ("error" if only_errors else "fail"),
+        "message": msg, "student": g.sub.student,
+        "score": sum(t["score"] for t in tests), "max_score": max_total(res),
+        "seed": None if st.hide_seed else st.seed, "files": files, "tests": tests})
 
 
 def matching_md(res: ClassResult) -> str:
@@ -168,23 +159,29 @@ def matching_md(res: ClassResult) -> str:
              "Rules, best first: exact (p04_choose_path.py), name (case or a copy suffix differs), "
              "slug (choose_path.py), number (p4.py), contains (the name holds the slug).", ""]
     for n in res.folder_notes:
-        lines.append(f"- folder: {n}")
+        lines.append(f"- folder: {md(n)}")
     for g in res.students:
         s = g.sub
-        lines += ["", f"## {s.student}" + (f" ({s.source})" if s.source else "")]
+        lines += ["", f"## {md(s.student)}" + (f" ({md(s.source)})" if s.source else "")]
+        if s.collision:
+            lines.append(f"- **name collision**: {md(s.collision)}")
         if s.unreadable:
-            lines.append(f"- UNREADABLE: {s.unreadable}")
-        if s.submitted_at is not None and res.settings.deadline is not None:
-            lines.append(f"- submitted at {s.submitted_at.isoformat()} ({s.submitted_at_source})")
+            lines.append(f"- UNREADABLE: {md(s.unreadable)}")
+        if res.settings.deadline is not None:
+            if s.submitted_at is not None:
+                lines.append(f"- submitted at {s.submitted_at.isoformat()} ({md(s.submitted_at_source)})")
+            if s.claimed_at:
+                lines.append(f"- the student's own claim (not used): {md(s.claimed_at)}")
         for p in res.settings.problems:
             m = s.matches.get(p.number)
             if m is None:
                 lines.append(f"- p{p.number:02d}: no file")
             else:
-                extra = f" -- {'; '.join(m.notes)}" if m.notes else ""
-                lines.append(f"- p{p.number:02d}: `{m.rel}` ({m.rule}){extra}")
+                extra = f" -- {md('; '.join(m.notes))}" if m.notes else ""
+                lines.append(f"- p{p.number:02d}: {md(m.rel)} ({m.rule}){extra}")
         for n in s.notes:
-            lines.append(f"- ignored: {n}")
+            if n != s.collision:
+                lines.append(f"- ignored: {md(n)}")
     return "\n".join(lines) + "\n"
 
 
@@ -209,7 +206,8 @@ def summary_data(res: ClassResult) -> dict:
             "first_failing_cases": [[k, v] for k, v in _top(cases, 5)],
         })
     graded, refused = notebooks.class_notebooks(res.students)
-    return {"students": len(res.students), "seed": res.settings.seed, "problems": out,
+    st = res.settings
+    return {"students": len(res.students), "seed": None if st.hide_seed else st.seed, "problems": out,
             "notebooks": {"graded": [list(x) for x in graded], "refused": [list(x) for x in refused]}}
 
 
@@ -219,8 +217,9 @@ def _top(counter: Counter, n: int = 8):
 
 def summary_md(res: ClassResult, data: dict) -> str:
     st = res.settings
+    seed = "hidden (--hide-seed)" if st.hide_seed else str(st.seed)
     lines = [f"# Class summary: {data['students']} students, {len(st.problems)} problems", "",
-             f"Seed {st.seed}; points per problem: "
+             f"Seed {seed}; points per problem: "
              + ", ".join(f"p{p.number:02d} {_fmt(st.points_for(p.number))}" for p in st.problems) + ".", ""]
     if st.skipped:
         lines += ["Not graded here: " + "; ".join(f"problem {n} ({why})" for n, why in sorted(st.skipped.items())), ""]
@@ -239,13 +238,13 @@ def summary_md(res: ClassResult, data: dict) -> str:
                   f"{d['status']['passed']} of {d['students']} passed; {d['handed_in']} handed in a file."]
         if d["reasons"]:
             lines.append("Why attempts failed (first failure of each):")
-            lines += [f"- {label}: {n}" for _, label, n in d["reasons"]]
+            lines += [f"- {label if key in REASONS else md(label)}: {n}" for key, label, n in d["reasons"]]
         if d["mistakes"]:
             lines.append("Named mistakes the judge recognised (worth discussing in class):")
-            lines += [f"- {name} ({n}): {msg}" for name, msg, n in d["mistakes"]]
+            lines += [f"- {md(name)} ({n}): {msg}" for name, msg, n in d["mistakes"]]
         if d["first_failing_cases"]:
             lines.append("Cases failed first most often: "
-                         + "; ".join(f"\"{c}\" ({n})" for c, n in d["first_failing_cases"]))
+                         + "; ".join(f"{md(c)} ({n})" for c, n in d["first_failing_cases"]))
     return "\n".join(lines) + "\n"
 
 
@@ -259,7 +258,7 @@ def notebooks_md(nbs: dict) -> list[str]:
     if nbs["refused"]:
         lines += [f"**{len(nbs['refused'])} notebook hand-in(s) could NOT be graded** and score 0 "
                   "(each student's results file says why):", ""]
-        lines += [f"- {sid}, problem {n}: `{where}` -- {why}" for sid, n, where, why in nbs["refused"]]
+        lines += [f"- {md(sid)}, problem {n}: {md(where)} -- {md(why)}" for sid, n, where, why in nbs["refused"]]
     return lines
 
 
@@ -271,9 +270,12 @@ def chart(data: dict, path: Path) -> None:
 
     probs = data["problems"]
     labels = [f"p{d['problem']:02d} {d['slug']}" for d in probs]
+
+    def label(text: str) -> str:   # a name from a record: no mathtext ($...$), no control character
+        return shown.cut(shown.plain(text), 60).replace("$", r"\$")
     colors = {"passed": "#1a7f37", "failed": "#cf222e", "not started": "#8c959f", "missing": "#d4a72c",
               NOT_GRADED: "#0969da"}
-    mistakes = sorted(((n, f"p{d['problem']:02d} {name}") for d in probs for name, _, n in d["mistakes"]),
+    mistakes = sorted(((n, f"p{d['problem']:02d} {label(name)}") for d in probs for name, _, n in d["mistakes"]),
                       key=lambda t: (-t[0], t[1]))[:12]
     fig, axes = plt.subplots(1, 2, figsize=(13, max(4.0, 0.42 * len(probs) + 1.5)),
                              gridspec_kw={"width_ratios": [1.1, 1]})
@@ -314,19 +316,22 @@ def write(res: ClassResult, out: Path) -> dict:
     st = res.settings
     written: dict = {"failed": []}
 
-    def put(name, text):
+    def put(name, text, private=False):
         p = out / name
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
             tmp = p.with_name(p.name + ".part")
-            tmp.write_text(text, encoding="utf-8")
+            tmp.unlink(missing_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o644)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
             tmp.replace(p)
         except OSError as e:
             written["failed"].append((name, f"{type(e).__name__}: {e.strerror or e}"))
             return
         written[name] = p
 
-    put("seed.txt", f"{st.seed}\n")
+    put("seed.txt", f"{st.seed}\n", private=True)
     put("gradebook.csv", gradebook_csv(res))
     put("verdicts.csv", verdicts_csv(res))
     put("matching.md", matching_md(res))
@@ -337,17 +342,21 @@ def write(res: ClassResult, out: Path) -> dict:
     for g in res.students:
         put(f"results/{g.sub.student}.json", json.dumps(student_json(res, g), indent=2, sort_keys=True) + "\n")
     data = summary_data(res)
-    put("summary.json", json.dumps(data, indent=1, sort_keys=True) + "\n")
+    put("summary.json", json.dumps(shown.json_value(data), indent=1, sort_keys=True) + "\n")
     put("summary.md", summary_md(res, data))
-    chart(data, out / "summary.png")
-    written["summary.png"] = out / "summary.png"
-    meta = {"seed": st.seed, "judge_version": res.version,
+    try:
+        chart(data, out / "summary.png")
+        written["summary.png"] = out / "summary.png"
+    except Exception as e:  # noqa: BLE001 -- the chart is a convenience: the rest is written
+        written["failed"].append(("summary.png", shown.terminal(f"{type(e).__name__}: {e}")[:300]))
+    meta = {"seed": None if st.hide_seed else st.seed,
+            "judge_version": res.version,
             "problems": [p.number for p in st.problems],
             "points": {str(p.number): st.points_for(p.number) for p in st.problems},
             "not_graded": {str(k): v for k, v in sorted(st.skipped.items())},
             "deadline": st.deadline.isoformat() if st.deadline else None,
-            "late_rule": ("submitted_at.txt (ISO 8601) in the submission if present, else the newest "
-                          "modification time of the files graded (zip entries read as UTC)")
+            "late_rule": ("the time in the teacher's times file (--submitted-at), else unknown; "
+                          "nothing inside a submission (submitted_at.txt, file or zip-entry times) counts")
             if st.deadline else None,
             "students": len(res.students), "distinct_attempts": res.attempts,
             "hide_seed": st.hide_seed}

@@ -70,7 +70,10 @@ WORDS = {
            "p_may": "- May import from the course: {names} (data only); any other course import is refused.",
            "p_may_not": "- May import nothing from the course (numpy and the standard library are fine).",
            "p_mistakes": "- Named mistakes the judge recognises:", "p_mistake": "  - *{name}*: {message}",
-           "sep": "; ", "comma": ", ", "end": "."},
+           "sep": "; ", "comma": ", ", "end": ".",
+           "mistakes_tail": "Named mistakes in a release (their answers on the public cases, not their files): "
+                            "the student edition's judge names {named} of {total}. It cannot name, because they "
+                            "show only on hidden cases or no public case tells them from another: {missing}."},
     "zh": {"plan_head": "| 周 | 章 | 习题（计分） | 课堂幻灯片 |",
            "not_found": "（找不到该章）", "deck": "slides/zh/{stem}.slides.html",
            "review": "复习；最后几道习题的截止时间；评分，并在课上讨论 `summary.md`",
@@ -90,7 +93,10 @@ WORDS = {
            "p_may": "- 可以从课程中导入：{names}（仅数据）；其他任何课程导入都会被拒绝。",
            "p_may_not": "- 不能从课程中导入任何东西（numpy 和标准库可以用）。",
            "p_mistakes": "- 判题程序能识别的典型错误：", "p_mistake": "  - *{name}*：{message}",
-           "sep": "；", "comma": "，", "end": "。"},
+           "sep": "；", "comma": "，", "end": "。",
+           "mistakes_tail": "发布包中的典型错误（只带它们在公开用例上的答案，不带它们的文件）："
+                            "学生版的判题程序能认出 {total} 个中的 {named} 个。认不出的（它们只在隐藏用例上显现，"
+                            "或者没有公开用例能把它们和别的错误区分开）：{missing}。"},
 }
 
 
@@ -239,7 +245,21 @@ def open_problems(lang: str = "en") -> str:
         opened += [p.number] if runs else []
         same_name += [p.number] if files else []
     rows += ["", w["open_tail"].format(opened=_ranges(opened) or w["none"], same=_ranges(same_name) or w["none"])]
+    rows += ["", _mistakes_line(w)]
     return "\n".join(rows)
+
+
+def _mistakes_line(w: dict) -> str:
+    """How many named mistakes a release's judge can still name (grader/recorded.py)."""
+    from . import mistakes
+    named = total = 0
+    missing = []
+    for p in _problems():
+        yes, no = mistakes.named_in_release(p)
+        named, total = named + len(yes), total + len(yes) + len(no)
+        if no:
+            missing.append(f"{p.number} ({', '.join(f'*{n}*' for n in no)})")
+    return w["mistakes_tail"].format(named=named, total=total, missing="; ".join(missing) or w["none"])
 
 
 GENERATORS = {"plan": plan, "open": open_problems, "problems": problems}

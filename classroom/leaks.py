@@ -303,3 +303,132 @@ def course_code_run(reference) -> list[str]:
 
 __all__ = ["Function", "fingerprint", "fingerprints", "tree_functions", "find_leaks", "notebook_sources",
            "given_by_stubs", "Pasted", "absolute_imports", "defined_functions", "pasted_attempts", "course_code_run"]
+
+
+# --------------------------------------------------------------------------- near answers
+#
+# A function one statement away from a model answer is an answer for anyone who finds the
+# statement: a chapter's demo of a wrong attempt pasted from solutions/, a helper left
+# with one line changed. ``near_answers`` compares every function of a bundle with every
+# model answer as a sequence of statements (each with its nesting depth, without the
+# statements nested in it), once with the names as written and once with arguments and
+# locals renamed in order of first use (fingerprint's renaming): a function whose sequence
+# differs from a model answer's by one statement inserted, deleted or changed is a near
+# answer, and the release refuses the bundle (classroom/release.py), the named mistakes'
+# folder included. What it cannot see: a right answer written differently from solutions/
+# with one slip -- which is what a named mistake's file is. Those do not ship (their
+# recorded answers do: grader/recorded.py), and tests/test_classroom_release.py checks
+# by grading that no bundled .py file passes a problem with one of its lines deleted.
+
+MIN_NEAR_STATEMENTS = 3   # a model answer of fewer statements is one statement from anything
+
+
+@dataclass
+class Near:
+    model: Function
+    found: Function
+    how: str             # "one statement changed", "one statement more", "one statement less"
+
+
+def statement_lines(fn: ast.AST, renamed: bool) -> list[str]:
+    """The function's statements in order, each as its depth and its own text (the
+    statements nested in it left out): the unit a one-line edit changes."""
+    import copy as _copy
+    tree = _copy.deepcopy(fn)
+    if renamed:
+        from .fingerprint import _local_names, _Rename
+        tree = _Rename(_local_names(tree)).visit(tree)
+    out = []
+
+    def walk(body, depth):
+        for st in body:
+            if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant) and isinstance(st.value.value, str):
+                continue   # a docstring or a bare string: says nothing
+            shallow = _copy.copy(st)
+            nested = []
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                if isinstance(getattr(st, field, None), list):
+                    nested.append(getattr(st, field))
+                    setattr(shallow, field, [])
+            out.append(f"{depth}:{ast.dump(shallow, annotate_fields=False, include_attributes=False)}")
+            for block in nested:
+                items = [getattr(h, "body", [h]) for h in block] if block and not isinstance(block[0], ast.stmt) else [block]
+                for b in items:
+                    walk(b, depth + 1)
+
+    walk(tree.body, 0)
+    return out
+
+
+def _one_edit(a: list, b: list) -> str:
+    """How ``b`` differs from ``a`` by one statement ("" when it does not, or not at all)."""
+    if a == b:
+        return ""
+    p = 0
+    while p < min(len(a), len(b)) and a[p] == b[p]:
+        p += 1
+    q = 0
+    while q < min(len(a), len(b)) - p and a[-1 - q] == b[-1 - q]:
+        q += 1
+    la, lb = len(a) - p - q, len(b) - p - q
+    if la == 1 and lb == 1:
+        return "one statement changed"
+    if la == 0 and lb == 1:
+        return "one statement more"
+    if la == 1 and lb == 0:
+        return "one statement less"
+    return ""
+
+
+def _functions_with_trees(source: str, where: str):
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    return [(Function(f"{where}:{n.lineno}", n.name, ""), n) for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def _tree_sources(root: Path):
+    for path in sorted(root.rglob("*")):
+        if not path.is_file():
+            continue
+        rel = path.relative_to(root).as_posix()
+        if path.suffix == ".py":
+            yield rel, path.read_text(encoding="utf-8", errors="replace")
+        elif path.suffix == ".ipynb":
+            for where, src in notebook_sources(path):
+                yield f"{rel} {where.split(' ', 1)[1]}", src
+
+
+def near_answers(answers: Path, bundle: Path) -> list[Near]:
+    """Every function of ``bundle`` (.py files, chapters' code cells) one statement away
+    from a model answer in ``answers`` (see above), leaving out what the stubs give."""
+    given = given_by_stubs(bundle / "practice")
+    models = []
+    for rel, src in _tree_sources(answers):
+        for f, node in _functions_with_trees(src, rel):
+            if is_trivial(node) or fingerprint(node) in given:
+                continue
+            lines = (statement_lines(node, False), statement_lines(node, True))
+            if len(lines[0]) >= MIN_NEAR_STATEMENTS:
+                models.append((f, lines))
+    hits = []
+    for rel, src in _tree_sources(bundle):
+        for f, node in _functions_with_trees(src, rel):
+            if is_trivial(node):
+                continue
+            try:
+                mine = (statement_lines(node, False), statement_lines(node, True))
+            except RecursionError:
+                continue
+            for m, theirs in models:
+                if abs(len(mine[0]) - len(theirs[0])) > 1:
+                    continue
+                how = _one_edit(theirs[0], mine[0]) or _one_edit(theirs[1], mine[1])
+                if how:
+                    hits.append(Near(m, f, how))
+    return hits
+
+
+__all__ += ["near_answers", "Near", "statement_lines"]

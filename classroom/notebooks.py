@@ -44,11 +44,13 @@ calls at top level (``init(cache)``), or cells run out of order and then edited.
 from __future__ import annotations
 
 import ast
+import bisect
 import builtins
 import dataclasses
 import functools
 import hashlib
 import json
+import os
 import re
 import symtable
 import warnings
@@ -56,11 +58,17 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import shown
 from .fingerprint import fingerprint, is_trivial
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_NOTEBOOK_BYTES = 16 << 20   # outputs (plots) make notebooks large; code is capped below
 MAX_CODE_CHARS = 1 << 20        # the code cells together
+MAX_STATEMENTS = 20_000         # top-level statements of all code cells together
+MAX_REASON = 1000               # characters of a refusal's reason (it quotes the student's code)
+ANALYSIS_CPU_S = 30             # CPU seconds to analyse one notebook for every problem (a child)
+ANALYSIS_MEMORY = 1 << 30       # bytes that child may allocate beyond what it starts with
+MAX_ANALYSIS_BYTES = 64 << 20   # the child's answer (the generated files: 1 MiB of code each at most)
 REASON = "notebook_unusable"    # the reason tag a refused notebook's verdict carries
 PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun"}   # %%magic whose body is Python
 IPYTHON_ONLY = {"display", "get_ipython", "In", "Out", "_", "__", "___", "_i", "_ii", "_iii",
@@ -98,6 +106,7 @@ class Statement:
     needs_now: frozenset = frozenset()  # names read when the statement runs
     needs_later: frozenset = frozenset()  # names its functions read when called
     global_writes: frozenset = frozenset()  # names its functions assign through `global`
+    mutations: dict = field(default_factory=dict, repr=False)  # name -> first node changing its value
 
 
 @dataclass
@@ -110,6 +119,7 @@ class Notebook:
     foreign: list = field(default_factory=list)     # (cell, "%%bash"): cells that are not Python
     runs: list = field(default_factory=list)        # (cell, "%run x.py"): magics that define names unseen
     counts: dict = field(default_factory=dict)      # cell -> execution_count (when saved)
+    mutated: dict = field(default_factory=dict)     # name -> [indices of statements changing its value]
 
     @property
     def name(self) -> str:
@@ -117,6 +127,22 @@ class Notebook:
 
     def definitions(self, name: str) -> list[Statement]:
         return self.bound.get(name, [])
+
+    def last_before(self, name: str, point: int):
+        """The last statement binding ``name`` before statement ``point``, or None."""
+        defs = self.bound.get(name, [])
+        k = bisect.bisect_left(defs, point, key=lambda st: st.index)
+        return defs[k - 1] if k else None
+
+    def first_change(self, name: str, after: int, before: int):
+        """(statement, node) of the first change to ``name``'s value in a statement strictly
+        between ``after`` and ``before``, or None (an index: linear in nothing)."""
+        changes = self.mutated.get(name, [])
+        k = bisect.bisect_right(changes, after)
+        if k < len(changes) and changes[k] < before:
+            st = self.statements[changes[k]]
+            return st, st.mutations[name]
+        return None
 
 
 def _cell_source(cell) -> str:
@@ -126,10 +152,30 @@ def _cell_source(cell) -> str:
     return src if isinstance(src, str) else ""
 
 
+_NAMES = re.compile(r"[A-Za-z_][\w\s,]*")   # `a, b` before `= !cmd` (greedy: no backtracking)
+_HELP = re.compile(r"[\w.]+\?{1,2}")
+
+
+def _magic_assignment(stripped: str):
+    """(targets, command) of ``x = !ls`` or ``a, b = %time f()``, else None -- in one pass
+    (a regular expression with a lazy part took minutes on a long line of spaces)."""
+    m = _NAMES.match(stripped)
+    if m is None:
+        return None
+    rest = stripped[m.end():]
+    if not rest.startswith("=") or rest.startswith("=="):
+        return None
+    command = rest[1:].lstrip()
+    if not command.startswith(("!", "%")):
+        return None
+    return m.group(0).rstrip(), command
+
+
 def python_source(src: str) -> tuple[str | None, str, list[str]]:
     """(the cell as Python with IPython syntax neutralized line for line, the cell magic
-    that makes it something else or "", the %run/%load lines). Line numbers are kept."""
-    lines = src.split("\n")
+    that makes it something else or "", the %run/%load lines). Line numbers are kept
+    (line breaks \\r\\n and \\r count as \\n, as Python counts them)."""
+    lines = src.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
     if first is not None and lines[first].lstrip().startswith("%%"):
         magic = lines[first].strip()[2:].split()[0] if lines[first].strip()[2:].split() else ""
@@ -140,10 +186,10 @@ def python_source(src: str) -> tuple[str | None, str, list[str]]:
     for ln in lines:
         stripped = ln.lstrip()
         indent = ln[:len(ln) - len(stripped)]
-        assigned = re.match(r"^([A-Za-z_][\w\s,]*?)\s*=\s*([!%].*)$", stripped)
+        assigned = _magic_assignment(stripped)
         if assigned:
-            ln = f"{indent}{assigned.group(1)} = {MAGIC_VALUE}({assigned.group(2)!r})"
-        elif stripped.startswith(("%", "!")) or re.match(r"^[\w.]+\?{1,2}$", stripped):
+            ln = f"{indent}{assigned[0]} = {MAGIC_VALUE}({assigned[1]!r})"
+        elif stripped.startswith(("%", "!")) or _HELP.fullmatch(stripped):
             if re.match(r"^%(run|load|load_ext|store|autoreload|aimport)\b", stripped):
                 runs.append(stripped)
             ln = f"{indent}pass  # IPython: {stripped}"
@@ -175,7 +221,10 @@ def _scopes(text: str):
                     writes.add(s.get_name())
             walk(child, runs_now)
 
-    walk(table, True)
+    try:
+        walk(table, True)
+    except RecursionError:   # scopes nested thousands deep: never copied
+        return None
     return frozenset(binds), frozenset(now), frozenset(later), frozenset(writes)
 
 
@@ -191,11 +240,18 @@ def _kind(node: ast.stmt) -> str:
     return LABELS.get(type(node), f"a `{type(node).__name__}` statement")
 
 
-def _statement_text(src_lines: list[str], node: ast.stmt, shares_line: bool, source: str) -> str:
+def _statement_text(src_lines: list[str], node: ast.stmt, shares_line: bool, encoded: list) -> str:
+    """The statement's source: its lines, or where it shares a line with another (`a = 1;
+    b = 2`), the columns it spans (``encoded``: the lines as UTF-8, which the columns
+    count; ast.get_source_segment split the whole cell again for every statement)."""
     start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-    if shares_line:   # `a = 1; b = 2` on one line: cut by columns
-        return ast.get_source_segment(source, node) or ""
-    return "\n".join(src_lines[start - 1:node.end_lineno])
+    if not shares_line:
+        return "\n".join(src_lines[start - 1:node.end_lineno])
+    first, last = node.lineno - 1, node.end_lineno - 1
+    if first == last:
+        return encoded[first][node.col_offset:node.end_col_offset].decode("utf-8", "replace")
+    return "\n".join([encoded[first][node.col_offset:].decode("utf-8", "replace"), *src_lines[first + 1:last],
+                      encoded[last][:node.end_col_offset].decode("utf-8", "replace")])
 
 
 _PARSED: dict = {}     # sha256 of a notebook -> its Notebook (a class hands in many equal copies)
@@ -205,7 +261,7 @@ def read_notebook(rel: str, data: bytes) -> Notebook:
     """Parse every code cell of the .ipynb in ``data`` (never running anything)."""
     key = hashlib.sha256(data).hexdigest()
     if key not in _PARSED:
-        if len(_PARSED) >= 256:
+        if len(_PARSED) >= 16:   # a parsed notebook can be large: keep a few
             _PARSED.clear()
         with warnings.catch_warnings():   # a student's "\d" (SyntaxWarning) is not the teacher's concern
             warnings.simplefilter("ignore")
@@ -255,11 +311,15 @@ def _parse(data: bytes) -> Notebook:
             nb.broken.append((number, raw, f"{where}{msg}"))
             continue
         lines = source.split("\n")
-        spans = [(n.lineno, n.end_lineno) for n in tree.body]
-        for k, node in enumerate(tree.body):
-            shares = any(i != k and not (b[1] < node.lineno or b[0] > node.end_lineno)
-                         for i, b in enumerate(spans))
-            text = _statement_text(lines, node, shares, source)
+        body = tree.body
+        encoded = None
+        for k, node in enumerate(body):
+            # statements come in order: one shares a line only with a neighbour
+            shares = (k > 0 and body[k - 1].end_lineno >= node.lineno) or \
+                (k + 1 < len(body) and body[k + 1].lineno <= node.end_lineno)
+            if shares and encoded is None:
+                encoded = [ln.encode("utf-8", "surrogatepass") for ln in lines]
+            text = _statement_text(lines, node, shares, encoded)
             scopes = _scopes(text)
             kind = _kind(node)
             if scopes is None:   # the compiler rejects it alone: never copied
@@ -269,10 +329,16 @@ def _parse(data: bytes) -> Notebook:
             if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                 scopes = (scopes[0], scopes[1] | {node.target.id}, *scopes[2:])   # X += 1 reads X
             first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+            if len(nb.statements) >= MAX_STATEMENTS:
+                nb.error = f"its code cells hold more than {MAX_STATEMENTS:,} top-level statements"
+                return nb
             st = Statement(len(nb.statements), number, first, text, kind, node, *scopes)
+            st.mutations = _mutations(st.node)
             nb.statements.append(st)
             for name in st.binds:
                 nb.bound.setdefault(name, []).append(st)
+            for name in st.mutations:
+                nb.mutated.setdefault(name, []).append(st.index)
     return nb
 
 
@@ -330,28 +396,33 @@ def _unparse(node, st: Statement) -> str:
         return _first_line(st.text)
 
 
-def _mutation(st: Statement, name: str) -> str | None:
-    """The source of a change to ``name``'s value (not a rebinding) inside a top-level
-    statement, outside the functions it defines; None if there is none."""
-    todo = [st.node]
+def _mutations(top: ast.stmt) -> dict:
+    """{name: the first node that changes name's value (not a rebinding)} inside a top-level
+    statement, outside the functions it defines: one walk per statement, so that the
+    extraction asks an index, never walks the notebook again per name."""
+    found: dict = {}
+    todo = [top]
     while todo:
         node = todo.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            if node is not st.node:
+            if node is not top:
                 continue
             todo.extend(node.decorator_list + node.args.defaults
                         + [d for d in node.args.kw_defaults if d is not None])
             continue
-        if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)) \
-                and _base_name(node.value) == name:
-            return _unparse(node, st)
+        names = []
+        if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.append(_base_name(node.value))
         if isinstance(node, ast.Call):
             f = node.func
-            if (isinstance(f, ast.Attribute) and f.attr in MUTATORS and _base_name(f.value) == name) \
-                    or any(kw.arg == "out" and _base_name(kw.value) == name for kw in node.keywords):
-                return _unparse(node, st)
+            if isinstance(f, ast.Attribute) and f.attr in MUTATORS:
+                names.append(_base_name(f.value))
+            names += [_base_name(kw.value) for kw in node.keywords if kw.arg == "out"]
+        for name in names:
+            if name is not None and name not in found:
+                found[name] = node
         todo.extend(ast.iter_child_nodes(node))
-    return None
+    return found
 
 
 def _unbound_reason(nb: Notebook, name: str, user: str, point: int) -> str:
@@ -367,7 +438,8 @@ def _unbound_reason(nb: Notebook, name: str, user: str, point: int) -> str:
         return f"`{user}` is the output of an IPython command{shown} (`x = !...` or `x = %...`), which is not Python"
     if name in IPYTHON_ONLY:
         return f"{head}, which exists only inside Jupyter (IPython), not in a Python file"
-    broken = [c for c, raw, _ in nb.broken if re.search(rf"\b{re.escape(name)}\b", raw)]
+    word = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+    broken = [c for c, raw, _ in nb.broken if word.search(raw)]
     if broken:
         c, _, msg = next(b for b in nb.broken if b[0] == broken[0])
         return f"{head}, which cell {c} may define, but cell {c} does not parse ({msg})"
@@ -403,7 +475,7 @@ def extract(nb: Notebook, problem) -> Extraction:
         chosen, aliases = _slice(nb, problem)
         _render(nb, problem, chosen, aliases, ex)
     except _Refused as why:
-        ex.refused, ex.source, ex.line_map = str(why), "", {}
+        ex.refused, ex.source, ex.line_map = shown.cut(str(why), MAX_REASON), "", {}
     return ex
 
 
@@ -414,8 +486,7 @@ def _check_functions(nb: Notebook, problem, ex: Extraction) -> None:
         asks = ", ".join(f"`{f}`" for f in problem.functions)
         nested = [f for f in missing if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                                             and n.name == f for s in nb.statements for n in ast.walk(s.node))]
-        broken = [c for c, raw, _ in nb.broken
-                  if any(re.search(rf"^\s*(async\s+)?def\s+{re.escape(f)}\b", raw, re.M) for f in missing)]
+        broken = [c for c, raw, _ in nb.broken if any(_defines(f).search(raw) for f in missing)]
         why = (f"no cell defines {', '.join(f'`{f}`' for f in missing)} at top level "
                f"(problem {problem.number} asks for {asks})")
         if broken:
@@ -427,8 +498,7 @@ def _check_functions(nb: Notebook, problem, ex: Extraction) -> None:
     for f in problem.functions:
         defs = nb.definitions(f)
         last = defs[-1]
-        redefined = [(c, msg) for c, raw, msg in nb.broken if c > last.cell
-                     and re.search(rf"^\s*(async\s+)?def\s+{re.escape(f)}\b", raw, re.M)]
+        redefined = [(c, msg) for c, raw, msg in nb.broken if c > last.cell and _defines(f).search(raw)]
         if redefined:
             c, msg = redefined[0]
             raise _Refused(f"cell {c} redefines `{f}` but does not parse ({msg}); fix or delete it")
@@ -455,23 +525,22 @@ def _slice(nb: Notebook, problem) -> tuple[dict, dict]:
         if (name, point) in seen:
             continue
         seen.add((name, point))
-        before = [s for s in nb.definitions(name) if s.index < point]
-        if not before:
+        st = nb.last_before(name, point)
+        if st is None:
             if name in builtin_names and name not in IPYTHON_ONLY:
                 continue
             raise _Refused(_unbound_reason(nb, name, user, point))
-        st = before[-1]
         if st.kind not in COPIED:
             raise _Refused(f"`{name}` (used by `{user}`) is set by {st.kind} ({_where(st)}: "
                            f"`{_first_line(st.text)}`); the grader copies only imports, functions, "
                            "classes and plain assignments from a notebook")
         if st.kind != "import":
-            for later in nb.statements[st.index + 1:point]:
-                change = _mutation(later, name)
-                if change:
-                    raise _Refused(f"`{name}` (used by `{user}`) is set in {_where(st)} and then changed "
-                                   f"in {_where(later)} by `{_first_line(change)}`; the grader copies "
-                                   "definitions, not later changes, so it cannot rebuild that value")
+            change = nb.first_change(name, st.index, point)
+            if change:
+                later, node = change
+                raise _Refused(f"`{name}` (used by `{user}`) is set in {_where(st)} and then changed "
+                               f"in {_where(later)} by `{_first_line(_unparse(node, later))}`; the grader "
+                               "copies definitions, not later changes, so it cannot rebuild that value")
         if st.kind == "import":
             aliases.setdefault(st.index, set()).add(name)
         if st.index in chosen:
@@ -501,8 +570,9 @@ def _render(nb: Notebook, problem, chosen: dict, aliases: dict, ex: Extraction) 
             "# copied from the notebook's code cells in their order (cell N = the Nth cell from",
             "# the top). Nothing else of the notebook is here, and none of it was run to make this file."]
     out = list(head)
+    cells = {c.cell for c in chosen.values()}
     future = sorted({s.index for s in nb.statements if isinstance(s.node, ast.ImportFrom)
-                     and s.node.module == "__future__" and s.cell in {c.cell for c in chosen.values()}})
+                     and s.node.module == "__future__" and s.cell in cells})
     for i in future:
         chosen.setdefault(i, nb.statements[i])
     order = sorted(chosen, key=lambda i: (i not in future, i))
@@ -556,10 +626,16 @@ def own_definitions(nb: Notebook, problem) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=256)
+def _defines(function: str) -> re.Pattern:
+    """A line that starts a definition of ``function`` (spaces and tabs only before it,
+    so a run of blank lines is not scanned again from each of its starts)."""
+    return re.compile(rf"^[ \t]*(?:async[ \t]+)?def[ \t]+{re.escape(function)}(?!\w)", re.M)
+
+
 def unparsed_definitions(nb: Notebook, problem) -> list[str]:
     """The problem's functions a cell that does not parse seems to define (``def f(``)."""
-    return [f for f in problem.functions
-            if any(re.search(rf"^(async\s+)?def\s+{re.escape(f)}\b", raw, re.M) for _, raw, _ in nb.broken)]
+    return [f for f in problem.functions if any(_defines(f).search(raw) for _, raw, _ in nb.broken)]
 
 
 def relabel(rec, ex: Extraction, filename: str):
@@ -599,6 +675,158 @@ def is_refused(match) -> bool:
 
 
 
+# --------------------------------------------------------------------------- bounded analysis
+
+@dataclass
+class Analysis:
+    """What one notebook gives the matching (submissions.notebook_matches)."""
+    rel: str
+    error: str = ""                                   # unreadable, over a limit, or too slow to read
+    defines: dict = field(default_factory=dict)       # problem number -> defines its functions itself
+    extractions: dict = field(default_factory=dict)   # problem number -> Extraction
+
+
+def analyse(rel: str, data: bytes, problems, wanted=()) -> Analysis:
+    """Read the notebook and extract every problem it defines functions of or that is
+    ``wanted`` (its name fits them), in this process. Linear in the notebook's size: one
+    parse, one symtable and one walk per statement, indexes for the rest."""
+    book = read_notebook(rel, data)
+    out = Analysis(rel, book.error)
+    for p in problems:
+        out.defines[p.number] = bool(not book.error and (own_definitions(book, p) or unparsed_definitions(book, p)))
+        if p.number in wanted or out.defines[p.number]:
+            out.extractions[p.number] = extract(book, p)
+    return out
+
+
+_ANALYSED: dict = {}   # (sha256 of the notebook, its name, problems, wanted) -> Analysis
+
+
+def analyse_bounded(rel: str, data: bytes, problems, wanted=(), cpu_s: float = ANALYSIS_CPU_S,
+                    memory: int = ANALYSIS_MEMORY) -> Analysis:
+    """``analyse`` in a child process (a fork) that may use ``cpu_s`` seconds of CPU and
+    ``memory`` more bytes, so that no notebook can hold the teacher's process: one over a
+    limit is refused (``Analysis.error`` says which limit). Where there is no fork
+    (Windows), in this process. Equal notebooks in a class are analysed once."""
+    key = (hashlib.sha256(data).hexdigest(), rel, tuple(p.number for p in problems), tuple(sorted(wanted)))
+    if key in _ANALYSED:
+        return _ANALYSED[key]
+    if not hasattr(os, "fork"):
+        result = analyse(rel, data, problems, wanted)
+    else:
+        course_functions()   # the chapters are read once, here, not in every child
+        result = _in_child(rel, data, problems, wanted, cpu_s, memory)
+    # kept for a class's equal copies; a large answer (generated files) is not kept, so the
+    # cache holds at most 64 small ones
+    if sum(len(ex.source) for ex in result.extractions.values()) <= 256 << 10:
+        if len(_ANALYSED) >= 64:
+            _ANALYSED.clear()
+        _ANALYSED[key] = result
+    return result
+
+
+def _limit_self(cpu_s: float, memory: int) -> None:
+    """In the child: CPU seconds (SIGXCPU, then SIGKILL one second later) and private
+    memory (RLIMIT_DATA above what the fork already holds; MemoryError beyond it -- the
+    parent's free heap, which the child reuses first, comes on top of it)."""
+    import resource
+    cpu = max(1, int(cpu_s + 0.999))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    try:
+        with open("/proc/self/status") as f:
+            held = next(int(ln.split()[1]) * 1024 for ln in f if ln.startswith("VmData:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return   # no /proc (macOS): the CPU limit still holds
+    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    cap = held + memory
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
+
+
+def _plain(a: Analysis) -> dict:
+    return {"rel": a.rel, "error": a.error, "defines": {str(k): v for k, v in a.defines.items()},
+            "extractions": {str(k): {**dataclasses.asdict(ex), "line_map": [[k2, *v] for k2, v in ex.line_map.items()]}
+                            for k, ex in a.extractions.items()}}
+
+
+def _from_plain(d: dict) -> Analysis:
+    out = Analysis(d["rel"], d["error"], {int(k): bool(v) for k, v in d["defines"].items()})
+    for k, ex in d["extractions"].items():
+        line_map = {int(g): (int(c), int(ln)) for g, c, ln in ex.pop("line_map")}
+        out.extractions[int(k)] = Extraction(**ex, line_map=line_map)
+    return out
+
+
+def _in_child(rel, data, problems, wanted, cpu_s, memory) -> Analysis:
+    import select
+    import signal
+    import time
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # the child: analyse, answer in JSON on the pipe, never return
+        code = 0
+        try:
+            os.close(r)
+            _limit_self(cpu_s, memory)
+            try:
+                answer = _plain(analyse(rel, data, problems, wanted))
+            except (MemoryError, SystemError):   # CPython's parser says SystemError where malloc fails
+                answer = {"error": f"it needs more than {memory >> 20:,} MB to read"}
+            except RecursionError:
+                answer = {"error": "its code is nested too deeply to read"}
+            except Exception as e:  # noqa: BLE001 -- a bug here refuses the notebook, it never crashes grading
+                answer = {"error": f"the grader failed to read it ({type(e).__name__}); hand in the .py file"}
+            payload = json.dumps(answer).encode("utf-8", "backslashreplace")
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(w, view):]
+        except BaseException:  # noqa: BLE001
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(w)
+    chunks, size, why = [], 0, ""
+    deadline = time.monotonic() + 3 * cpu_s + 10   # wall clock: a child that sleeps, or a busy machine
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                why = f"reading it took longer than {3 * cpu_s + 10:.0f} s"
+                break
+            ready, _, _ = select.select([r], [], [], min(left, 1.0))
+            if not ready:
+                continue
+            chunk = os.read(r, 1 << 20)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > MAX_ANALYSIS_BYTES:
+                why = f"what it gives is larger than {MAX_ANALYSIS_BYTES >> 20} MB"
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(r)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _, status = os.waitpid(pid, 0)
+    if not why and os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGXCPU, signal.SIGKILL):
+        if not chunks:
+            why = f"reading it took more than {cpu_s:.0f} s of CPU"
+    if not why:
+        try:
+            answer = json.loads(b"".join(chunks).decode("utf-8"))
+            if set(answer) == {"error"}:
+                return Analysis(rel, error=str(answer["error"]))
+            return _from_plain(answer)
+        except (ValueError, KeyError, TypeError):
+            why = "the grader could not read it (its reading process stopped without an answer)"
+    return Analysis(rel, error=f"the notebook is over the grader's limits for reading one: {why}; "
+                               "hand in the .py file, or a smaller notebook")
+
+
 # --------------------------------------------------------------------------- for the reports
 
 def class_notebooks(students) -> tuple[list, list]:
@@ -629,7 +857,7 @@ def student_note(sub) -> str:
     return "; ".join(parts)
 
 
-__all__ = ["read_notebook", "extract", "own_definitions", "unparsed_definitions", "course_functions", "relabel",
+__all__ = ["read_notebook", "extract", "analyse", "analyse_bounded", "Analysis", "own_definitions", "unparsed_definitions", "course_functions", "relabel",
            "is_refused",
            "class_notebooks", "student_note", "python_source", "stage", "Extraction", "Notebook", "REASON",
            "MAX_NOTEBOOK_BYTES"]

@@ -32,6 +32,15 @@ time, with the harness (and config.json) and the results folder closed to it
 (mode 0700, root's), from a private copy of its file; after each attempt, and once more
 before results.json is written, every process of that user is killed. Either way
 results.json is written only when no process of any attempt is left.
+
+What the harness writes while it grades is out of the attempts' reach in both modes: a
+private folder (``_private_folders``: mode 0711, so an attempt's user can reach the one
+file it is given by its exact path but list nothing) holds the staged files, the workers'
+TMPDIR (where each attempt's scratch folder gets a random name) and the verdict records,
+these in a folder of their own (0700) as files of mode 0600. No record holds the seed in
+any form (grade.record_of: a placeholder that only results.json fills in, with
+--show-seed), records are read back under a size cap and checked (verdicts.load), and
+every string of results.json goes through shown.json_value.
 """
 from __future__ import annotations
 
@@ -42,6 +51,8 @@ import zipfile
 from pathlib import Path
 
 from grader import seeds
+
+from . import shown, verdicts
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "classroom" / "classroom.yml"
@@ -169,8 +180,15 @@ def build_gradescope(out: Path, seed: int | None = None, points: dict | None = N
 
 # --------------------------------------------------------------------------- Gradescope: one run
 
+FEEDBACK_CHARS = 8000   # one test's output in results.json
+
+
 def _feedback(rec: dict, part: str) -> str:
     """The text a student reads for the public part or the whole (hidden included)."""
+    return shown.cut(_feedback_text(rec, part), FEEDBACK_CHARS)
+
+
+def _feedback_text(rec: dict, part: str) -> str:
     if rec["status"] == "missing" or (rec["message"] and not rec["first"]):
         return rec["message"]
     if part == "public":
@@ -194,9 +212,12 @@ def _feedback(rec: dict, part: str) -> str:
 
 
 def gradescope_results(records: dict, config: dict, notes: list, seed_hidden: bool) -> dict:
-    """results.json in Gradescope's format from {problem number: record} (grade.record_of)."""
+    """results.json in Gradescope's format from {problem number: record} (grade.record_of):
+    the seed filled in only when the zip was built with --show-seed, every string made
+    inert (shown.json_value)."""
     from grader import runner
-    from .gradebook import _seedless
+
+    from .grade import show_seed
     by_number = {p.number: p for p in runner.discover()}
     tests = []
     for n in config["problems"]:
@@ -214,9 +235,10 @@ def gradescope_results(records: dict, config: dict, notes: list, seed_hidden: bo
                       "status": "passed" if passed else "failed",
                       "output": _feedback(rec, "all") or "passed", "visibility": "after_published"})
     out = {"score": sum(t["score"] for t in tests),
-           "output": "Files graded:\n" + "\n".join(notes) if notes else "No practice file was found.",
+           "output": shown.cut("Files graded:\n" + "\n".join(notes), FEEDBACK_CHARS) if notes
+           else "No practice file was found.",
            "stdout_visibility": "hidden", "tests": tests}
-    return _seedless(out, config["seed"]) if seed_hidden else out
+    return shown.json_value(show_seed(out, int(config["seed"]), seed_hidden, config["problems"]))
 
 
 ATTEMPT_USER = "mla-attempt"   # made by setup.sh; the attempts' account without namespaces
@@ -261,6 +283,28 @@ def _close_to_others(root: Path, source: Path) -> None:
         os.chmod(d, 0o700)
 
 
+def _private_folders(base: Path) -> dict:
+    """Under ``base`` (a fresh folder of the harness's own): "attempts" for the staged
+    files, "tmp" for the workers' TMPDIR, both 0711 (an attempt's user may enter what it is
+    given by exact path, list nothing); "records" for the verdicts, 0700."""
+    os.chmod(base, 0o711)
+    out = {}
+    for name, mode in (("attempts", 0o711), ("tmp", 0o711), ("records", 0o700)):
+        d = base / name
+        d.mkdir(mode=mode)
+        os.chmod(d, mode)   # whatever the umask
+        out[name] = d
+    return out
+
+
+def _read_record(path: Path, problem, key: tuple) -> dict:
+    """A worker's record, checked (verdicts.load); one the harness cannot use is the
+    attempt's failure, with the reason."""
+    from .grade import unusable_record
+    rec, why = verdicts.load(path, key)
+    return rec if rec is not None else unusable_record(problem, why, key[1])
+
+
 def gradescope_run(root: Path, workers: int | None = None) -> dict:
     """Inside Gradescope's container: grade /autograder/submission, write results.json.
     Attempts run on the same worker processes as ``grade`` (pool.py), each in the sandbox
@@ -296,21 +340,24 @@ def gradescope_run(root: Path, workers: int | None = None) -> dict:
     user = sandbox.Placement.parse(isolation) if isolation.startswith("user") else None
     if user is not None:
         _close_to_others(root, source)
-    with tempfile.TemporaryDirectory(prefix="mla-gradescope-") as tmp:
-        os.chmod(tmp, 0o711)   # the attempts' user may enter its own folder, list nothing
+    tmp = tempfile.mkdtemp(prefix="mla-gradescope-")   # 0700, the harness's own
+    old_tmpdir = os.environ.get("TMPDIR")
+    try:
+        where = _private_folders(Path(tmp))
+        os.environ["TMPDIR"] = str(where["tmp"])   # the workers' scratch: reachable, not listable
         jobs = []
         for n, m in sorted(matches.items()):
             if nbs.is_refused(m):
                 continue
             # a private copy of the one file (the attempt reads nothing else of the submission;
             # for a notebook: the practice file rebuilt from it)
-            staged = Path(tmp) / m.sha256[:24] / by_number[n].filename
+            staged = where["attempts"] / m.sha256[:24] / by_number[n].filename
             staged.parent.mkdir(exist_ok=True)
             os.chmod(staged.parent, 0o755)
             staged.write_bytes(m.data)
             os.chmod(staged, 0o644)
             jobs.append(pool.Job((n, m.sha256), n, str(staged), int(config["seed"]),
-                                 str(Path(tmp) / f"p{n:02d}.json"), [str(source), str(root)],
+                                 str(where["records"] / f"p{n:02d}.json"), [str(source), str(root)],
                                  pool.budget_for(by_number[n]), {str(staged.parent) + "/": ""},
                                  isolation, m.sha256))
         failed: dict = {}
@@ -329,10 +376,15 @@ def gradescope_run(root: Path, workers: int | None = None) -> dict:
             rec = failed.get(job.problem)
             m = matches[job.problem]
             if rec is None:
-                rec = json.loads(Path(job.out).read_text())
+                rec = _read_record(Path(job.out), by_number[job.problem], job.key)
                 if m.notebook is not None:   # the judge's line numbers -> the notebook's cells
                     rec = nbs.relabel(rec, m.notebook, by_number[job.problem].filename)
             records[job.problem] = replace_strings(rec, {FILE: m.rel})
+    finally:
+        if old_tmpdir is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = old_tmpdir
         shutil.rmtree(tmp, ignore_errors=True)
     res = gradescope_results(records, config, lines, config.get("hide_seed", True))
     dest = root / "results" / "results.json"

@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MARGIN_S = 60.0
 RETRIES = 2          # further tries for an attempt whose worker or sandbox failed
 WORKER_ENV_DROP = ("MLA_CLASS_SEED",)   # the workers need no seed from the environment
+MAX_REPLY = 64 << 10   # bytes of one reply line a worker may send (its records go to files)
 
 
 @dataclass
@@ -127,16 +128,23 @@ class Worker:
             if not chunk:
                 return "died", self._how(proc)
             self.buf += chunk
+            if b"\n" not in self.buf and len(self.buf) > MAX_REPLY:
+                self.stop()
+                return "error", f"the worker's reply was longer than {MAX_REPLY:,} bytes"
         line, self.buf = self.buf.split(b"\n", 1)
+        if len(line) > MAX_REPLY:
+            return "error", f"the worker's reply was longer than {MAX_REPLY:,} bytes"
         try:
             reply = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return "error", f"unreadable reply from the worker: {line[:200]!r}"
-        if reply.get("ok"):
+        if not isinstance(reply, dict):
+            return "error", f"unreadable reply from the worker: {line[:200]!r}"
+        if reply.get("ok") is True:
             return "ok", ""
         if reply.get("infra"):
-            return "infra", str(reply["infra"])
-        return "error", str(reply.get("error", ""))
+            return "infra", str(reply["infra"])[:4000]
+        return "error", str(reply.get("error", ""))[-4000:]
 
     def _how(self, proc) -> str:
         try:

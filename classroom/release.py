@@ -11,11 +11,17 @@ and the old name's alias grader/classroom/), docs/, .github/, caches, and git hi
 
 The files come from the last commit (``git archive``-like, so a teacher's uncommitted
 edits -- say a practice file they solved -- never ship) when the course is a git
-checkout, else from the folder as it is. Before writing anything the build checks that
-(1) every practice stub still raises NotImplementedError in every graded function, and
-(2) no function in the bundle has a model answer's body (classroom/leaks.py),
-apart from the reference implementation (mlacourse) and the entries in ``ALLOWED``,
-each with its reason. The zip is reproducible: sorted entries, fixed dates and modes.
+checkout, else from the folder as it is. The named mistakes' files
+(grader/problems/mistakes/pNN_slug/*.py: each a right answer with one slip line) stay out;
+in their place each problem gets grader/problems/mistakes/pNN_slug.json, the mistakes'
+answers on the public cases computed now (grader/recorded.py), from which the bundle's
+judge still names a mistake an attempt makes on a public case. Before writing anything
+the build checks that (1) every practice stub still raises NotImplementedError in every
+graded function, (2) no function in the bundle has a model answer's body, and (3) none is
+one statement away from one (classroom/leaks.py: find_leaks, near_answers; the mistakes'
+folder is scanned like everything else), apart from the reference implementation
+(mlacourse) and the entries in ``ALLOWED``, each with its reason. The zip is
+reproducible: sorted entries, fixed dates and modes.
 
 The reference itself must ship (the bundle's judge grades with it), so no release can
 hide a problem's algorithm from a student who reads it: docs/teaching.md lists, from the
@@ -67,6 +73,7 @@ ALLOWED = {
         "choose_path that compares the two counts; the graded work of problem 4 is the count",
 }
 REFERENCE_DIRS = ("mlacourse/",)
+MISTAKES = "grader/problems/mistakes/"   # learner-style files: recorded answers ship instead
 
 
 @dataclass
@@ -99,6 +106,8 @@ def wanted(rel: str) -> bool:
         return False
     if top == "practice" and not rel.endswith(".py"):
         return False   # the stubs and the judge entry only (no results, states, or a stray seed file)
+    if rel.startswith(MISTAKES):
+        return False   # each is an answer one line away: recorded_mistakes() replaces them
     return True
 
 
@@ -193,7 +202,8 @@ def allowance(answer: str, where: str) -> str | None:
 
 
 def leak_report(bundle: Path, answers: Path) -> tuple[list, list]:
-    """(forbidden hits, allowed hits) of model-answer bodies in the bundle."""
+    """(forbidden hits, allowed hits) of model-answer bodies in the bundle, and of
+    functions one statement away from one (leaks.near_answers)."""
     bad, ok = [], []
     for model, hit in leaks.find_leaks(answers, bundle):
         why = allowance(model.name, hit.where)
@@ -201,7 +211,25 @@ def leak_report(bundle: Path, answers: Path) -> tuple[list, list]:
             ok.append((model.name, hit.where, why))
         else:
             bad.append(f"{hit.where} ({hit.name}) has the body of the model answer {model.where} ({model.name})")
+    for near in leaks.near_answers(answers, bundle):
+        why = allowance(near.model.name, near.found.where)
+        if why is not None:
+            ok.append((near.model.name, near.found.where, f"{near.how}: {why}"))
+        else:
+            bad.append(f"{near.found.where} ({near.found.name}) is the model answer {near.model.where} "
+                       f"({near.model.name}) with {near.how}")
     return bad, ok
+
+
+def recorded_mistakes() -> dict:
+    """{bundle path: bytes}: each problem's named mistakes as answers recorded on its
+    public cases (grader/recorded.py), in place of their files."""
+    from . import mistakes
+    out = {}
+    for p in problems():
+        data = json.dumps(mistakes.record(p), sort_keys=True, separators=(",", ":")) + "\n"
+        out[f"{MISTAKES}{p.filename[:-3]}.json"] = data.encode("utf-8")
+    return out
 
 
 # --------------------------------------------------------------------------- the student README
@@ -224,7 +252,8 @@ def left_out(repo_files, files) -> list[str]:
     repo_files, shipped = set(repo_files), set(files)
     groups: dict = {}
     for f in sorted(repo_files):
-        key = "grader/classroom" if f.startswith("grader/classroom/") else f.split("/", 1)[0]
+        key = "grader/classroom" if f.startswith("grader/classroom/") else \
+            MISTAKES.rstrip("/") if f.startswith(MISTAKES) else f.split("/", 1)[0]
         groups.setdefault(key, []).append(f)
     out = []
     for key, members in sorted(groups.items()):
@@ -234,6 +263,8 @@ def left_out(repo_files, files) -> list[str]:
         extra = sorted(f for f in shipped if f.startswith(key + "/") and f not in repo_files)
         notes = ([f"all but {', '.join(k[len(key) + 1:] for k in kept)}"] if kept else []) + \
                 ([f"the bundle has its own {', '.join(extra)}"] if extra else [])
+        if key + "/" == MISTAKES and extra:   # the named mistakes' files: their recorded answers instead
+            notes = ["their answers on the public cases ship instead, as pNN_slug.json"]
         name = key if members == [key] else key + "/"
         out.append(name + (f" ({'; '.join(notes)})" if notes else ""))
     return out
@@ -307,6 +338,7 @@ def build(out: Path, root: Path = ROOT, source: str = "auto", github_classroom: 
     files.update({path: text.encode("utf-8") for path, text in readmes.items()})
     if lang in JUDGE_LANG:
         files[JUDGE_LANG_FILE] = (JUDGE_LANG[lang] + "\n").encode("utf-8")
+    files.update(recorded_mistakes())
     bad = unsolved_stub_problems(files)
     if bad:
         raise ReleaseError("practice/ is not a set of clean stubs:\n  " + "\n  ".join(bad))

@@ -9,9 +9,20 @@
 The student id is the folder name or the zip's name without ``.zip``, made safe
 (``student_id``): letters, digits and ``_.@+-`` only (no control, newline or bidi
 character), at most ``MAX_ID`` characters (a longer name keeps its start and a hash of
-the whole). Two entries that come out the same both get a hash of their own name added,
-both are graded, and the folder notes say so: nobody is dropped. Every path shown in a
-report goes through ``printable`` first (escapes instead of control characters).
+the whole). When entries come out the same, the one whose name already IS the id (the
+folder ``honest1`` beside ``honest1!``) keeps it, and with it its roster row; every other
+gets a hash of its own name added. Where none or several are that exact name, all of them
+get one. Nobody is dropped, no work moves to another id, and every entry of such a group
+is flagged for the teacher (``Submission.collision``, matching.md, the terminal). Every
+name is read through ``shown.plain`` (escapes instead of control characters) and cut to
+MAX_NAME characters; a submission keeps at most MAX_NOTES notes.
+
+When a student handed in is the teacher's to say, never the student's: the times come
+from a file the teacher adds (``teacher_times``: the LMS's export, one ``id,ISO time`` per
+line; ``--submitted-at`` in the command line). A ``submitted_at.txt`` or
+``.submitted_at`` inside the student's own folder or zip, and every file or zip-entry
+time, are the student's to set: the first is shown as the student's claim
+(``Submission.claimed_at``), none of them decides ``late``.
 Inside, every ``.py`` file is a candidate, matched to a problem by its name (``RULES``,
 best first):
 
@@ -47,7 +58,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
-from . import notebooks
+from . import notebooks, shown
 
 MAX_FILE_BYTES = 1 << 20        # a practice file larger than this is not graded
 MAX_FILES = 5000                # entries looked at per submission
@@ -59,6 +70,9 @@ COURSE_DIRS = {"grader", "mlacourse", "kernels"}
 SUBMITTED_AT_FILES = ("submitted_at.txt", ".submitted_at")
 RULES = ("exact", "name", "slug", "number", "contains")
 MAX_ID = 64                     # characters in a student id (results/<id>.json must be a valid name)
+MAX_NAME = 300                  # characters of a file or entry name shown in a report
+MAX_NOTES = 50                  # notes kept per submission (the rest are counted)
+MAX_TIMES_BYTES = 4 << 20       # the teacher's times file
 COPY_SUFFIX = re.compile(r"(\s*\(\d+\)|[ _-]+copy(?:[ _-]*\d+)?|[ _-]+v\d+|[ _-]+final|-\d+)$", re.I)
 
 
@@ -66,7 +80,7 @@ COPY_SUFFIX = re.compile(r"(\s*\(\d+\)|[ _-]+copy(?:[ _-]*\d+)?|[ _-]+v\d+|[ _-]
 class Candidate:
     rel: str                 # path inside the submission (posix)
     data: bytes
-    mtime: float | None      # seconds since the epoch (UTC), None when unknown
+    mtime: float | None      # seconds since the epoch (UTC), None when unknown: never trusted
 
     @property
     def sha256(self) -> str:
@@ -90,9 +104,12 @@ class Submission:
     source: str                         # "alice/" or "bob.zip"
     matches: dict = field(default_factory=dict)    # problem number -> Match
     notes: list = field(default_factory=list)      # what was ignored and why
-    submitted_at: datetime | None = None
-    submitted_at_source: str = ""       # "submitted_at.txt", "newest file time", ""
+    submitted_at: datetime | None = None   # from the teacher's side only (teacher_times)
+    submitted_at_source: str = ""       # "the teacher's times file", ""
+    claimed_at: str = ""                # what a submitted_at.txt inside the submission says: shown, not used
     unreadable: str = ""                # why nothing could be read (a broken zip)
+    entry: str = ""                     # the folder or zip name as found (printable)
+    collision: str = ""                 # other entries read as the same id (the teacher must look)
 
 
 # --------------------------------------------------------------------------- reading
@@ -162,16 +179,9 @@ def read_zip(path: Path, notes: list) -> list[Candidate]:
 
 def printable(text: str) -> str:
     """``text`` with every control, format (bidi, zero-width) or separator character other
-    than a plain space written as an escape (\\n, \\u202e): a name cannot forge a line
-    or reorder what a report shows."""
-    out = []
-    for ch in str(text):
-        cat = unicodedata.category(ch)
-        if ch != " " and (cat[0] in "CZ" or ch == "\\"):
-            out.append("\\\\" if ch == "\\" else ch.encode("unicode_escape").decode("ascii"))
-        else:
-            out.append(ch)
-    return "".join(out)
+    than a plain space written as an escape (\\n, \\u202e), cut to MAX_NAME characters:
+    a name cannot forge a line, reorder what a report shows or fill it (shown.plain)."""
+    return shown.cut(shown.plain(text), MAX_NAME)
 
 
 def _read_cap(name: str) -> int:
@@ -319,26 +329,76 @@ def _digest(name: str) -> str:
 _safe_id = student_id  # the older name
 
 
-def submitted_time(cands: list[Candidate], matches: dict) -> tuple[datetime | None, str]:
-    """When the student handed in: the ISO-8601 time in submitted_at.txt if there is one
-    (an LMS export script writes it), else the newest modification time of the files
-    graded (zip entries: their stored time, read as UTC). See docs/teaching.md."""
+def claimed_time(cands: list[Candidate]) -> str:
+    """What a submitted_at.txt (or .submitted_at) inside the submission says, as shown to
+    the teacher: the student's claim, never used for ``late``."""
     for c in cands:
         if c.rel.rsplit("/", 1)[-1] in SUBMITTED_AT_FILES:
-            text = c.data.decode("utf-8", "replace").strip()
-            try:
-                t = datetime.fromisoformat(text.replace("Z", "+00:00"))
-            except ValueError:
-                return None, f"{c.rel} unreadable ({text[:40]!r})"
-            return (t if t.tzinfo else t.replace(tzinfo=timezone.utc)), c.rel
-    times = [c.mtime for c in cands if c.mtime is not None and any(m.rel == c.rel for m in matches.values())]
-    if not times:
-        return None, ""
-    return datetime.fromtimestamp(int(max(times)), tz=timezone.utc), "newest file time"
+            text = c.data[:100].decode("utf-8", "replace").strip()
+            return f"{c.rel} says {shown.plain(text)[:80]!s}"
+    return ""
 
 
-def discover(root: Path, problems, stubs: dict, roster: list | None = None) -> tuple[list, list]:
-    """([Submission], notes about the folder itself), students sorted by id."""
+def teacher_times(path: Path) -> dict:
+    """{student id or entry name: submission time} from the teacher's file: one
+    ``id,time`` per line (ISO 8601; a header line, blank lines and # comments are
+    skipped; a time without a zone is UTC). Raises ValueError on a line it cannot read."""
+    import csv
+    import io
+    data = Path(path).read_bytes()
+    if len(data) > MAX_TIMES_BYTES:
+        raise ValueError(f"{path}: larger than {MAX_TIMES_BYTES >> 20} MB; one `id,time` per line expected")
+    out = {}
+    for n, row in enumerate(csv.reader(io.StringIO(data.decode("utf-8-sig", "replace"))), start=1):
+        if not row or not row[0].strip() or row[0].lstrip().startswith("#"):
+            continue
+        if len(row) < 2:
+            raise ValueError(f"{path}, line {n}: expected `id,time`, got {shown.plain(','.join(row))[:80]!r}")
+        who, when = row[0].strip(), row[1].strip()
+        try:
+            t = datetime.fromisoformat(when.replace("Z", "+00:00"))
+        except ValueError:
+            if n == 1:   # a header
+                continue
+            raise ValueError(f"{path}, line {n}: {shown.plain(when)[:60]!r} is not an ISO 8601 time") from None
+        out[who] = t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+    return out
+
+
+def _own_name(entry: Path, kind: str) -> str:
+    return entry.name if kind == "folder" else entry.stem
+
+
+def assign_ids(entries: list) -> tuple[list, list]:
+    """([(entry, id, kind, collision note)], folder notes) for [(entry, safe id, kind)].
+    An id several entries share goes to the one whose own name is exactly that id, if
+    there is exactly one; the others (all of them otherwise) get a hash of their own name
+    added (see the top). Every entry of such a group gets a note naming the others."""
+    groups: dict = {}
+    for entry, sid, kind in entries:
+        groups.setdefault(sid, []).append((entry, kind))
+    out, notes = [], []
+    for entry, sid, kind in entries:
+        members = groups[sid]
+        if len(members) == 1:
+            out.append((entry, sid, kind, ""))
+            continue
+        exact = [e for e, k in members if _own_name(e, k) == sid]
+        keeps = len(exact) == 1 and exact[0] == entry
+        new = sid if keeps else student_id(_own_name(entry, kind))[:MAX_ID - 11] + "-" + _digest(entry.name)
+        others = ", ".join(printable(e.name) for e, _ in members if e != entry)
+        note = (f"NAME COLLISION: {others} also read{'s' if len(members) == 2 else ''} as the id {sid}; "
+                + (f"this entry is named exactly {sid} and keeps it" if keeps else f"graded as {new}")
+                + " -- check that each entry is the student it seems to be")
+        notes.append(f"{printable(entry.name)}: {note}")
+        out.append((entry, new, kind, note))
+    return out, notes
+
+
+def discover(root: Path, problems, stubs: dict, roster: list | None = None,
+             times: dict | None = None) -> tuple[list, list]:
+    """([Submission], notes about the folder itself), students sorted by id. ``times``:
+    the teacher's submission times (teacher_times), by id or by entry name."""
     root = Path(root)
     notes, subs = [], {}
     entries = []   # (entry, id, kind)
@@ -351,18 +411,17 @@ def discover(root: Path, problems, stubs: dict, roster: list | None = None) -> t
             entries.append((entry, student_id(entry.stem), "zip"))
         else:
             notes.append(f"{printable(entry.name)}: not a folder or a .zip; ignored")
-    taken: dict = {}
-    for _, sid, _ in entries:
-        taken[sid] = taken.get(sid, 0) + 1
-    for entry, sid, kind in entries:
-        if taken[sid] > 1:   # two names, one id: both graded, under ids of their own
-            base = student_id(entry.name if kind == "folder" else entry.stem)
-            new = base[:MAX_ID - 11] + "-" + _digest(entry.name)
-            notes.append(f"{printable(entry.name)}: its id {sid} is also another entry's; graded as {new}")
-            sid = new
+    assigned, more = assign_ids(entries)
+    notes += more
+    claimed = {}   # id -> the entries that collided on it (for a roster row left empty)
+    for entry, sid, kind, collision in assigned:
+        if collision:
+            claimed.setdefault(student_id(_own_name(entry, kind)), []).append(printable(entry.name))
         if sid in subs:   # only if two names share a digest prefix: never silently merged
             raise ValueError(f"two submissions map to the student id {sid}; rename one of them")
-        sub = Submission(sid, printable(entry.name) + "/")  # a zip's files show as bob.zip/practice/...
+        sub = Submission(sid, printable(entry.name) + "/", entry=printable(entry.name), collision=collision)
+        if collision:
+            sub.notes.append(collision)
         try:
             cands = read_folder(entry, sub.notes) if kind == "folder" else read_zip(entry, sub.notes)
         except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError, ValueError) as e:
@@ -370,12 +429,22 @@ def discover(root: Path, problems, stubs: dict, roster: list | None = None) -> t
             cands = []
         sub.matches, more = match(cands, problems, stubs)
         sub.notes += more
-        sub.submitted_at, sub.submitted_at_source = submitted_time(cands, sub.matches)
+        if len(sub.notes) > MAX_NOTES:
+            sub.notes[MAX_NOTES:] = [f"... and {len(sub.notes) - MAX_NOTES:,} more notes, not shown"]
+        sub.claimed_at = claimed_time(cands)
+        if times:
+            at = times.get(sid, times.get(_own_name(entry, kind)))
+            if at is not None:
+                sub.submitted_at, sub.submitted_at_source = at, "the teacher's times file"
         subs[sid] = sub
     for sid in roster or []:
         sid = student_id(sid)
         if sid not in subs:
-            subs[sid] = Submission(sid, "", notes=["on the roster, no submission found"])
+            why = "on the roster, no submission found"
+            if sid in claimed:
+                why += (f" under this id: the entries {', '.join(claimed[sid])} all read as {sid} and were "
+                        "graded under ids of their own (NAME COLLISION: find hers among them)")
+            subs[sid] = Submission(sid, "", notes=[why], collision=why if sid in claimed else "")
     extra = sorted(set(subs) - {student_id(s) for s in roster}) if roster else []
     for sid in extra:
         subs[sid].notes.append("not on the roster")
@@ -391,7 +460,6 @@ def notebook_matches(cands: list, problems, taken: dict, stubs: dict, notes: lis
     found: dict = {}
     for c in cands:
         name = c.rel.rsplit("/", 1)[-1]
-        nb = notebooks.read_notebook(c.rel, c.data)
         by_name = {}
         if name not in chapters:
             stem_py = name[:-len(".ipynb")] + ".py"
@@ -404,10 +472,12 @@ def notebook_matches(cands: list, problems, taken: dict, stubs: dict, notes: lis
                 else:
                     notes.append(f"{c.rel}: the name fits problems {', '.join(str(p.number) for p in top)}; "
                                  "matched by the functions it defines instead")
+        # read in a child process with CPU and memory limits (notebooks.analyse_bounded)
+        nb = notebooks.analyse_bounded(c.rel, c.data, problems, set(by_name))
         used = False
         for p in problems:
             rule = by_name.get(p.number)
-            if rule is None and not nb.error and (notebooks.own_definitions(nb, p) or notebooks.unparsed_definitions(nb, p)):
+            if rule is None and nb.defines.get(p.number):
                 rule = "functions"
             if rule is None:
                 continue
@@ -429,7 +499,7 @@ def notebook_matches(cands: list, problems, taken: dict, stubs: dict, notes: lis
             continue
         tried = []
         for c, nb, rule in found[p.number]:
-            ex = notebooks.extract(nb, p)
+            ex = nb.extractions.get(p.number) or notebooks.Extraction(c.rel, p.number, refused=nb.error)
             rank = RULES.index(rule) if rule in RULES else len(RULES)
             parts = c.rel.split("/")
             tried.append(((bool(ex.refused), rank, "practice" not in parts[:-1], len(parts), c.rel), c, ex, rule))
@@ -452,4 +522,5 @@ def notebook_matches(cands: list, problems, taken: dict, stubs: dict, notes: lis
 
 
 __all__ = ["Submission", "Match", "Candidate", "discover", "match", "rule_for", "content_notes",
-           "student_id", "printable", "notebook_matches", "RULES", "MAX_ID"]
+           "student_id", "printable", "notebook_matches", "teacher_times", "claimed_time", "assign_ids",
+           "RULES", "MAX_ID"]

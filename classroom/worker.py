@@ -5,7 +5,8 @@ Reads one job per line on stdin -- {"problem", "path", "seed", "out", "protect",
 ``sha256``, grades it with the judge (``runner.grade``: the attempt runs in its own
 sandbox, see grader/jail.py), writes the verdict record to ``out`` atomically with the
 hash of what was graded in it (``graded_sha256``: the cache is checked against it on
-read), and answers one line on stdout: {"ok": true}, {"ok": false, "infra": "..."} when
+read; the record is bounded and written readable by its owner only: verdicts.py), and
+answers one short line on stdout (at most pool.MAX_REPLY bytes): {"ok": true}, {"ok": false, "infra": "..."} when
 the sandbox could not run the attempt (nothing is written: not the attempt's fault), or
 {"ok": false, "error": "..."} for a judge bug. Anything else this process prints goes to
 stderr, so the protocol stays clean. The worker dies with the process that started it.
@@ -14,10 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 import traceback
 from pathlib import Path
+
+MAX_ERROR = 4000   # characters of a judge bug's traceback in a reply (its end: the raise)
 
 
 def main() -> int:
@@ -25,6 +27,7 @@ def main() -> int:
     sys.stdout = sys.stderr
     from grader import child, runner
 
+    from . import verdicts
     from .grade import record_of, replace_strings
     child.die_with_parent()
     problems = {p.number: p for p in runner.discover()}
@@ -41,18 +44,14 @@ def main() -> int:
             r = runner.grade(problems[int(job["problem"])], path, int(job["seed"]),
                              protect=job.get("protect", []), isolation=job.get("isolation"))
             if r.reason == "infrastructure":
-                reply = {"ok": False, "infra": r.message}
+                reply = {"ok": False, "infra": str(r.message)[:MAX_ERROR]}
             else:
-                rec = replace_strings(record_of(r, path), job.get("rename", {}))
+                rec = verdicts.bound(replace_strings(record_of(r, path), job.get("rename", {})))
                 rec["graded_sha256"] = graded
-                text = json.dumps(rec, sort_keys=True, indent=1)
-                out = Path(job["out"])
-                tmp = out.with_name(out.name + f".{os.getpid()}.part")
-                tmp.write_text(text)
-                tmp.replace(out)
+                verdicts.write(Path(job["out"]), rec)
                 reply = {"ok": True}
         except Exception:  # noqa: BLE001 -- a judge bug: report it, keep serving
-            reply = {"ok": False, "error": traceback.format_exc()}
+            reply = {"ok": False, "error": traceback.format_exc()[-MAX_ERROR:]}
         proto.write(json.dumps(reply) + "\n")
         proto.flush()
     return 0

@@ -421,12 +421,16 @@ def explain_mistakes(problem: Problem, outcomes: list) -> None:
 
 _RAISED = object()       # the mistake raised an exception on this case
 _DOES_NOT_APPLY = object()  # a model (not a file) returned None: the slip changes nothing here
+_UNKNOWN = object()      # no answer recorded for this case (the student edition: grader/recorded.py)
 
 
 def _reproduces(problem: Problem, mistake, graded: list) -> bool:
     # the failing cases first: most mistakes differ from the attempt on the first one
+    compared_a_failure = False
     for o in sorted(graded, key=lambda o: o.status is CaseStatus.PASS):
         wrong = _wrong_answer(mistake, o.case)
+        if wrong is _UNKNOWN:
+            continue   # recorded answers cover the public cases only: this case says nothing
         if wrong is _DOES_NOT_APPLY:
             if o.status is CaseStatus.PASS:
                 continue
@@ -435,6 +439,7 @@ def _reproduces(problem: Problem, mistake, graded: list) -> bool:
             if wrong is _RAISED or not _passes(problem, o.case, wrong):
                 return False  # the mistake would have failed where the attempt passed
             continue
+        compared_a_failure = True
         if o.result is None:  # the attempt raised here: so must the mistake
             if wrong is not _RAISED:
                 return False
@@ -446,13 +451,18 @@ def _reproduces(problem: Problem, mistake, graded: list) -> bool:
                 return False
         except Exception:  # noqa: BLE001 -- a result of another type: not this slip
             return False
-    return True
+    return compared_a_failure
 
 
 def _wrong_answer(mistake, case: Case):
     """The mistake's answer to a case as plain data (the round trip an attempt's answer
-    takes), _RAISED, or _DOES_NOT_APPLY. A mistake's file overflows or divides by zero as
-    the learner's code would: numpy's warnings about it are not the learner's business."""
+    takes), _RAISED, or _DOES_NOT_APPLY (or _UNKNOWN: no answer recorded for the case). A
+    mistake's file overflows or divides by zero as the learner's code would: numpy's
+    warnings about it are not the learner's business."""
+    answer_for = getattr(mistake.fn, "answer_for", None)
+    if answer_for is not None:   # recorded answers, not a file (grader/recorded.py)
+        found = answer_for(case)
+        return _UNKNOWN if found is None else (_RAISED if found.raised else found.value)
     try:
         with np.errstate(all="ignore"):
             wrong = mistake.fn(**copy.deepcopy(case.args))

@@ -1,14 +1,23 @@
 """A hostile class: submissions that attack the grader, written for the course's tests.
 
 Each attacker is a practice file whose module-level code (run when the judge imports it)
-and functions try one kind of attack from issue 16, as a student who knows the teacher's
-layout would (the paths of the repository, the secret seed file, the submissions, the
-grades, HOME and the venv are written into the attack: the worst case). What an attack
-finds it prints, encoded so that a plain-text filter would miss it; whatever answer it
-steals it returns. Attackers never compute an answer themselves, so any point one gets
-was stolen. Every payload an attack writes is a comment (``# MLAHOSTILE``) and every
-process it starts carries MARK in its command line, so a sandbox that failed would leave
-traces the test finds and removes, not damage.
+and functions try one kind of attack from issues 16 and 24, as a student who knows the
+teacher's layout would (the paths of the repository, the secret seed file, the
+submissions, the grades, HOME and the venv are written into the attack: the worst case).
+What an attack finds it prints, encoded so that a plain-text filter would miss it;
+whatever answer it steals it returns. Attackers never compute an answer themselves, so any
+point one gets was stolen. Every payload an attack writes is a comment (``# MLAHOSTILE``)
+and every process it starts carries MARK in its command line, so a sandbox that failed
+would leave traces the test finds and removes, not damage.
+
+Issue 24's attacks are on what crosses back into the teacher's process: texts of tens of
+MiB (an exception's message, printed output, a returned string), text that acts where it
+is shown (HOSTILE_TEXT: ANSI escapes, HTML, Markdown links, bidi controls, formulas, NUL,
+CR), an attempt that sleeps just under every case's limit, and, beside the files
+(``conductor_attacks``): notebooks built to be slow to read (tests/slow_notebooks.py), a
+notebook whose refusal quotes hostile code, entry names that act, an entry whose name
+reads as an honest student's id, a time claimed inside the submission, a zip of 5,000
+long names. ``inert_problems`` says where a written report lets such text act.
 """
 from __future__ import annotations
 
@@ -16,6 +25,13 @@ import textwrap
 from pathlib import Path
 
 MARK = "MLAHOSTILE"
+# text that acts where it is shown: a terminal (ANSI CSI and OSC 8 hyperlink, C1 CSI),
+# Markdown/HTML, a spreadsheet, the order of characters (bidi), and control bytes
+HOSTILE_TEXT = ("\x1b[2J\x1b[31mRED\x1b[0m", "\x1b]8;;http://evil.example/\x07link\x1b]8;;\x07",
+                "\x9b31mC1", "<img src=x onerror=alert(1)>", "[click](javascript:alert(1))",
+                "![pic](http://evil.example/p.png)", "\u202eexe.cod", "\u2066iso\u2069",
+                "=HYPERLINK(\"http://evil.example\",\"x\")", "NUL\x00byte", "CR\roverwrite",
+                "line\u2028sep", "@SUM(1+1)*cmd|' /C calc'!A0")
 
 PRELUDE = r'''
 # --- hostile prelude: helpers every attack uses
@@ -342,6 +358,53 @@ note("sleepers", started)
 def kv_cache_bytes(*a, **k):
     return None
 '''),
+    "huge_message": ("raises an exception with a 40 MiB message in every call (the record of "
+                     "each problem once grew to 126 MB)", r'''
+def kv_cache_bytes(*a, **k):
+    raise ValueError("M" * (40 << 20))
+'''),
+    "huge_output": ("prints 40 MiB through print and os.write to its stdout and stderr, in every call", r'''
+def kv_cache_bytes(*a, **k):
+    block = "O" * (1 << 20)
+    for _ in range(20):
+        print(block, flush=True)
+        os.write(2, block.encode())
+    return None
+'''),
+    "huge_answer": ("returns a 40 MiB string, a list of 5 million numbers and a structure nested "
+                    "2,000 deep", r'''
+N = [0]
+def kv_cache_bytes(*a, **k):
+    N[0] += 1
+    if N[0] % 3 == 1:
+        return "S" * (40 << 20)
+    if N[0] % 3 == 2:
+        return list(range(5_000_000))
+    x = []
+    for _ in range(2000):
+        x = [x]
+    return x
+'''),
+    "text_acts": ("prints, raises and returns text that acts where it is shown: ANSI escapes, "
+                  "<img>, a javascript: link, bidi controls, a spreadsheet formula, NUL, CR", r'''
+T = __HOSTILE_TEXT__
+print(" ".join(T), flush=True)
+os.write(1, " ".join(T).encode("utf-8", "replace") + b"\\n")
+N = [0]
+def kv_cache_bytes(*a, **k):
+    N[0] += 1
+    print(T[N[0] % len(T)], flush=True)
+    if N[0] % 2:
+        raise ValueError(" | ".join(T))
+    return {t: t for t in T}
+'''),
+    "sleeper": ("sleeps just under the case's time limit in every case (and at import): holds "
+                "its worker as long as the limits allow", r'''
+time.sleep(4.5)
+def kv_cache_bytes(*a, **k):
+    time.sleep(4.6)
+    return None
+'''),
     "memfd": ("maps a 2 GiB memfd and touches every page (not anonymous memory, so not under "
               "RLIMIT_DATA)", r'''
 import mmap
@@ -377,7 +440,138 @@ def attack_source(name: str, known: dict) -> bytes:
     description, body = ATTACKS[name]
     head = f'"""Hostile submission "{name}": {description}."""\n'
     prelude = PRELUDE.replace("__KNOWN__", repr(dict(known, attack=name)))
+    body = body.replace("__HOSTILE_TEXT__", repr(HOSTILE_TEXT))
     return (head + prelude + textwrap.dedent(body)).encode()
+
+
+# ----------------------------------------------------------------------------- at the conductor
+
+ACTING_NAMES = ("<img src=x onerror=alert(1)>", "[x](javascript:alert(1))", "\x1b[2Jred",
+                "=HYPERLINK(\"http://evil.example\",\"x\")", "\u202eexe.cod")
+
+
+def conductor_attacks(root: Path, stub: bytes) -> dict:
+    """{entry name: {relative path: bytes}} (an entry name ending in .zip: the bytes of
+    the zip): what attacks the teacher's process rather than the sandbox. Every one of them
+    scores nothing by construction (stubs, notebooks that are refused or read slowly)."""
+    from tests import slow_notebooks as sn
+    out: dict = {}
+    for name, make in sn.SLOW.items():   # slow to read: each within the byte limits
+        out[f"x_nb_{name}"] = {"p01_kv_cache_bytes.ipynb": make()}
+    # a refusal that quotes the notebook's code: the line holds text that acts
+    # (the refusal quotes the first line of the statement, cut at 70 characters)
+    out["x_nb_acting_reason"] = {"week1.ipynb": sn.notebook([
+        "for helper in [1]:  # <img src=x onerror=alert(1)>\x1b[31m\u202e\x9b1m\x0b=1\n    pass",
+        "def kv_cache_bytes(*args, **kwargs):\n    return helper"])}
+    for k, name in enumerate(ACTING_NAMES):   # entry names that act (ids are made safe; the names are shown)
+        out[name] = {"practice/p01_kv_cache_bytes.py": stub, f"notes/{HOSTILE_TEXT[k]}.py": b"x = 1\n"}
+    # reads as student01's id: must not take her roster row, her work or her grade
+    out["student01!"] = {"practice/p01_kv_cache_bytes.py": stub, "submitted_at.txt": b"2000-01-01T00:00:00Z"}
+    # a time claimed inside the zip (and old zip entry times): shown, never trusted
+    out["x_claims_early.zip"] = _zip({"submitted_at.txt": b"2000-01-01T00:00:00Z",
+                                      "practice/p01_kv_cache_bytes.py": stub}, (1999, 1, 1, 0, 0, 0))
+    # 5,000 entries with long names: the notes about them, and matching.md, stay bounded
+    out["x_many_names.zip"] = _zip({f"junk/{i:04d}_{'n' * 3000}.py": b"" for i in range(5000)},
+                                   (2024, 1, 1, 0, 0, 0))
+    return out
+
+
+def _zip(files: dict, when: tuple) -> bytes:
+    import io
+    import zipfile
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for rel, data in files.items():
+            zf.writestr(zipfile.ZipInfo(rel, date_time=when), data)
+    return buf.getvalue()
+
+
+# ----------------------------------------------------------------------------- is it inert?
+
+import unicodedata  # noqa: E402
+
+
+def _acting_chars(text: str, allowed: str = "\n\t") -> list:
+    """Characters of ``text`` that act where text is shown: controls (C0, DEL, C1), format
+    characters (bidi, zero-width), line/paragraph separators, lone surrogates."""
+    return sorted({hex(ord(c)) for c in text if c not in allowed and (
+        unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp"))})
+
+
+def _outside_code_spans(line: str) -> str:
+    """The line with every CommonMark code span removed (a run of n backticks opens one,
+    the next run of exactly n closes it)."""
+    import re
+    out, i = [], 0
+    runs = [(m.start(), m.end()) for m in re.finditer(r"`+", line)]
+    k = 0
+    while k < len(runs):
+        start, end = runs[k]
+        n = end - start
+        close = next((j for j in range(k + 1, len(runs)) if runs[j][1] - runs[j][0] == n), None)
+        if close is None:
+            k += 1
+            continue
+        out.append(line[i:start])
+        i = runs[close][1]
+        k = close + 1
+    out.append(line[i:])
+    return "".join(out)
+
+
+def inert_problems(folder: Path, terminal: str = "") -> list[str]:
+    """Where the reports in ``folder`` (and the terminal output) let text act: raw control,
+    format or separator characters anywhere; in Markdown, HTML tags, links and images
+    outside code spans; in a CSV, a cell a spreadsheet would run; a JSON file that is not
+    valid or whose strings hold such characters."""
+    import csv
+    import io
+    import json
+    import re
+    bad = []
+    if _acting_chars(terminal, "\n"):
+        bad.append(f"the terminal: {_acting_chars(terminal, chr(10))}")
+    for p in sorted(folder.rglob("*")):
+        if not p.is_file() or p.suffix not in (".md", ".csv", ".json") or ".cache" in p.parts:
+            continue
+        rel = p.relative_to(folder).as_posix()
+        text = p.read_bytes().decode("utf-8", "replace")
+        if p.suffix == ".json":
+            try:
+                data = json.loads(text)
+            except ValueError as e:
+                bad.append(f"{rel}: not valid JSON ({e})")
+                continue
+            strings = []
+
+            def walk(x):
+                if isinstance(x, str):
+                    strings.append(x)
+                elif isinstance(x, dict):
+                    for k, v in x.items():
+                        walk(k)
+                        walk(v)
+                elif isinstance(x, list):
+                    for v in x:
+                        walk(v)
+            walk(data)
+            acting = sorted({c for s in strings for c in _acting_chars(s)})
+            if acting:
+                bad.append(f"{rel}: strings hold {acting}")
+            continue
+        if _acting_chars(text):
+            bad.append(f"{rel}: {_acting_chars(text)}")
+        if p.suffix == ".csv":
+            for row in csv.reader(io.StringIO(text)):
+                cells = [c for c in row if c.lstrip(" ")[:1] in ("=", "+", "-", "@")]
+                if cells:
+                    bad.append(f"{rel}: cells a spreadsheet would run: {cells[:3]}")
+        else:
+            for n, line in enumerate(text.splitlines(), start=1):
+                rest = _outside_code_spans(line)
+                if re.search(r"<[A-Za-z/!?]|\]\(|!\[|\[[^\]]*\]:|https?://|javascript:", rest):
+                    bad.append(f"{rel}, line {n}: markup outside a code span: {line[:160]!r}")
+    return bad
 
 
 # ----------------------------------------------------------------------------- honest work
@@ -404,4 +598,5 @@ def honest_class(root: Path) -> dict:
     }
 
 
-__all__ = ["ATTACKS", "attack_source", "honest_class", "MARK"]
+__all__ = ["ATTACKS", "attack_source", "honest_class", "conductor_attacks", "inert_problems",
+           "HOSTILE_TEXT", "ACTING_NAMES", "MARK"]

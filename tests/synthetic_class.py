@@ -183,7 +183,7 @@ class Student:
     files: dict = field(default_factory=dict)     # relative path -> bytes
     expected: dict = field(default_factory=dict)  # problem number -> Attempt (absent: missing)
     as_zip: bool = False
-    submitted_at: str | None = None               # written to submitted_at.txt
+    submitted_at: str | None = None               # written to submitted_at.txt: the student's claim (never used)
 
 
 def write_class(dest: Path, students: list) -> Path:

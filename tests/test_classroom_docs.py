@@ -137,9 +137,12 @@ def test_release_says_truly_what_it_leaves_out(tmp_path):
     listed = re.sub(r" \([^)]*\)", "", line.split("not included: ", 1)[1])   # drop "(...)" notes
     named = [n.rstrip("/") for n in listed.split(", ")]
     assert {"solutions", "tests", "docs", "classroom", "grader/classroom", "web", "CONTRIBUTING.md"} <= set(named), named
+    assert "grader/problems/mistakes" in named and "grader" not in named   # the named mistakes' files
     for name in named:
         assert (ROOT / name).exists(), name
-        if name != ".github":
+        if name == "grader/problems/mistakes":   # their recorded answers ship, no file of theirs
+            assert not list((bundle / name).rglob("*.py")) and list((bundle / name).glob("*.json"))
+        elif name != ".github":
             assert not (bundle / name).exists(), name
     plain = _release_output(tmp_path)
     assert ".github/," in plain and "has its own" not in plain

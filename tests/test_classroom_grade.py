@@ -86,6 +86,9 @@ def build_class(root: Path) -> tuple[list, dict]:
     s.expected[4] = sy.Attempt(b"", "failed", "notebook_unusable")
     student("s22_big_file").files["practice/p01_kv_cache_bytes.py"] = b"#" * (submissions.MAX_FILE_BYTES + 10)
     student("s23_unrelated").files["homework.py"] = b"def f():\n    return 1\n"
+    # claims an early time inside its own zip (and the zip's entries are dated 2024): the
+    # teacher's times file says late, and only that counts
+    student("s25_claims_early", {1: R}, as_zip=True, at="2025-02-01T00:00:00+00:00")
     for i in range(13):  # the rest of the class: identical files de-duplicate, as in real classes
         kinds = [{1: R, 4: R, 5: R}, {1: W, 4: R, 5: sy.stub}, {1: R, 5: R}, {4: sy.stub}][i % 4]
         student(f"t{i:02d}", kinds, as_zip=(i % 3 == 0), shared=True,
@@ -103,8 +106,14 @@ def build_class(root: Path) -> tuple[list, dict]:
     return expected
 
 
+# the teacher's side: when the LMS says each one handed in (submissions.teacher_times)
+TIMES = {"s01_right": "2025-03-01T20:00:00+00:00", "s02_zip_right": "2025-03-02T08:00:00+00:00",
+         "s25_claims_early": "2025-03-02T09:30:00+00:00", "t01": "2025-03-01T12:00:00+00:00"}
+
+
 def settings(seed=SEED):
-    return Settings(seed, "test", [_p(n) for n in PROBLEMS], workers=2, deadline=DEADLINE)
+    times = {k: datetime.fromisoformat(v) for k, v in TIMES.items()}
+    return Settings(seed, "test", [_p(n) for n in PROBLEMS], workers=2, deadline=DEADLINE, times=times)
 
 
 def read_verdicts(out: Path) -> dict:
@@ -173,10 +182,16 @@ def test_gradebook_scores_totals_and_late_flags(graded):
     for sid, row in rows.items():
         passed = sum(expected[(sid, n)][0] == "passed" for n in PROBLEMS)
         assert float(row["total"]) == passed and float(row["max"]) == len(PROBLEMS)
-    assert rows["s01_right"]["late"] == "no" and rows["s01_right"]["submitted_at_from"] == "submitted_at.txt"
+    teacher = "the teacher's times file"
+    assert rows["s01_right"]["late"] == "no" and rows["s01_right"]["submitted_at_from"] == teacher
     assert rows["s02_zip_right"]["late"] == "yes"
     assert rows["t01"]["late"] == "no"
     assert rows["s09_nothing"]["late"] == "unknown"
+    # what a student writes into their own submission is shown as their claim, never used
+    claim = rows["s25_claims_early"]
+    assert claim["late"] == "yes" and claim["submitted_at"] == "2025-03-02T09:30:00+00:00"
+    assert "2025-02-01" in claim["student_claim"] and "submitted_at.txt" in claim["student_claim"]
+    assert rows["t03"]["late"] == "unknown" and "2025-03-01T12:00" in rows["t03"]["student_claim"]
 
 
 def test_matching_report_says_what_was_used_and_ignored(graded):
@@ -186,9 +201,9 @@ def test_matching_report_says_what_was_used_and_ignored(graded):
     assert "`P01_KV_Cache_Bytes.py` (name)" in text and "`p01_kv_cache_bytes (1).py` (name)" in text
     assert "old/p04_choose_path.py: another file for problem 4" in text    # the stub lost to the answer
     assert "notes.py: no problem has this name" in text
-    assert "grader/problems" not in text.split("## s05_whole_repo")[1].split("##")[0]
-    assert "UNREADABLE" in text.split("## s20_broken")[1]
-    assert "`practice/p04.ipynb` (notebook: number) -- NOT GRADED: no cell defines" in text
+    assert "grader/problems" not in text.split("## `s05_whole_repo`")[1].split("##")[0]
+    assert "UNREADABLE" in text.split("## `s20_broken`")[1]
+    assert "`practice/p04.ipynb` (notebook: number) -- ``NOT GRADED: no cell defines `attention_flops`" in text
     assert "symbolic link" in text and "byte limit" in text
 
 

@@ -1,15 +1,20 @@
 """Gradescope's autograder under attack, run as Gradescope runs it: the built zip's
 run_autograder on a folder laid out like /autograder (AUTOGRADER_ROOT). A submission
 with one honest answer (problem 1) and one attack (problem 4) that reads the seed from
-source/config.json (through dir_fd, past the Python guard) and raises it encoded (the
-exception's message is the student's feedback), rewrites the harness,
-and leaves setsid daemons that rewrite results.json to full marks after the run.
+source/config.json (through dir_fd, past the Python guard), walks up from its own working
+folder to the harness's private folder and lists it and reads the verdict records it
+would hold there (problem 1's record is written before problem 4 runs), and raises what
+it found encoded (the exception's message is the student's feedback) together with text
+that acts (ANSI, <img>, links, bidi, formulas, NUL, CR); it rewrites the harness, and
+leaves setsid daemons that rewrite results.json to full marks after the run.
 
 Asserted, in the sandbox and in the fallback (the attempt as a separate user): the score
 is the honest one, results.json does not change after run_autograder returns, the seed
-is in it in no encoding, the harness is byte-identical, and no process of the attempt is
-left. The sandbox run needs bubblewrap (skipped without it, a failure in CI); the
-separate-user run needs root and an interpreter other users may run."""
+is in it in no encoding (decimal, hex, each problem's stream), no text in it acts, the
+harness is byte-identical, and no process of the attempt is left; and, grading in this
+process, the harness's records are files of mode 0600 in a folder of mode 0700 that hold
+the seed in no form. The sandbox run needs bubblewrap (skipped without it, a failure in
+CI); the separate-user run needs root and an interpreter other users may run."""
 from __future__ import annotations
 
 import json
@@ -25,12 +30,12 @@ import pytest
 
 from grader import sandbox
 from classroom import platforms
-from tests.hostile_class import MARK
+from tests.hostile_class import HOSTILE_TEXT, MARK, inert_problems
 from tests.sandbox_support import require_sandbox
 from tests.test_classroom_hostile import live_processes, seed_forms, tree_digest
 
 ROOT = Path(__file__).resolve().parent.parent
-SEED = 2718281829
+SEED = 0x2B7E151628AED2A6ABF7158809CF4F3C   # 128 bits
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")]
 
@@ -40,8 +45,12 @@ ROOT = __ROOT__
 MARK = __MARK__
 
 
+NOTES = []
+
+
 def say(tag, data):
     print(tag, str(data)[:200], flush=True)
+    NOTES.append("%s %s" % (tag, str(data)[:160]))
 
 
 LEAKS = []
@@ -60,6 +69,23 @@ for path in (ROOT + "/source/config.json", ROOT + "/source/gradescope-seed.txt")
         leak(os.read(fd, 100000))
     except OSError as e:
         say("dir_fd refused", e)
+# the harness's private folder, found from this attempt's own working folder (its scratch
+# folder lies in the workers' TMPDIR there): list it, read the records it would hold
+here = os.getcwd()
+for up in range(1, 5):
+    base = os.path.dirname(here) if up == 1 else os.path.dirname(base)
+    try:
+        say("listed", (base, os.listdir(base)))
+        leak(os.listdir(base))
+    except OSError as e:
+        say("list refused", (base, e))
+    for rel in ("records/p01.json", "p01.json", "records", "attempts"):
+        try:
+            with open(os.path.join(base, rel), "rb") as f:
+                leak(f.read(1 << 20))
+            say("READ", os.path.join(base, rel))
+        except OSError as e:
+            say("read refused", (rel, e))
 for victim in (ROOT + "/source/grader/runner.py", ROOT + "/results/results.json"):
     try:
         fd = os.open(victim.lstrip("/"), os.O_WRONLY | os.O_TRUNC, dir_fd=os.open("/", os.O_RDONLY))
@@ -78,10 +104,14 @@ except Exception as e:
     say("fork_exec", e)
 
 
+ACTS = __HOSTILE_TEXT__
+print(" ".join(ACTS), flush=True)
+
+
 def choose_path(*a, **k):
-    if LEAKS:   # the exception's message is what the student's feedback shows
-        raise ValueError("LEAK " + " | ".join(LEAKS))
-    return None
+    # the exception's message is what the student's feedback shows
+    raise ValueError(("LE" "AK " + " | ".join(LEAKS) + " " if LEAKS else "") + " ".join(ACTS)
+                     + " ## " + " ## ".join(NOTES))
 
 
 attention_flops = choose_path
@@ -102,7 +132,8 @@ def lay_out(zip_path: Path, root: Path) -> None:
     sub = root / "submission" / "practice"
     sub.mkdir(parents=True)
     (sub / "p01_kv_cache_bytes.py").write_bytes((ROOT / "solutions/p01_kv_cache_bytes.py").read_bytes())
-    attack = ATTACK.replace("__ROOT__", repr(str(root))).replace("__MARK__", repr(MARK))
+    attack = ATTACK.replace("__ROOT__", repr(str(root))).replace("__MARK__", repr(MARK)).replace(
+        "__HOSTILE_TEXT__", repr(HOSTILE_TEXT))
     (sub / "p04_choose_path.py").write_text("import json\n" + attack)
 
 
@@ -130,8 +161,11 @@ def run_and_check(root: Path, env: dict):
         tests = {t["name"]: t for t in res["tests"]}
         assert tests["p04 choose_path: all cases, hidden included"]["score"] == 0
         text = json.dumps(res) + done.stdout + done.stderr
-        hits = [k for k, v in seed_forms(SEED).items() if v in text]
+        hits = [k for k, v in seed_forms(SEED, range(1, 19)).items() if v in text]
         assert not hits, f"the seed reached the results in these encodings: {hits}"
+        assert inert_problems(root / "results") == []
+        p04 = next(t for t in res["tests"] if t["name"].startswith("p04") and "hidden" in t["name"])
+        assert "onerror" in p04["output"] and "\\x1b[31m" in p04["output"], p04["output"][-800:]
         assert harness_digest(root) == harness, "the attempt changed the harness"
     finally:
         for p, (c, _) in live_processes().items():
@@ -148,7 +182,7 @@ def test_the_autograder_in_the_sandbox_holds(autograder, tmp_path):
                AUTOGRADER_SANDBOX="jail")
     res = run_and_check(root, env)
     p4 = next(t for t in res["tests"] if t["name"].startswith("p04") and "hidden" in t["name"])
-    assert "LEAK" not in p4["output"]
+    assert "LEAK " not in p4["output"]   # nothing found: the attack says LEAK only with a find
 
 
 def _interpreter_for_others() -> str | None:
@@ -199,4 +233,44 @@ def test_the_autograder_as_a_separate_user_holds(autograder, tmp_path):
     assert not sandbox.pids_of_user(uid)
     assert oct(os.stat(root / "source").st_mode & 0o777) == "0o700"
     p4 = next(t for t in res["tests"] if t["name"].startswith("p04") and "hidden" in t["name"])
-    assert "LEAK" not in p4["output"]
+    assert "LEAK " not in p4["output"]   # nothing found: the attack says LEAK only with a find
+
+
+def test_the_harness_keeps_its_records_private_and_seedless(autograder, tmp_path, monkeypatch):
+    """gradescope_run in this process, its private folder kept for a look: the records are
+    0600 files in a 0700 folder, the staged attempts and the workers' TMPDIR in 0711
+    folders of a 0711 base (reachable by exact path, not listable), and no record holds
+    the seed in any form (decimal, hex, a problem's stream)."""
+    require_sandbox()
+    import shutil as sh
+    root = tmp_path / "autograder"
+    lay_out(autograder, root)
+    kept = []
+    real_rmtree = sh.rmtree
+
+    def keep(path, *a, **k):
+        if "mla-gradescope-" in str(path):
+            kept.append(Path(path))
+            return None
+        return real_rmtree(path, *a, **k)
+    monkeypatch.setattr(sh, "rmtree", keep)
+    monkeypatch.setattr(platforms, "__file__", str(root / "source" / "classroom" / "platforms.py"))
+    monkeypatch.setenv("AUTOGRADER_SANDBOX", "jail")
+    try:
+        platforms.gradescope_run(root)
+    finally:
+        monkeypatch.undo()
+    assert len(kept) == 1
+    base = kept[0]
+    try:
+        mode = {p.name: oct(p.stat().st_mode & 0o777) for p in [base, *base.iterdir()]}
+        assert mode == {base.name: "0o711", "attempts": "0o711", "tmp": "0o711", "records": "0o700"}, mode
+        records = sorted((base / "records").glob("*.json"))
+        assert [r.name for r in records] == ["p01.json", "p04.json"]
+        forms = seed_forms(SEED, range(1, 19))
+        for r in records:
+            assert oct(r.stat().st_mode & 0o777) == "0o600", r.name
+            hits = [k for k, v in forms.items() if v in r.read_text()]
+            assert not hits, f"{r.name} holds the seed: {hits}"
+    finally:
+        real_rmtree(base, ignore_errors=True)

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import pytest
 from grader import runner
 from classroom import __main__ as cli
 from classroom import notebooks, platforms, submissions
+from tests import slow_notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
 SOL4 = (ROOT / "solutions" / "p04_choose_path.py").read_text()
@@ -263,7 +265,7 @@ def test_a_refused_notebook_says_why_in_every_report(graded):
     assert "notebooks: 4 attempt(s) graded from notebooks, 1 NOT GRADED" in console
     summary = (out / "summary.md").read_text()
     assert "**1 notebook hand-in(s) could NOT be graded**" in summary
-    assert f"- carol, problem 4: `carol/week4.ipynb` -- {CAROL_WHY}" in summary
+    assert f"- `carol`, problem 4: `carol/week4.ipynb` -- `` {CAROL_WHY}" in summary   # a code span
     data = json.loads((out / "summary.json").read_text())
     assert [r[:3] for r in data["notebooks"]["refused"]] == [["carol", 4, "carol/week4.ipynb"]]
     with open(out / "gradebook.csv", newline="") as f:
@@ -279,7 +281,7 @@ def test_a_refused_notebook_says_why_in_every_report(graded):
     assert t["message"].startswith("NOT GRADED: the notebook week4.ipynb could not be used for problem 4")
     assert CAROL_WHY in t["message"] and "hand in practice/p04_choose_path.py" in t["message"]
     matching = (out / "matching.md").read_text()
-    assert f"- p04: `week4.ipynb` (notebook: defines the functions) -- NOT GRADED: {CAROL_WHY}" in matching
+    assert f"- p04: `week4.ipynb` (notebook: defines the functions) -- ``NOT GRADED: {CAROL_WHY}" in matching
     assert "notes/Untitled.ipynb was graded for problem 4 instead" in matching
 
 
@@ -304,3 +306,67 @@ def test_gradescope_grades_notebooks_too(tmp_path):
     assert p01["status"] == "failed" and "NOT GRADED: the notebook p01.ipynb" in p01["output"]
     assert "no cell defines `kv_cache_bytes`" in tests["p01 kv_cache_bytes: public cases"]["output"]
     assert res["score"] == 1.0 and "week4.ipynb" in res["output"]
+
+
+# --------------------------------------------------------------------------- notebooks built to be slow
+
+READ_BOUND_S = 15.0   # wall seconds to read one of them for every problem (measured: 0.1-4.3 s)
+
+
+@pytest.mark.parametrize("name", sorted(slow_notebooks.SLOW))
+def test_a_notebook_built_to_be_slow_is_read_within_a_bound(name):
+    """Each of tests/slow_notebooks.py (within every byte limit of a hand-in; the analysis
+    once took from a minute to most of an hour on them) is read for all problems, in the
+    bounded child, well within READ_BOUND_S -- and read, not refused for time: the bound is
+    the algorithm's, not the limit's."""
+    problems = runner.discover()
+    data = slow_notebooks.SLOW[name]()
+    assert len(data) <= notebooks.MAX_NOTEBOOK_BYTES
+    notebooks.course_functions()
+    t0 = time.monotonic()
+    got = notebooks.analyse_bounded(f"{name}.ipynb", data, problems, {1})
+    took = time.monotonic() - t0
+    assert took < READ_BOUND_S, f"{name}: {took:.1f} s"
+    assert "limits" not in got.error and "failed" not in got.error, got.error
+    ex = got.extractions[1]
+    if name in ("fanout", "shared_line", "deep", "statements"):
+        assert not ex.refused and "def kv_cache_bytes" in ex.source, ex.refused
+    elif name == "changed":
+        assert "and then changed in cell 9001" in ex.refused
+    else:
+        assert ex.refused.startswith("no cell defines `kv_cache_bytes`")
+
+
+def test_a_class_of_slow_notebooks_is_matched_within_a_bound(tmp_path):
+    """The same notebooks handed in by seven students, found and matched the way `grade`
+    does (submissions.discover): all of them within 7 x READ_BOUND_S."""
+    for name, make in slow_notebooks.SLOW.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "p01_kv_cache_bytes.ipynb").write_bytes(make())
+    t0 = time.monotonic()
+    subs, _ = submissions.discover(tmp_path, runner.discover(), {})
+    took = time.monotonic() - t0
+    assert took < len(slow_notebooks.SLOW) * READ_BOUND_S, f"{took:.1f} s"
+    assert {s.student for s in subs} == set(slow_notebooks.SLOW)
+    assert all(1 in s.matches for s in subs)
+
+
+def test_reading_a_notebook_is_cut_off_at_its_cpu_and_memory_limits():
+    """The child that reads a notebook stops at its CPU seconds and its memory, and the
+    notebook is refused saying which (not the teacher's process: that goes on)."""
+    problems = runner.discover()
+    data = slow_notebooks.fanout()   # about 3 s of CPU to read
+    slow = notebooks.analyse_bounded("cpu.ipynb", data, problems, {1}, cpu_s=1)
+    assert "took more than 1 s of CPU" in slow.error and "hand in the .py file" in slow.error
+    # the memory cap counts what the child allocates beyond the fork's heap, and a large
+    # parent's free heap is reused first: read from a small, fresh process
+    probe = subprocess.run([sys.executable, "-c", (
+        "from tests import slow_notebooks as sn; from classroom import notebooks; from grader import runner; "
+        "print(notebooks.analyse_bounded('memory.ipynb', sn.fanout(), runner.discover(), {1}, "
+        "memory=30 << 20).error)")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert "needs more than 30 MB" in probe.stdout, probe.stdout[-500:] + probe.stderr[-2000:]
+    # what a refusal quotes from the notebook is cut
+    long_name = "v" * 100_000
+    nb = slow_notebooks.notebook([f"def kv_cache_bytes():\n    return {long_name}"])
+    ex = notebooks.analyse_bounded("long.ipynb", nb, problems, {1}).extractions[1]
+    assert ex.refused and len(ex.refused) <= notebooks.MAX_REASON and "cut" in ex.refused

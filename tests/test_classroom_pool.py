@@ -44,9 +44,29 @@ def sandbox_processes(children_only: bool = False) -> set:
                 state = g.read().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if state != "Z" and (b"/judge/child.py" in cmd or (b"bwrap\0" in cmd and not children_only)):
+        if state == "Z" or not _this_checkout(int(pid), cmd):   # other sessions share the machine
+            continue
+        if b"/judge/child.py" in cmd or (b"bwrap\0" in cmd and not children_only):
             out.add(int(pid))
     return out
+
+
+def _this_checkout(pid: int, cmd: bytes) -> bool:
+    """A sandbox names this checkout's child runner in its command line; a child runner
+    inside one is judged by its parent (an orphan counts: its sandbox is gone)."""
+    ours = str(ROOT).encode()
+    if b"bwrap" in cmd:
+        return ours in cmd
+    if b"/judge/child.py" not in cmd:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        with open(f"/proc/{ppid}/cmdline", "rb") as f:
+            parent = f.read()
+    except (OSError, IndexError, ValueError):
+        return True
+    return ours in parent or b"bwrap" not in parent
 
 
 def my_workers() -> list:

@@ -287,26 +287,23 @@ MISTAKES = "grader/problems/mistakes/"
 
 
 def _spec_functions_pasted(bundle: Path, problems) -> list:
-    """Each top-level function of grader/problems/ -- spec modules, their helpers, the named
-    mistakes' helpers -- that takes every argument a problem's function requires, pasted
-    under that function's name: a simulator of slips at its default settings, or a helper
-    of one problem that solves another, is a complete answer and must not ship as one. (A
-    spec's reference is among leaks.pasted_attempts; a named mistake's own function is a
-    wrong attempt that tests/test_judge_specs.py grades.)"""
+    """Each top-level function of grader/problems/ -- spec modules and their helpers (the
+    named mistakes' files ship as recorded answers, not code: any .py there would be
+    pasted too) -- that takes every argument a problem's function requires, pasted under
+    that function's name: a simulator of slips at its default settings, or a helper of one
+    problem that solves another, is a complete answer and must not ship as one. (A spec's
+    reference is among leaks.pasted_attempts.)"""
     import inspect
     out = []
-    slugs = {p.filename[:-3]: p for p in runner.discover()}
     for path in sorted((bundle / "grader" / "problems").rglob("*.py")):
         rel = path.relative_to(bundle).as_posix()
-        own = slugs.get(path.parent.name) if rel.startswith(MISTAKES) else None
         tree = ast.parse(path.read_text())
         for p in problems:
             for fn in p.functions:
                 params = inspect.signature(p.reference[fn]).parameters.values()
                 need = {q.name for q in params if q.default is inspect.Parameter.empty}
                 for node in tree.body:
-                    if not isinstance(node, ast.FunctionDef) or node.name.startswith("reference") \
-                            or (own is not None and node.name in own.functions):
+                    if not isinstance(node, ast.FunctionDef) or node.name.startswith("reference"):
                         continue
                     a = node.args
                     if need <= {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}:
@@ -336,11 +333,9 @@ def test_no_course_code_pasted_as_an_attempt_passes(bundle, tmp_path):
     fail: the model answer of problem 14 planted as course code, and planted in its spec
     under another name, are found and pass."""
     problems = runner.discover()
-    # the named mistakes (grader/problems/mistakes/) are wrong attempts by design, each
-    # graded as one on every seed by tests/test_judge_specs.py (and through the judge by
-    # the corpus test): not graded again here; the specs' own functions are
-    attempts = [a for a in leaks.pasted_attempts(bundle.folder, problems)
-                if not a.where.startswith(MISTAKES)] + _spec_functions_pasted(bundle.folder, problems)
+    # nothing exempt: the named mistakes ship as recorded answers (no .py under MISTAKES)
+    assert not list((bundle.folder / MISTAKES).rglob("*.py"))
+    attempts = leaks.pasted_attempts(bundle.folder, problems) + _spec_functions_pasted(bundle.folder, problems)
     refused = [f"{a.label}: {a.refused}" for a in attempts if a.refused]
     assert not refused, "cannot paste (look at these by hand):\n  " + "\n  ".join(refused)
     refs = {a.problem for a in attempts if a.why == "the spec's reference"}
@@ -414,3 +409,257 @@ def test_what_the_guide_calls_open_is_in_the_bundle(bundle):
     table = guide.open_problems()
     for p in problems:
         assert f"\n| {p.number} `{p.slug}` | " in table, p.number
+
+
+# ---- no file one line away from an answer ---------------------------------------------------
+
+SCREEN = r"""
+import copy, json, signal, sys
+sys.path.insert(0, '.')
+import numpy as np
+from grader import child, runner
+COURSE = ("mlacourse", "grader", "kernels", "solutions", "classroom")
+
+
+class Slow(Exception):
+    pass
+
+
+def alarm(*_):
+    raise Slow()
+
+
+signal.signal(signal.SIGALRM, alarm)
+cases = {}
+
+
+def public(p):
+    if p.number not in cases:
+        cases[p.number] = [c for c in p.make_cases(0) if not c.hidden]
+    return cases[p.number]
+
+
+def imports_course(tree, p):
+    import ast
+    for node in ast.walk(tree):
+        mods = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        if any(m.split(".")[0] in COURSE and m not in p.may_import for m in mods):
+            return True
+    return False
+
+
+def passes_public(number, source):
+    # every public case of each of the problem's functions the source defines
+    import ast
+    p = runner.find(number)
+    try:
+        tree = ast.parse(source)
+    except Exception:
+        return False
+    if imports_course(tree, p):   # the judge refuses it (uses_reference)
+        return False
+    ns = {"__name__": "attempt"}
+    try:
+        signal.alarm(10)
+        exec(compile(tree, "attempt.py", "exec"), ns)
+        fns = {f: ns[f] for f in p.functions if callable(ns.get(f))}
+        if not fns:
+            return False
+        for c in public(p):
+            if c.function not in fns:
+                continue
+            signal.alarm(int(max(2, (c.timeout_s or p.timeout_s) * 4)))
+            with np.errstate(all="ignore"):
+                got = fns[c.function](**copy.deepcopy(c.args))
+            got = child.decode(json.loads(json.dumps(child.encode(got))))
+            if not p.check(c, got).passed:
+                return False
+        return True
+    except BaseException:
+        return False
+    finally:
+        signal.alarm(0)
+
+
+jobs = json.load(open(sys.argv[1]))
+print(json.dumps([i for i, (n, src) in enumerate(jobs) if passes_public(n, src)]))
+"""
+
+
+def one_line_variants(source: str) -> list[tuple[str, str]]:
+    """(what was done, the new source): the source as it is, each line deleted, each line
+    marked `# slip` deleted, and each such line's comment-free code kept alone."""
+    lines = source.split("\n")
+    out = [("as it is", source)]
+    for i, line in enumerate(lines):
+        if line.strip():
+            out.append((f"line {i + 1} deleted", "\n".join(lines[:i] + lines[i + 1:])))
+    return out
+
+
+def _candidates(folder: Path, problems) -> list:
+    """(problem, where, source): every .py file of ``folder`` that defines one of a
+    problem's functions at top level, and everything leaks.pasted_attempts and
+    _spec_functions_pasted paste for the problem (course functions with its names, its
+    reference, functions taking its arguments) -- the mistakes' folder not exempted."""
+    out = []
+    for path in sorted(folder.rglob("*.py")):
+        rel = path.relative_to(folder).as_posix()
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        top = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        out += [(p.number, rel, path.read_text(encoding="utf-8")) for p in problems if set(p.functions) & top]
+    pasted = leaks.pasted_attempts(folder, problems) + _spec_functions_pasted(folder, problems)
+    out += [(a.problem, f"{a.where} ({a.why}: {a.functions})", a.source) for a in pasted if not a.refused]
+    return out
+
+
+def _one_line_answers(folder: Path, problems, tmp_path: Path, judge_folder: Path) -> tuple[list, int]:
+    """([(problem, where, edit, the functions that pass)] -- a variant one of whose
+    functions passes every case of that function in the judge in ``judge_folder`` -- and
+    the number of variants tried)."""
+    jobs, labels, seen = [], [], set()
+    for number, where, source in _candidates(folder, problems):
+        for edit, text in one_line_variants(source):
+            if (number, text) in seen:
+                continue
+            seen.add((number, text))
+            jobs.append([number, text])
+            labels.append((number, where, edit))
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    job_file = tmp_path / "screen.json"
+    job_file.write_text(json.dumps(jobs))
+    screened = subprocess.run([sys.executable, "-c", SCREEN, str(job_file)], cwd=judge_folder,
+                              capture_output=True, text=True, timeout=1800)
+    assert screened.returncode == 0, screened.stderr[-3000:]
+    survivors = json.loads(screened.stdout.strip().splitlines()[-1])
+    capture_note(f"{len(jobs)} variants tried in {judge_folder.name}: {len(survivors)} pass the public "
+                 f"cases ({sorted({labels[i][1] for i in survivors})[:6]}), graded with the hidden ones")
+    if not survivors:
+        return [], len(jobs)
+    attempts = [leaks.Pasted(jobs[i][0], {f: f for f in runner.find(jobs[i][0]).functions}, labels[i][1],
+                             labels[i][2], source=jobs[i][1]) for i in survivors]
+    results = _grade_pasted(judge_folder, attempts, tmp_path / "graded")
+    passing = [(*labels[i], _passes(r)) for i, r in zip(survivors, results) if _passes(r)]
+    return passing, len(jobs)
+
+
+@pytest.mark.slow
+def test_no_bundled_file_is_one_line_from_an_answer(bundle, tmp_path):
+    """No .py file of the bundle passes any problem after deleting one of its lines (or as
+    it is): every file that defines a problem's functions, and every course function the
+    pasting machinery turns into an attempt, is tried with each line deleted -- first on
+    the public cases in one process (a screen), then, what passes them, through the
+    bundle's judge with its hidden cases. The named mistakes' folder ships no .py (their
+    recorded answers instead) and no bundled file holds a line marked `# slip`. The
+    control: the repository's mistakes folder, searched the same way, gives passing
+    answers (deleting the slip line of p04's 'd_latent fixed at 512')."""
+    problems = [p for p in runner.discover()]
+    mistakes = bundle.folder / "grader" / "problems" / "mistakes"
+    assert not list(mistakes.rglob("*.py")), "a named mistake's file ships"
+    assert sorted(p.name for p in mistakes.iterdir()) == sorted(f"{p.filename[:-3]}.json" for p in problems)
+    marked = [p.relative_to(bundle.folder).as_posix() for p in bundle.folder.rglob("*.py") if "# slip" in p.read_text()]
+    assert marked == [], marked
+    passing, tried = _one_line_answers(bundle.folder, problems, tmp_path / "bundle", bundle.folder)
+    capture_note(f"{tried} one-line variants of the bundle's files tried, {len(passing)} pass")
+    assert passing == [], "bundled files one line away from an answer:\n  " + "\n  ".join(
+        f"problem {n}: {where}, {edit}: {', '.join(fns)} pass every case" for n, where, edit, fns in passing)
+
+    control = tmp_path / "control"   # the repository's named mistakes of problem 4, as a release had them
+    shutil.copytree(ROOT / "grader" / "problems" / "mistakes" / "p04_choose_path", control / "mistakes")
+    found, _ = _one_line_answers(control, [runner.find(4)], tmp_path / "control_run", bundle.folder)
+    assert any(where.endswith("d_latent_fixed_at_512.py") and edit == "line 8 deleted"
+               for _, where, edit, _ in found), found
+
+
+def capture_note(text: str) -> None:
+    print(f"\n[release] {text}")
+
+
+GRADE_MISTAKES = r"""
+import json, sys
+sys.path.insert(0, '.')
+from concurrent.futures import ThreadPoolExecutor
+from grader import runner
+jobs = json.loads(sys.argv[1])
+def one(job):
+    number, path = job
+    r = runner.grade(runner.find(number), path, 11)
+    return sorted({o.mistake for o in r.outcomes if o.mistake})
+with ThreadPoolExecutor(2) as pool:
+    print(json.dumps(list(pool.map(one, jobs))))
+"""
+
+
+@pytest.mark.slow
+def test_the_student_edition_names_the_mistakes_its_public_cases_show(bundle, tmp_path):
+    """Each named mistake's file of the repository, handed in as an attempt to the bundle's
+    judge (which has the recorded answers, not the files): a mistake that shows on a public
+    case (the file's answer fails one) and that no other mistake of its function matches on
+    every public case is named, with its own message; any other is not named at all -- and
+    no attempt is ever given another mistake's name. (Problem 12's mistakes are the spec's
+    models in both editions: left out here.)"""
+    from grader.runner import _passes, _wrong_answer, _RAISED
+    from grader.spec import same_answer
+
+    def agree(a, b, match):
+        if a is _RAISED or b is _RAISED:
+            return a is b
+        try:
+            return bool((match or same_answer)(a, b))
+        except Exception:
+            return False
+    jobs, expect = [], []
+    for p in runner.discover():
+        if p.number == 12:
+            continue
+        public = [c for c in p.make_cases(0) if not c.hidden]
+        answers = {m.name: [_wrong_answer(m, c) for c in public if c.function == m.function] for m in p.mistakes}
+        for m in p.mistakes:
+            mine = [c for c in public if c.function == m.function]
+            shows = any(w is _RAISED or not _passes(p, c, w) for c, w in zip(mine, answers[m.name]))
+            twin = any(o is not m and o.function == m.function and all(
+                agree(a, b, m.match) for a, b in zip(answers[m.name], answers[o.name])) for o in p.mistakes)
+            shows = shows and not twin
+            f = tmp_path / f"p{p.number:02d}_{m.path.stem}" / p.filename
+            f.parent.mkdir()
+            shutil.copy2(m.path, f)
+            jobs.append([p.number, str(f)])
+            expect.append((p.number, m.name, m.message, shows))
+    out = subprocess.run([sys.executable, "-c", GRADE_MISTAKES, json.dumps(jobs)], cwd=bundle.folder,
+                         capture_output=True, text=True, timeout=1800)
+    assert out.returncode == 0, out.stderr[-3000:]
+    named = json.loads(out.stdout.strip().splitlines()[-1])
+    wrong = [(n, name, got) for (n, name, msg, _), got in zip(expect, named) if set(got) - {msg}]
+    assert wrong == [], f"named as another mistake: {wrong}"
+    missed = [(n, name) for (n, name, msg, shows), got in zip(expect, named) if shows and got != [msg]]
+    assert missed == [], f"shows on a public case, not named by the student edition: {missed}"
+    unnamed = [(n, name) for (n, name, msg, shows), got in zip(expect, named) if not shows]
+    assert all(got == [] for (_, _, _, shows), got in zip(expect, named) if not shows)
+    capture_note(f"the student edition names {sum(e[3] for e in expect)} of {len(expect)} named mistakes "
+                 f"(problem 12 aside); these show only on hidden cases, or no public case tells them "
+                 f"from another: {unnamed}")
+
+
+def test_the_sites_wheel_has_recorded_mistakes_not_their_files(tmp_path):
+    """The browser site's course wheel (web/build.py) is a student edition too: no named
+    mistake's file, every problem's recorded answers, and the wheel's judge loads them."""
+    sys.path.insert(0, str(ROOT / "web"))
+    try:
+        import build
+    finally:
+        sys.path.remove(str(ROOT / "web"))
+    wheel = build.course_wheel(tmp_path / "wheel")
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        z.extractall(tmp_path / "site")
+    assert not [n for n in names if n.startswith(MISTAKES) and n.endswith(".py")]
+    assert sorted(n for n in names if n.startswith(MISTAKES)) == \
+        sorted(f"{MISTAKES}{p.filename[:-3]}.json" for p in runner.discover())
+    probe = subprocess.run([sys.executable, "-c", "from grader import runner; p = runner.find(4); "
+                            "print(len(p.mistakes), type(p.mistakes[0].fn).__name__)"],
+                           cwd=tmp_path / "site", capture_output=True, text=True, timeout=120)
+    assert probe.stdout.split() == [str(len(runner.find(4).mistakes)), "RecordedAnswers"], probe.stderr[-2000:]

@@ -1,9 +1,10 @@
 """A classroom release leaves solutions/ out: the judge must still grade.
 
 The test copies the learner-facing part of the repo (no solutions/; practice/ as the
-committed stubs, see tests/pristine.py) into a temporary folder, puts one model answer in
-place of its stub -- as a learner who solved the
-problem would have it -- and runs that copy's judge as a learner would."""
+committed stubs, see tests/pristine.py; the named mistakes as their recorded answers, not
+their files, as `python -m classroom release` ships them) into a temporary folder, puts
+one model answer in place of its stub -- as a learner who solved the problem would have
+it -- and runs that copy's judge as a learner would."""
 import shutil
 import subprocess
 import sys
@@ -24,6 +25,11 @@ def make_release(dest: Path, stubs: Path) -> Path:
         else:
             shutil.copy2(src, dest / name)
     assert not (dest / "solutions").exists()
+    from classroom.release import MISTAKES, recorded_mistakes
+    shutil.rmtree(dest / MISTAKES)
+    for rel, data in recorded_mistakes().items():
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_bytes(data)
     return dest
 
 
@@ -55,3 +61,15 @@ def test_release_json_report_scores(tmp_path, stubs):
     report = json.loads(out.stdout)
     assert report["status"] == "pass", report
     assert report["score"] == report["max_score"] > 0
+
+
+def test_release_names_a_slip_from_the_recorded_mistakes(tmp_path, stubs):
+    """Without the mistakes' files the copy's judge still names a slip that shows on a
+    public case: every new token attending to all n_ctx tokens (problem 4)."""
+    release = make_release(tmp_path, stubs)
+    assert not list((release / "grader" / "problems" / "mistakes").rglob("*.py"))
+    slip = (ROOT / "solutions" / "p04_choose_path.py").read_text().replace(
+        "pairs = n_new * n_ctx - n_new * (n_new - 1) // 2", "pairs = n_new * n_ctx")
+    (release / "practice" / "p04_choose_path.py").write_text(slip)
+    out = judge(release, "4")
+    assert out.returncode != 0 and "Likely slip" in out.stdout, out.stdout[-2000:]
