@@ -197,7 +197,7 @@ fi
 
 # ---- tests: the case matrix (tests/gpu_check.py), one pytest process per group
 PYTEST=("$PY" -m pytest -q -p no:cacheprovider -m gpu_check -rs)
-[ "$DRY" = 1 ] && PYTEST+=(--run-slow)  # in the interpreter the matrix is a slow test
+[ "$DRY" = 1 ] && PYTEST+=(--full)  # in the interpreter the matrix is a slow test
 run tests 75 600 "${PYTEST[@]}" tests/test_kernel_gpu_matrix.py::test_dense tests/test_kernel_batch_invariant.py
 run hopper 45 120 "${PYTEST[@]}" tests/test_kernel_gpu_matrix.py::test_hopper
 run sparse 30 300 "${PYTEST[@]}" tests/test_kernel_gpu_matrix.py::test_sparse
