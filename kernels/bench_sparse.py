@@ -205,7 +205,7 @@ def dequant_census(h_q: int = 128, b: int = 64, s_q: int = 1) -> dict:
     idx = torch.zeros(b, s_q, TOPK, dtype=torch.int32)
     launch = prepare(q, kv, idx, gpu=True, check_indices=False, num_splits=1)[0][0]
     kernel, _ = cr.compile_launch(launch)
-    found = cr.kv_loop(cr.sass_of(kernel) or "", cr.SASS)
+    found = cr.kv_loop(cr.sass_of(kernel)[0] or "", cr.SASS)  # (text, instructions, labels)
     if found is None:
         raise RuntimeError("no KV loop found in the SASS (no cuobjdump in this triton?)")
     ops = collections.Counter()

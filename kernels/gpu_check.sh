@@ -14,25 +14,31 @@
 # the next step runs all the same:
 #   env           the GPU, driver, torch, triton, flash_mla
 #   compile       every kernel specialization the later steps launch, compiled once, in parallel, into a
-#                 fresh triton cache (python -m tests.gpu_check compile): the case matrix, the batch-
-#                 invariance test, bench.py --quick. The test and bench steps then load kernels, and
-#                 each step's row counts the kernels it still had to compile (0 when the list was right)
+#                 fresh triton cache (python -m tests.gpu_check compile): the case matrix (the sparse
+#                 kernel with several top-k pieces and the combine, and with one piece), the batch-
+#                 invariance test, bench.py --quick, bench_sparse.py --quick. The test and bench steps then
+#                 load kernels, and each step's row counts the kernels it still had to compile (0 when
+#                 the list was right)
 #   tests         pytest -m gpu_check: versions 1-4 on the case matrix of tests/gpu_check.py (FlashMLA's
 #                 shapes, ragged and empty sequences, NaN-poisoned caches, out-of-range table entries,
-#                 causal rows without keys) at FlashMLA's tolerances, and batch invariance, bit for bit
+#                 causal rows without keys, FP8 rows with power-of-two scales), each against the float64
+#                 and the GPU-like reference at FlashMLA's tolerances, and batch invariance, bit for bit
 #   hopper        versions 5 and 6 on their cases (their first GPU run: a hang or a fault costs this step)
-#   sparse        version 7 on its cases (top-k 2048, -1 entries, an empty sequence)
+#   sparse        version 7 on its cases (top-k 2048, -1 entries, an empty sequence; split and one piece)
 #   bench         python kernels/bench.py --quick --versions portable: every version whose row of the
 #                 version table is not hopper_only, every sequence checked (out and lse) before any timing
 #   bench-gluon   the same for the hopper_only versions
 #   A new version is in the test and bench steps through its row, never through this script.
-#   sparse-bench  python kernels/bench_sparse.py --quick, if that file exists
+#   sparse-bench  python kernels/bench_sparse.py --quick: every query token checked, then timed
 #   host, budget  (dry run) the host work timed, the one-H200 budget projected (fails the run over 480 s)
+# In the dry run the bench steps run --smoke (Triton's interpreter, tiny shapes: the gates, no times).
 # After every step OUT_DIR/steps.tsv gets its row and OUT_DIR/GPU_CHECK.md is written again, so a
 # run that is cut short leaves every finished step's numbers on disk. Also OUT_DIR/<step>.log,
-# bench_quick.md, bench_gluon.md, compile.json; exits 1 if any step failed.
+# bench_quick.md, bench_gluon.md, bench_sparse.md, compile.json; exits 1 if any step failed.
 # GPU_CHECK_BENCH_ARGS adds arguments to the bench step (e.g. "--versions planned,seesaw");
-# GPU_CHECK_ONLY=step,step runs only those steps (to rerun one).
+# GPU_CHECK_ONLY=step,step runs only those steps (to rerun one); GPU_CHECK_PYTEST_ARGS adds
+# arguments to the test steps' pytest (CI's dry run passes --collect-only: it runs the same tests
+# itself, tests/test_kernel_gpu_check.py says why).
 set -u
 
 usage() { echo "usage: bash kernels/gpu_check.sh [--dry-run] [OUT_DIR]" >&2; exit 2; }
@@ -97,7 +103,7 @@ run() {
   rc=$?
   dt=$(( $(date +%s) - t0 ))
   compiled=$(( $(cache_entries) - before ))
-  last="$(grep -E '(passed|failed|error|skipped|wrote|compiled|Projected|Error|FAILED)' "$OUT/$name.log" | tail -n 1 \
+  last="$(grep -E '(passed|failed|error|skipped|collected|wrote|compiled|Projected|Error|FAILED)' "$OUT/$name.log" | tail -n 1 \
           | tr '|' '/' | cut -c1-200)"
   if [ "$rc" = 0 ]; then
     status="ok"
@@ -109,15 +115,6 @@ run() {
   STEPS+=("| $name | $status | $dt | $limit | $compiled | $last |")
   printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$status" "$dt" "$limit" "$compiled" >> "$OUT/steps.tsv"
   echo "[$name] exit $rc in ${dt}s -- $OUT/$name.log"
-  summary
-}
-
-skip() {
-  if [ -n "${GPU_CHECK_ONLY:-}" ] && [[ ",$GPU_CHECK_ONLY," != *",$1,"* ]]; then
-    STEPS+=("| $1 | not selected (GPU_CHECK_ONLY) | 0 | ${3:-} | | |"); return
-  fi
-  STEPS+=("| $1 | skipped: $2 | 0 | ${3:-} | | |"); echo "[$1] skipped: $2"
-  printf '%s\tskipped\t0\t%s\t\n' "$1" "${3:-0}" >> "$OUT/steps.tsv"
   summary
 }
 
@@ -198,6 +195,8 @@ fi
 # ---- tests: the case matrix (tests/gpu_check.py), one pytest process per group
 PYTEST=("$PY" -m pytest -q -p no:cacheprovider -m gpu_check -rs)
 [ "$DRY" = 1 ] && PYTEST+=(--full)  # in the interpreter the matrix is a slow test
+# shellcheck disable=SC2206  # word splitting wanted: a list of arguments
+[ -n "${GPU_CHECK_PYTEST_ARGS:-}" ] && PYTEST+=(${GPU_CHECK_PYTEST_ARGS})
 run tests 75 600 "${PYTEST[@]}" tests/test_kernel_gpu_matrix.py::test_dense tests/test_kernel_batch_invariant.py
 run hopper 45 120 "${PYTEST[@]}" tests/test_kernel_gpu_matrix.py::test_hopper
 run sparse 30 300 "${PYTEST[@]}" tests/test_kernel_gpu_matrix.py::test_sparse
@@ -212,18 +211,10 @@ else
     --versions portable,torch,flashmla ${GPU_CHECK_BENCH_ARGS:-}
   run bench-gluon 50 50 "$PY" kernels/bench.py --quick --out "$OUT/bench_gluon.md" --versions hopper
 fi
-if [ -f kernels/bench_sparse.py ]; then
-  if [ "$DRY" = 1 ]; then  # its interpreter run where it has one, else its usage
-    if "$PY" kernels/bench_sparse.py --help 2>/dev/null | grep -q -- --smoke; then
-      run sparse-bench 35 300 "$PY" kernels/bench_sparse.py --smoke --out "$OUT/bench_sparse.md"
-    else
-      run sparse-bench 35 120 "$PY" kernels/bench_sparse.py --help
-    fi
-  else
-    run sparse-bench 35 35 "$PY" kernels/bench_sparse.py --quick --out "$OUT/bench_sparse.md"
-  fi
+if [ "$DRY" = 1 ]; then
+  run sparse-bench 35 300 "$PY" kernels/bench_sparse.py --smoke --out "$OUT/bench_sparse.md"
 else
-  skip sparse-bench "kernels/bench_sparse.py is not in this checkout" 35
+  run sparse-bench 35 35 "$PY" kernels/bench_sparse.py --quick --out "$OUT/bench_sparse.md"
 fi
 
 # ---- the one-H200 budget, projected from this dry run's measurements

@@ -420,23 +420,31 @@ def compare(name, got, ref, atol, rtol, max_cos_diff=None, rule="sum") -> Compar
 
 def check_against_references(tag: str, out, lse, ref64, ref_gpu, on_gpu: bool, v_rms: float,
                              sparse: bool = False, kind: str | None = None) -> list:
-    """The checks every kernel test and the benchmark's gate make, as Comparison records (all
-    must be ok). ref64 = (out, lse) of mode "float64", ref_gpu = (out, lse) of mode "gpu".
+    """The checks every kernel test, the GPU check's case matrix and the benchmarks' gates make,
+    as Comparison records (all must be ok). ref64 = (out, lse) of mode "float64", ref_gpu =
+    (out, lse) of mode "gpu".
 
       1. the GPU-like reference against float64, at the tolerances a GPU run is held to
          (gpu_tolerances(v_rms, sparse, kind)): what a GPU computes passes them -- checked on every
          machine, so that a green CPU run predicts a green GPU run;
       2. the kernel against float64, and 3. against the GPU-like reference, at this machine's
-         tolerances: the GPU's (on_gpu) or the interpreter's (INTERPRETER_OUT_TOL / _LSE_TOL)."""
+         tolerances: the GPU's (on_gpu) or the interpreter's (INTERPRETER_OUT_TOL / _LSE_TOL).
+
+    out = lse = None: no kernel ran (a case whose kernel cannot run here, checked in emulation):
+    check 1 only, its two records."""
+    if (out is None) != (lse is None):
+        raise ValueError("pass both out and lse (a kernel's result) or neither (emulation only)")
     gpu_out, gpu_lse = gpu_tolerances(v_rms, sparse, kind)
+    found = [compare(f"GPU-like reference out vs float64 {tag}", ref_gpu[0], ref64[0], **gpu_out),
+             compare(f"GPU-like reference lse vs float64 {tag}", ref_gpu[1], ref64[1], **gpu_lse)]
+    if out is None:
+        return found
     k_out, k_lse = (gpu_out, gpu_lse) if on_gpu else (INTERPRETER_OUT_TOL, INTERPRETER_LSE_TOL)
     where = "GPU" if on_gpu else "interpreter"
-    return [compare(f"GPU-like reference out vs float64 {tag}", ref_gpu[0], ref64[0], **gpu_out),
-            compare(f"GPU-like reference lse vs float64 {tag}", ref_gpu[1], ref64[1], **gpu_lse),
-            compare(f"out ({where}) vs float64 {tag}", out, ref64[0], **k_out),
-            compare(f"lse ({where}) vs float64 {tag}", lse, ref64[1], **k_lse),
-            compare(f"out ({where}) vs GPU-like reference {tag}", out, ref_gpu[0], **k_out),
-            compare(f"lse ({where}) vs GPU-like reference {tag}", lse, ref_gpu[1], **k_lse)]
+    return found + [compare(f"out ({where}) vs float64 {tag}", out, ref64[0], **k_out),
+                    compare(f"lse ({where}) vs float64 {tag}", lse, ref64[1], **k_lse),
+                    compare(f"out ({where}) vs GPU-like reference {tag}", out, ref_gpu[0], **k_out),
+                    compare(f"lse ({where}) vs GPU-like reference {tag}", lse, ref_gpu[1], **k_lse)]
 
 
 # ---------------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ time budget of kernels/gpu_check.sh (tests/ may import anything; kernels/ never 
         --dry-run: triton.compile for sm_90 on this CPU (kernels.compile_report.compile_launch),
         which is the compile an H200 would run -- so the compile step's budget is measured.
   python -m tests.gpu_check host FILE.json              (dry run) each test step's host work at the
-        cases' GPU sizes -- building the NaN-poisoned inputs, the float64 references -- timed here
+        cases' GPU sizes -- building the NaN-poisoned inputs, the float64 and GPU-like references
+        -- timed here
   python -m tests.gpu_check budget OUT_DIR              the one-H200 budget (OUT_DIR/budget.md)
 
 The matrix (why each shape is there is in its `why`):
@@ -20,17 +21,24 @@ The matrix (why each shape is there is in its `why`):
   hopper  versions 5 and 6 (hopper_only rows): the cases their first GPU run must pass, pages
           64, 128, 256.
   sparse  version 7 (call="sparse"): DeepSeek-V3.2's top-k 2048 at h_q 128 (s_q 2) and 64
-          (s_q 1), an empty sequence (every index -1), lists with -1 tails.
+          (s_q 1), an empty sequence (every index -1), lists with -1 tails; each case twice
+          (variants): with the default top-k split (at these small batches: several pieces and
+          the combine) and with batch_invariant=True (one program per list).
 Every case runs on a cache whose unused slots are NaN and whose unused table entries are out of
-range (tests.test_kernels.make_case / tests.test_kernel_sparse.served_case). A new version is
-in the matrix through its row of the table, never through this file. In Triton's CPU
-interpreter (the dry run, CI) each case runs shrunk (shrunk()): the same edges, a few hundred
-keys, at most 16 heads.
+range (tests.test_kernels.make_case / tests.test_kernel_sparse.served_case), FP8 rows with
+power-of-two scales (FlashMLA's, the default), and is checked against both references --
+float64 and the GPU-like one of its version (references(), gpu_reference()) -- through
+kernels.reference.check_against_references, as every kernel test is. A new version is in the
+matrix through its row of the table, never through this file. In Triton's CPU interpreter (the
+dry run, CI) each case is checked at its GPU size in emulation (the GPU-like reference within
+the GPU's tolerances of float64), and, where the version runs there, shrunk (shrunk()): the
+same edges, a few hundred keys, at most 16 heads.
 
 The specializations: every kernel launch of the matrix, of the batch-invariance test (marked
-gpu_check) and of `kernels/bench.py --quick` (its quick cases, its versions), deduplicated by
-what triton's launcher specializes on (kernels.compile_report.specialize: dtypes, 16-byte
-alignment, integers divisible by 16 or equal to 1, constexprs, compile options)."""
+gpu_check), of `kernels/bench.py --quick` (its quick cases, its versions) and of
+`kernels/bench_sparse.py --quick`, deduplicated by what triton's launcher specializes on
+(kernels.compile_report.specialize: dtypes, 16-byte alignment, integers divisible by 16 or equal
+to 1, constexprs, compile options)."""
 from __future__ import annotations
 
 import argparse
@@ -127,14 +135,17 @@ def cases(step: str | None = None) -> list[Case]:
     return out
 
 
+SHRUNK_TOPK = 100  # two of the interpreter's 64-entry tiles: the default split cuts each list in two
+
+
 def shrunk(case: Case) -> Case:
     """The case at interpreter size: lengths capped at 150 (0, 1, 63, 64, 65, 127-129 stay),
-    at most 16 heads (2 for one-program-per-row versions), top-k 40."""
+    at most 16 heads (2 for one-program-per-row versions), top-k SHRUNK_TOPK."""
     from kernels.mla_decode import VERSION_TABLE
     s = case.shape
     heads = 2 if VERSION_TABLE[case.version].block_m == (1,) else min(s.h_q, 16)
     lens = tuple(sorted(set(min(n, 150) for n in s.lens)))
-    topk = min(s.topk, 40) if s.topk else 0
+    topk = min(s.topk, SHRUNK_TOPK) if s.topk else 0
     return Case(case.version, case.cache, Shape(s.name, lens, s.s_q, heads, s.page, s.causal, s.why, topk), case.seed)
 
 
@@ -180,15 +191,34 @@ def call_options(case: Case) -> dict:
                 version=case.version)
 
 
-def case_launches(case: Case, device="cpu", contents: bool = False) -> list:
-    """The launches the test of this case makes on a GPU (built, not run; contents=False: on zero
-    tensors of the test's shapes, which specialize the same -- tests/test_kernel_gpu_check.py checks)."""
+def variants(case: Case) -> list[tuple[str, dict]]:
+    """The calls the test of a case makes on its inputs, as (label, options). A sparse case runs
+    with the default top-k split (the matrix's batches are small: several pieces, then the
+    combine) and with batch_invariant=True (one program per list, no combine): both paths of the
+    kernel on the GPU. A dense case: one call."""
+    if case.shape.topk:
+        return [("top-k split", {}), ("one piece", dict(batch_invariant=True))]
+    return [("", {})]
+
+
+def prepare_case(case: Case, tensors, options: dict, gpu=None):
+    """(launches, out, lse) of one call of the case on `tensors` (built, not run; out and lse
+    allocated). gpu=True: the launches a GPU ships, built anywhere."""
     from kernels import mla_decode as md
     from kernels import sparse_decode
-    t = inputs(case, device, contents=contents)
     if case.shape.topk:
-        return sparse_decode.prepare(*t, softmax_scale=SCALE, gpu=True, check_indices=False)[0]
-    return md.prepare(*t, 512, gpu=True, **call_options(case))[1]
+        return sparse_decode.prepare(*tensors, softmax_scale=SCALE, gpu=gpu, **options)
+    _, launches, out, lse = md.prepare(*tensors, 512, gpu=gpu, **call_options(case), **options)
+    return launches, out, lse
+
+
+def case_launches(case: Case, device="cpu", contents: bool = False) -> list:
+    """The launches the test of this case makes on a GPU, every variant (built, not run;
+    contents=False: on zero tensors of the test's shapes, which specialize the same --
+    tests/test_kernel_gpu_check.py checks)."""
+    t = inputs(case, device, contents=contents)
+    extra = dict(check_indices=False) if case.shape.topk else {}
+    return [lc for _, opts in variants(case) for lc in prepare_case(case, t, dict(opts, **extra), gpu=True)[0]]
 
 
 def batch_invariance_launches(device="cpu") -> list:
@@ -237,6 +267,33 @@ def bench_launches(hopper: bool, device="cpu") -> list:
     return out
 
 
+def sparse_bench_inputs(b: int, s_q: int, h_q: int, topk: int, device="cpu"):
+    """Zero tensors shaped, typed and aligned as kernels/bench_sparse.py's build_case makes them:
+    q [b, s_q, h_q, 576] bf16, one 64-row page of uint8 FP8 rows (a launch reads the cache's
+    strides, not its page count), indices int32 [b, s_q, top-k]."""
+    import torch
+
+    from kernels import bench_sparse
+    from kernels.dims import D_K, FP8_ROW_BYTES
+    return (torch.zeros(b, s_q, h_q, D_K, dtype=torch.bfloat16, device=device),
+            torch.zeros(1, bench_sparse.PAGE, 1, FP8_ROW_BYTES, dtype=torch.uint8, device=device),
+            torch.zeros(b, s_q, topk, dtype=torch.int32, device=device))
+
+
+def sparse_bench_launches(device="cpu") -> list:
+    """The launches `kernels/bench_sparse.py --quick` makes, every version with call="sparse":
+    at b 128 one piece per top-k list, at b 2 several and the combine."""
+    from kernels import bench_sparse
+    from kernels import sparse_decode
+    out = []
+    for b, s_q, h_q, topk, _ in bench_sparse.bench_cases(quick=True):
+        t = sparse_bench_inputs(b, s_q, h_q, topk, device)
+        for v in bench_sparse.sparse_versions().values():
+            out += sparse_decode.prepare(*t, softmax_scale=bench_sparse.SCALE, gpu=True, check_indices=False,
+                                         launcher=v.launch)[0]
+    return out
+
+
 def spec_key(launch) -> str:
     """What triton's launcher specializes a kernel on, as one string."""
     from kernels.compile_report import specialize
@@ -253,6 +310,7 @@ def sources(device="cpu"):
     out.append(("dense", "batch invariance", lambda: batch_invariance_launches(device)))
     out.append(("bench", "bench.py --quick --versions portable", lambda: bench_launches(False, device)))
     out.append(("bench-gluon", "bench.py --quick --versions hopper", lambda: bench_launches(True, device)))
+    out.append(("sparse-bench", "bench_sparse.py --quick", lambda: sparse_bench_launches(device)))
     return out
 
 
@@ -344,40 +402,85 @@ def compile_all(path: str, dry_run: bool, jobs: int) -> dict:
 
 
 # ---------------------------------------------------------------------------------------
+# References (what the test compares with; the dry run's host step times them)
+# ---------------------------------------------------------------------------------------
+
+def operands(case: Case):
+    """The type the case's version rounds K, V and P to on a GPU (its row's dot_operands; q is
+    bf16 in every case): what its GPU-like reference rounds to."""
+    import torch
+
+    from kernels.mla_decode import VERSION_TABLE
+    return VERSION_TABLE[case.version].gpu_operands(torch.bfloat16)
+
+
+def _cpu(tensors):
+    return tuple(t.cpu() for t in tensors)
+
+
+def reference(case: Case, tensors):
+    """The float64 reference (kernels.reference, on the CPU): (out, lse), both float64."""
+    from kernels.reference import reference_decode, reference_sparse_decode
+    if case.shape.topk:
+        return reference_sparse_decode(*_cpu(tensors), SCALE)
+    return reference_decode(*_cpu(tensors), 512, SCALE, case.shape.causal, case.cache == "fp8")
+
+
+def gpu_reference(case: Case, tensors, ops=None):
+    """The GPU-like reference of the case's version (kernels.reference mode="gpu": K, V and P
+    rounded to `ops`, default operands(case)): (out in q's dtype, lse float32), on the CPU."""
+    from kernels.reference import reference_decode, reference_sparse_decode
+    ops = operands(case) if ops is None else ops
+    if case.shape.topk:
+        return reference_sparse_decode(*_cpu(tensors), SCALE, mode="gpu", operands=ops)
+    return reference_decode(*_cpu(tensors), 512, SCALE, case.shape.causal, case.cache == "fp8", mode="gpu",
+                            operands=ops)
+
+
+def v_rms(case: Case, tensors) -> float:
+    """The rms of the case's V values, for gpu_tolerances, as the kernel tests take it: a dense
+    cache is drawn from N(0, 1) (tests.test_kernels.V_RMS); a sparse case's, measured on the rows
+    its indices name (tests.test_kernel_sparse.case_v_rms)."""
+    if case.shape.topk:
+        from tests.test_kernel_sparse import case_v_rms
+        _, cache, idx = _cpu(tensors)
+        return case_v_rms(cache.numpy(), idx.numpy())
+    from tests.test_kernels import V_RMS
+    return V_RMS
+
+
+# ---------------------------------------------------------------------------------------
 # Host work (dry run)
 # ---------------------------------------------------------------------------------------
 
-def reference(case: Case, tensors):
-    """The float64 reference the test compares with (CPU): (out, lse) as torch tensors."""
-    import torch
-    if case.shape.topk:
-        from mlacourse import sparse as S
-        q, cache, idx = tensors
-        out, lse = S.sparse_decode(q.double().cpu().numpy(), cache.cpu().numpy(), idx.cpu().numpy(), SCALE)
-        return torch.from_numpy(out), torch.from_numpy(lse)
-    from kernels.reference import reference_decode
-    return reference_decode(*tensors, 512, SCALE, case.shape.causal, case.cache == "fp8")
-
-
 def host_times(path: str) -> dict:
     """Per test step: seconds to build each distinct input set at its GPU size and compute its
-    float64 reference, as the step's pytest process does once per input set (the test keeps
-    them); and the pytest start-up of that step (imports and collection), each timed here."""
+    float64 reference and the GPU-like reference of each operand type its versions round to, as
+    the step's pytest process does once per input set (the test keeps them); and the pytest
+    start-up of that step (imports and collection), each timed here."""
     out = dict(steps={})
     for step in STEPS:
-        seen, rows = set(), []
+        sets = {}  # inputs_key -> (first case, operand types of its versions)
         for case in cases(step):
-            if case.inputs_key in seen:
-                continue
-            seen.add(case.inputs_key)
+            first, ops = sets.setdefault(case.inputs_key, (case, []))
+            if operands(case) not in ops:
+                ops.append(operands(case))
+        rows = []
+        for case, ops in sets.values():
             t = time.perf_counter()
             tensors = inputs(case, "cpu")
             t_in = time.perf_counter() - t
             reference(case, tensors)
             t_ref = time.perf_counter() - t - t_in
+            t = time.perf_counter()
+            for o in ops:
+                gpu_reference(case, tensors, o)
+            t_gpu = time.perf_counter() - t
             rows.append(dict(inputs=case.id, build_s=round(t_in, 3), reference_s=round(t_ref, 3),
+                             gpu_reference_s=round(t_gpu, 3), operands=[str(o) for o in ops],
                              bytes=sum(x.numel() * x.element_size() for x in tensors)))
-            print(f"{step:7s} {case.id:40s} build {t_in:6.2f} s  reference {t_ref:6.2f} s", flush=True)
+            print(f"{step:7s} {case.id:40s} build {t_in:6.2f} s  float64 reference {t_ref:6.2f} s  GPU-like "
+                  f"({len(ops)}) {t_gpu:6.2f} s", flush=True)
         out["steps"][step] = rows
     t = time.perf_counter()
     from tests import test_kernel_batch_invariant as B
@@ -503,13 +606,14 @@ def budget(out_dir: str) -> str:
         start = host["pytest_startup_s"]
         names = {"dense": "tests", "hopper": "hopper", "sparse": "sparse"}
         for step, rows_h in host["steps"].items():
-            h = sum(r["build_s"] + r["reference_s"] for r in rows_h)
+            h = sum(r["build_s"] + r["reference_s"] + r.get("gpu_reference_s", 0) for r in rows_h)
             k = sum(_kernel_estimate(c) for c in cases(step))
             x = sum(r["bytes"] for r in rows_h) / H2D_BYTES
             extra = host.get("batch_invariance_build_s", 0) if step == "dense" else 0
             n_specs = per_step.get(step, 0)
             add(names[step], 0.0, start + CUDA_INIT_S + n_specs * LOAD_S + h + extra + k + x,
-                f"measured here: pytest start {start:.1f} s, inputs + float64 references of {len(rows_h)} input sets "
+                f"measured here: pytest start {start:.1f} s, inputs + float64 and GPU-like references of "
+                f"{len(rows_h)} input sets "
                 f"{h + extra:.1f} s; assumed: CUDA start, {n_specs} kernels from the cache at {LOAD_S} s, kernels "
                 f"{k:.2f} s ({KERNEL_SLACK:.0f}x roofline), copies {x:.2f} s")
     for step, hopper in (("bench", False), ("bench-gluon", True)):
@@ -519,8 +623,8 @@ def budget(out_dir: str) -> str:
             f"model: python start + CUDA start + {n_specs} kernels from the cache + {how}")
     sb = steps.get("sparse-bench", {})
     add("sparse-bench", 0.0, float(sb.get("limit", 0)),
-        "kernels/bench_sparse.py --quick: no model of it here; its limit is reserved"
-        + ("" if (ROOT / "kernels" / "bench_sparse.py").exists() else " (the file is not in this checkout)"))
+        f"kernels/bench_sparse.py --quick ({per_step.get('sparse-bench', 0)} kernels from the cache): not "
+        f"modelled; projected at its limit, where the step is stopped")
     rows.append(("prefill (future)", PREFILL_RESERVE_S, 0.0, float(PREFILL_RESERVE_S),
                  "reserved for a prefill step; nothing runs"))
     total = sum(c + r for _, _, c, r, _ in rows)

@@ -96,6 +96,33 @@ def test_version6_figures_come_from_the_compile_report():
     assert "status: compiled for sm_90, not yet run on a GPU" in printed()
 
 
+def test_version6_register_split_comes_from_the_recorded_compile():
+    """The partitions' floors, shares, registers named and spills, as mlacourse.seesaw records what
+    ptxas made (tests/test_kernel_compile.py checks the record against the compiler)."""
+    for p in ss.seesaw_partitions("3.6.0"):
+        line = re.search(rf"^{re.escape(p.name)}: floor .* = (\d+); compiled \(triton 3.6\): setmaxnreg (\d+), (\d+) "
+                         rf"registers named \((\d+) beyond the floor\), (\d+) spill", printed(), flags=re.M)
+        assert line, p.name
+        assert [int(x) for x in line.groups()] == [p.floor, p.setmaxnreg, p.registers_named, p.beyond_floor,
+                                                   p.loop_local_ops]
+    assert grab(r"warpgroup 0 gets (\d+) \(2 x 255 - 248") == ss.register_split(255, 248)["default"] == 256
+    per_tile = [n // 2 for n in ss.COMPILED_V6["3.6.0"]["loop_instructions"]]
+    assert grab(r"per tile \(triton 3.6\): warpgroup 0 (\d+), warpgroup 1 (\d+)", 2) == per_tile
+
+
+def test_the_census_and_the_budget_are_benchmarks_md():
+    """The sparse kernel's dequantization census and the GPU check's projected budget, as
+    kernels/BENCHMARKS.md records them with their commands."""
+    bench = (ROOT / "kernels" / "BENCHMARKS.md").read_text()
+    instr, conv = (int(x) for x in re.search(r"(\d+) SASS\s+instructions per thread per tile, of which (\d+) are "
+                                             r"conversions", bench).groups())
+    assert grab(r"the KV loop, per thread per tile: ([\d,]+) instructions, (\d+) conversions", 2) == [instr, conv]
+    per_row = int(re.search(r"about ([\d,]+) thread-instructions per cache row", bench).group(1).replace(",", ""))
+    assert grab(r"/ 32 rows = ([\d,]+) thread-instructions") == per_row
+    budget = int(re.search(r"Projected total: \*\*(\d+) s\*\* of the 480 s budget", bench).group(1))
+    assert grab(r"projected by its dry run: (\d+) s of the 480 s budget") == budget < 480
+
+
 def test_batch_invariance_figures():
     rng = np.random.default_rng(0)
     others = schedule.lengths_flashmla(rng, 254, 8192, 1)
@@ -128,6 +155,12 @@ def test_kernel_cell_when_torch_and_triton_are_here():
     m_true = re.search(r"batch_invariant=True : cut at (\[.*?\]) in batch A, (\[.*?\]) in B; out differs in ([\d,]+) "
                        r"of ([\d,]+) values, lse in (\d+) of 16", text)
     assert m_false and m_true
+    import ast
+
+    from kernels.sparse_decode import default_topk_splits
+    pieces = re.search(r"pieces per top-k list by query tokens in the batch .*?: (\{.*?\}); one piece from (\d+)", text)
+    assert pieces and ast.literal_eval(pieces.group(1)) == {t: default_topk_splits(t, 1, 128, 2048, 132, 64, 32)
+                                                            for t in (1, 2, 33, 65, 66, 128)}
     assert m_false.group(1) != m_false.group(2) and int(m_false.group(3).replace(",", "")) > 4096  # most of out moves
     assert m_true.group(1) == m_true.group(2) and m_true.group(3) == "0" and m_true.group(5) == "0"
 

@@ -164,3 +164,17 @@ def test_the_dequantization_census_matches_the_tile():
     assert c["conversions"]["HADD2.F32"] == values
     assert c["conversions"]["F2FP.BF16.F32.PACK_AB"] * 2 >= values and c["fmul"] >= values
     assert c["hgmma"] > 0 and c["heads_programs"] == 2
+    # the figures kernels/BENCHMARKS.md records (and chapter 8 prints from it) are this census's
+    import re
+
+    import triton
+    bench = (root / "kernels" / "BENCHMARKS.md").read_text()
+    m = re.search(r"triton ([\d.]+), no GPU\)\s+counts the KV loop .*? (\d+) SASS\s+instructions per thread per tile, of "
+                  r"which (\d+) are conversions \((\d+) F2FP\.F16\.E4M3\.UNPACK_B,\s+(\d+) HADD2\.F32, (\d+) "
+                  r"F2FP\.BF16\.F32\.PACK_AB.*?and (\d+) are the scale's\s+FMULs", bench, re.S)
+    assert m, "kernels/BENCHMARKS.md has no census paragraph"
+    if m.group(1) == triton.__version__:
+        recorded = [int(g) for g in m.groups()[1:]]
+        conv = c["conversions"]
+        assert recorded == [c["instructions"], sum(conv.values()), conv["F2FP.F16.E4M3.UNPACK_B"], conv["HADD2.F32"],
+                            conv["F2FP.BF16.F32.PACK_AB"], values], (recorded, c)

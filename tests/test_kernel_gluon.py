@@ -1,11 +1,11 @@
-"""Version 5 (Gluon, Hopper only): what can be checked without a GPU, and the GPU tests.
+"""Version 5 (Gluon, Hopper only): what can be checked without a GPU.
 
 Gluon has no CPU interpreter. tests/test_kernel_compile.py compiles it for sm_90 under
 triton 3.9 and 3.6 and checks its loop (executed/useful MMA = 1.00, next tile in flight at
-every MMA). Here: its input contract, its label, its GPU cases in emulation (the GPU-like
-reference within the GPU's tolerances of float64), and -- on a Hopper GPU only -- its results
-against both references at FlashMLA's tolerances."""
-import math
+every MMA). Here: its input contract and its label. Its GPU cases are the GPU check's
+(tests/gpu_check.py, run by tests/test_kernel_gpu_matrix.py::test_hopper): on a Hopper GPU
+against both references at FlashMLA's tolerances, elsewhere in emulation (the GPU-like
+reference within the GPU's tolerances of float64)."""
 from pathlib import Path
 
 import pytest
@@ -13,7 +13,7 @@ import torch
 
 from kernels.mla_decode import VERSION_TABLE, mla_decode_with_kvcache, prepare
 from kernels.plan import mla_decode_plan
-from tests.test_kernels import assert_emulation_passes, assert_references, make_case, references
+from tests.test_kernels import make_case
 
 ROOT = Path(__file__).resolve().parent.parent
 LABEL = "compiled, not yet run on a GPU"
@@ -55,38 +55,3 @@ def test_gluon_says_it_needs_a_gpu():
     with pytest.raises(RuntimeError, match="Hopper GPU"):
         mla_decode_with_kvcache(q, cache, bt, sl, 512, version="gluon")
 
-
-def _hopper():
-    return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
-
-
-GPU_CASES = [
-    ([0, 1, 63, 64, 65, 700, 4097], 1, 128, False),
-    ([1] * 20 + [16384], 1, 16, False),
-    ([3, 130, 2048], 2, 128, True),
-    ([2000] * 8, 1, 64, True),
-]
-
-
-@pytest.mark.parametrize("lens, s_q, h_q, causal", GPU_CASES)
-def test_gluon_gpu_cases_pass_in_emulation(lens, s_q, h_q, causal):
-    """What test_gluon_on_hopper will see, without a GPU: the GPU-like reference (bf16 K, V, P)
-    within the GPU's tolerances of float64 on exactly its cases."""
-    q, cache, bt, sl = make_case(lens, page=64, s_q=s_q, h_q=h_q, seed=len(lens))
-    assert_emulation_passes(f"[gluon, lens={lens}]", *references(q, cache, bt, sl, False, causal, 192 ** -0.5, "gluon"))
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("lens, s_q, h_q, causal", GPU_CASES)
-def test_gluon_on_hopper(lens, s_q, h_q, causal):
-    """Against both references at FlashMLA's tolerances; NaN-poisoned unused slots,
-    out-of-range unused table entries (make_case). Skipped without a Hopper GPU."""
-    if not _hopper():
-        pytest.skip("version 'gluon' needs a Hopper (sm_90) GPU")
-    q, cache, bt, sl = make_case(lens, page=64, s_q=s_q, h_q=h_q, seed=len(lens))
-    out, lse = mla_decode_with_kvcache(q, cache, bt, sl, 512, softmax_scale=192 ** -0.5, causal=causal,
-                                       version="gluon")
-    ref64, ref_gpu = references(q, cache, bt, sl, False, causal, 192 ** -0.5, "gluon")
-    assert_references(f"[gluon, lens={lens}]", out, lse, ref64, ref_gpu)
-    if 0 in lens:
-        assert torch.all(lse[lens.index(0)] == -math.inf)

@@ -119,16 +119,44 @@ def test_the_budget_is_the_measurements_plus_stated_assumptions(tmp_path):
 
 
 def test_the_specializations_include_every_case_and_the_bench():
-    """The compile step's list holds every launch the matrix's cases make and the bench's; each
-    needed by the steps that launch it."""
+    """The compile step's list holds every launch the matrix's cases make and the benches'; each
+    needed by the steps that launch it; the sparse kernel with one top-k piece and with several,
+    and the combine after it."""
     specs, errors = G.specializations("cpu")
     assert not errors, errors
     keys = {s[0] for s in specs}
     assert len(keys) == len(specs)
     for case in G.cases():
         assert {G.spec_key(lc) for lc in G.case_launches(case)} <= keys, case.id
+    assert {G.spec_key(lc) for lc in G.sparse_bench_launches()} <= keys
     steps = {st for s in specs for st in s[3]}
-    assert steps == {"dense", "hopper", "sparse", "bench", "bench-gluon"}
+    assert steps == {"dense", "hopper", "sparse", "bench", "bench-gluon", "sparse-bench"}
+    sparse = [s for s in specs if s[1].startswith("sparse")]
+    pieces = {s[2].args["num_splits"] for s in sparse}
+    assert 1 in pieces and max(pieces) > 1, pieces
+    assert any(s[1] == "combine" and {"sparse", "sparse-bench"} & s[3] for s in specs)
+    for step in ("sparse", "sparse-bench"):  # each sparse step has both paths compiled
+        assert {s[2].args["num_splits"] == 1 for s in sparse if step in s[3]} == {True, False}, step
+
+
+def test_the_sparse_bench_launches_specialize_as_its_own_inputs():
+    """sparse_bench_launches builds bench_sparse.py's launches on zero tensors of its shapes; on
+    the tensors bench_sparse.build_case really makes (its smoke shapes, small enough for a CPU)
+    they specialize the same."""
+    import numpy as np
+    import torch
+
+    from kernels import bench_sparse
+    from kernels import sparse_decode
+    rng = np.random.default_rng(0)
+    for b, s_q, h_q, topk, mean_sk in bench_sparse.bench_cases(smoke=True):
+        q, cache, idx, _, _ = bench_sparse.build_case(torch, rng, b, s_q, h_q, topk, mean_sk, "cpu")
+        for t in ((q, cache, idx), G.sparse_bench_inputs(b, s_q, h_q, topk)):
+            assert t[1].shape[1:] == cache.shape[1:] and t[2].dtype == idx.dtype
+        real, zero = ([G.spec_key(lc) for lc in sparse_decode.prepare(*t, softmax_scale=bench_sparse.SCALE, gpu=True,
+                                                                        check_indices=False)[0]]
+                      for t in ((q, cache, idx), G.sparse_bench_inputs(b, s_q, h_q, topk)))
+        assert real == zero, (b, s_q, h_q, topk)
 
 
 def test_zero_tensors_of_the_test_shapes_specialize_as_the_test_inputs():
@@ -146,13 +174,25 @@ def test_zero_tensors_of_the_test_shapes_specialize_as_the_test_inputs():
 
 @pytest.mark.slow
 def test_the_whole_dry_run(tmp_path):
-    """Every step on a CPU (several minutes on two busy cores: the sm_90 compiles are real)."""
-    r = run("--dry-run", str(tmp_path), timeout=2400)
+    """Every step of the dry run on a CPU (minutes on two busy cores: the sm_90 compiles are real):
+    the compile list compiles, the host work is timed, the budget is projected under 8 minutes,
+    the bench steps' gates pass in the interpreter. The three test steps only collect here
+    (GPU_CHECK_PYTEST_ARGS=--collect-only): each selects exactly the case matrix of its step,
+    and CI runs those same tests itself (tests/test_kernel_gpu_matrix.py, the gpu_check test of
+    tests/test_kernel_batch_invariant.py), so running them twice would only double their time.
+    `bash kernels/gpu_check.sh --dry-run` runs them too."""
+    from tests.test_kernel_batch_invariant import GPU_CHECK_VERSIONS
+    r = run("--dry-run", str(tmp_path), env=dict(GPU_CHECK_PYTEST_ARGS="--collect-only"), timeout=2400)
     summary = (tmp_path / "GPU_CHECK.md").read_text()
     print(summary)
     assert r.returncode == 0, summary + r.stderr
-    for step in ("env", "compile", "host", "tests", "hopper", "sparse", "bench", "bench-gluon", "budget"):
+    for step in ("env", "compile", "host", "tests", "hopper", "sparse", "bench", "bench-gluon", "sparse-bench",
+                 "budget"):
         assert f"| {step} | ok |" in summary, step
+    for step, want in (("tests", len(G.cases("dense")) + len(GPU_CHECK_VERSIONS)), ("hopper", len(G.cases("hopper"))),
+                       ("sparse", len(G.cases("sparse")))):
+        found = re.search(r"(\d+)(?:/\d+)? tests? collected", (tmp_path / f"{step}.log").read_text())
+        assert found and int(found.group(1)) == want, (step, want, found and found.group(0))
     compiled = json.loads((tmp_path / "compile.json").read_text())
     assert compiled["dry_run"] and compiled["specializations"] == len(G.specializations("cpu")[0])
     assert not any(r.get("error") for r in compiled["rows"]) and not compiled["errors"]
@@ -163,3 +203,6 @@ def test_the_whole_dry_run(tmp_path):
     assert "| tiled |" in bench and "| planned |" in bench and "CPU smoke run" in bench
     assert "## For kernels/BENCHMARKS.md" in summary and "| cache | mean s_k |" in summary
     assert "Version 6 (seesaw): compiled, not yet run on a GPU" in summary
+    sparse_bench = (tmp_path / "bench_sparse.md").read_text()
+    assert "kernels/bench_sparse.py --smoke" in sparse_bench and "every checked row passed" in sparse_bench
+    assert "### Sparse decode" in summary

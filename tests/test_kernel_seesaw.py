@@ -1,12 +1,12 @@
-"""Version 6 (the seesaw, Gluon, Hopper only): what can be checked without a GPU, and the GPU tests.
+"""Version 6 (the seesaw, Gluon, Hopper only): what can be checked without a GPU.
 
 Gluon has no CPU interpreter. Here: the input contract, the label, an sm_90 compile of this
-one kernel (slow), its GPU cases in emulation (the GPU-like reference within the GPU's
-tolerances of float64), and -- on a Hopper GPU only -- its results against both references at
-FlashMLA's tolerances. Its step order is checked on the CPU by tests/test_seesaw.py, which runs
+one kernel (slow). Its GPU cases are the GPU check's (tests/gpu_check.py, run by
+tests/test_kernel_gpu_matrix.py::test_hopper): on a Hopper GPU against both references at
+FlashMLA's tolerances, elsewhere in emulation (the GPU-like reference within the GPU's
+tolerances of float64). Its step order is checked on the CPU by tests/test_seesaw.py, which runs
 mlacourse.seesaw.seesaw_decode (exactly the kernel's order, in numpy) against float64."""
 import json
-import math
 import os
 import subprocess
 import sys
@@ -17,7 +17,7 @@ import torch
 
 from kernels.mla_decode import VERSION_TABLE, mla_decode_with_kvcache, prepare
 from kernels.plan import mla_decode_plan
-from tests.test_kernels import assert_emulation_passes, assert_references, make_case, references
+from tests.test_kernels import make_case
 
 ROOT = Path(__file__).resolve().parent.parent
 LABEL = "compiled, not yet run on a GPU"
@@ -93,44 +93,6 @@ def test_a_latent_chunk_is_its_8_kb_of_the_buffer():
     chunk = builder.to_linear_layout(layout._to_ir(builder), [64, 64]).offset_bases
     assert len(chunk) == 12 and whole[:12] == chunk  # offsets 0..4095: one [64, 64] chunk
     assert whole[12:] == [[0, 64], [0, 128], [0, 256]]  # offset 4096 * c: column block c
-
-
-def _hopper():
-    return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
-
-
-GPU_CASES = [
-    ([0, 1, 63, 64, 65, 127, 128, 129, 700, 4097], 1, 128, False, 64),  # odd and even tile counts, partial tiles
-    ([1] * 20 + [16384], 1, 16, False, 64),
-    ([3, 130, 2048], 2, 128, True, 128),
-    ([2000] * 8, 1, 64, True, 256),
-]
-
-
-@pytest.mark.parametrize("lens, s_q, h_q, causal, page", GPU_CASES)
-def test_seesaw_gpu_cases_pass_in_emulation(lens, s_q, h_q, causal, page):
-    """What test_seesaw_on_hopper will see, without a GPU: the GPU-like reference (bf16 K, V, P)
-    within the GPU's tolerances of float64 on exactly its cases."""
-    q, cache, bt, sl = make_case(lens, page=page, s_q=s_q, h_q=h_q, seed=len(lens))
-    refs = references(q, cache, bt, sl, False, causal, 192 ** -0.5, "seesaw")
-    assert_emulation_passes(f"[seesaw, lens={lens}]", *refs)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("lens, s_q, h_q, causal, page", GPU_CASES)
-def test_seesaw_on_hopper(lens, s_q, h_q, causal, page):
-    """Against both references at FlashMLA's tolerances, NaN-poisoned unused slots and
-    out-of-range unused table entries (make_case), small plans that cut sequences."""
-    if not _hopper():
-        pytest.skip("version 'seesaw' needs a Hopper (sm_90) GPU")
-    q, cache, bt, sl = make_case(lens, page=page, s_q=s_q, h_q=h_q, seed=len(lens))
-    ref64, ref_gpu = references(q, cache, bt, sl, False, causal, 192 ** -0.5, "seesaw")
-    for plan in (None, mla_decode_plan(sl, h_q, s_q, num_sms=5, block_m=64)):
-        out, lse = mla_decode_with_kvcache(q, cache, bt, sl, 512, softmax_scale=192 ** -0.5, causal=causal,
-                                           version="seesaw", **({"plan": plan} if plan else {}))
-        assert_references(f"[seesaw, lens={lens}, plan={'5 SMs' if plan else 'default'}]", out, lse, ref64, ref_gpu)
-        if 0 in lens:
-            assert torch.all(lse[lens.index(0)] == -math.inf)
 
 
 def test_the_16_row_question_is_reported():

@@ -7,7 +7,9 @@ sizes, 128 heads, FP8 rows. Every case is checked three ways (kernels.reference.
 check_against_references): the GPU-like reference (the GPU's roundings, emulated) against
 float64 at the tolerances a GPU run is held to -- so that what passes here is what a GPU
 will pass -- and the kernel against both references. Failures report max abs/rel error,
-where, how many elements are within tolerance and the cosine difference."""
+where, how many elements are within tolerance and the cosine difference. The GPU check's cases
+(FlashMLA's shapes at full size: compiled on a GPU, in emulation and shrunk in the interpreter
+elsewhere) are tests/test_kernel_gpu_matrix.py's, through the same check."""
 import math
 
 import numpy as np
@@ -68,17 +70,10 @@ def references(q, cache, bt, sl, fp8=False, causal=False, softmax_scale=None, ve
 
 
 def assert_references(tag, out, lse, ref64, ref_gpu, v_rms=V_RMS, sparse=False):
-    """kernels.reference.check_against_references, every comparison asserted."""
+    """kernels.reference.check_against_references, every comparison asserted. out = lse = None: a
+    case whose kernel cannot run here, in emulation (the GPU-like reference within the GPU's
+    tolerances of float64: what a GPU run checks first)."""
     for c in check_against_references(tag, out, lse, ref64, ref_gpu, DEVICE == "cuda", v_rms, sparse):
-        assert c.ok, c.message
-
-
-def assert_emulation_passes(tag, ref64, ref_gpu, v_rms=V_RMS, sparse=False):
-    """What a GPU computes (the GPU-like reference) within the GPU's tolerances of float64: the
-    first check of check_against_references, for a case whose kernel cannot run here."""
-    out_tol, lse_tol = gpu_tolerances(v_rms, sparse)
-    for what, got, ref, tol in (("out", ref_gpu[0], ref64[0], out_tol), ("lse", ref_gpu[1], ref64[1], lse_tol)):
-        c = compare(f"GPU-like reference {what} vs float64 {tag}", got, ref, **tol)
         assert c.ok, c.message
 
 
@@ -265,40 +260,6 @@ def test_errors(bad, match):
     args = dict(q=q, kv_cache=cache, block_table=bt, cache_seqlens=sl, head_dim_v=512)
     with pytest.raises((ValueError, TypeError), match=match):
         mla_decode_with_kvcache(**bad(args))
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("fp8", [False, True])
-@pytest.mark.parametrize("version", tuple(DENSE))
-def test_gpu_bf16_operands(version, fp8):
-    """On a GPU the dots take bf16 operands (p is rounded to bf16 too), held to FlashMLA's
-    tolerances at 128 heads, against both references. Skipped without CUDA, and where the
-    version's row says it cannot run (Hopper only) or read the cache (bf16 rows only);
-    test_gpu_cases_pass_in_emulation checks, without a GPU, that these cases can pass."""
-    v = DENSE[version]
-    if not v.runs_on("cuda") or ("fp8" if fp8 else "bf16") not in v.caches:
-        pytest.skip(f"version {version!r} does not run on this GPU or read {'FP8' if fp8 else 'bf16'} rows")
-    q, cache, bt, sl = make_case(GPU_CASE_LENS, page=page_for(version, 64), s_q=2, h_q=8 * heads_for(version, 16),
-                                 fp8=fp8, seed=21)
-    q, cache, bt, sl = (t.cuda() for t in (q, cache, bt, sl))
-    check(q, cache, bt, sl, fp8=fp8, causal=True, softmax_scale=192 ** -0.5, version=version)
-
-
-GPU_CASE_LENS = [0, 1, 700, 2049, 4096]
-
-
-@pytest.mark.parametrize("fp8", [False, True])
-@pytest.mark.parametrize("version", tuple(DENSE))
-def test_gpu_cases_pass_in_emulation(version, fp8):
-    """test_gpu_bf16_operands's cases, every version, without a GPU: the GPU-like reference
-    (the version's roundings) within the GPU's tolerances of float64. A failure here is a GPU
-    test that would fail on its first run for a reason that is not the kernel."""
-    v = DENSE[version]
-    if ("fp8" if fp8 else "bf16") not in v.caches:
-        pytest.skip(f"version {version!r} reads no {'FP8' if fp8 else 'bf16'} rows")
-    q, cache, bt, sl = make_case(GPU_CASE_LENS, page=page_for(version, 64), s_q=2, h_q=8 * heads_for(version, 16),
-                                 fp8=fp8, seed=21)
-    assert_emulation_passes(f"[{version}, fp8={fp8}]", *references(q, cache, bt, sl, fp8, True, 192 ** -0.5, version))
 
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402

@@ -41,7 +41,8 @@ Return `(out, lse)`: `out [b, s_q, h_q, 512]`, `lse [b, h_q, s_q]` (FlashMLA's l
 * Every entry other than -1 is one key: a row listed twice counts twice.
 * A query token whose entries are all -1 sees no key: its `out` is 0 and its `lse` is
   **-inf** exactly (FlashMLA's kernel returns +inf there; this course uses -inf, the log of
-  an empty sum).
+  an empty sum, which a merge of partial results by log-sum-exp weights 0 -- a +inf would
+  make the merged lse +inf).
 * Rows no entry names are **poisoned** (every byte 0xFF, which decodes to NaN): read only the
   rows you need. Note that `rows[-1]` in numpy is the last row, not "no row".
 * Keep the softmax stable for each row (one head of one query token) on its own: one case
