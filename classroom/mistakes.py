@@ -1,10 +1,10 @@
 """A release's named mistakes: what their files answer on the public cases, recorded.
 
-The student edition ships no named mistake's file (each is a right answer with one slip
-line); classroom/release.py and web/build.py ship instead, per problem, the record made
-here, which the bundle's judge reads (grader/recorded.py says how, and what it can name).
+The student edition ships no named mistake (each is a right answer with one slip);
+classroom/release.py and web/build.py ship instead, per problem, the record made here,
+which the bundle's judge reads (grader/recorded.py says how, and what it can name).
 
-  record(problem)            the record of grader/problems/mistakes/pNN_slug.json
+  record(problem)            the record of grader/problems/pNN_slug/mistakes.json
   named_in_release(problem)  which named mistakes a release's judge can name, which not
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from grader.recorded import FORMAT
 
 def record(problem) -> dict:
     """The recorded file of ``problem``, from its named mistakes' files (run here, on the
-    public cases: course code, trusted) -- built by the release, written beside the specs."""
+    public cases: course code, trusted) -- built by the release, written beside the spec."""
     import numpy as np
 
     from grader import child
@@ -26,7 +26,7 @@ def record(problem) -> dict:
     out = []
     for m in problem.mistakes:
         entry = {"name": m.name, "message": m.message, "function": m.function}
-        head = _header(m)
+        head = m.header
         if head.get("match"):
             entry["match"] = head["match"]
         if not m.runs_file:
@@ -103,11 +103,6 @@ def named_in_release(problem) -> tuple[list, list]:
                 break
         (named if shows else not_named).append(e["name"])
     return named, not_named
-
-
-def _header(m) -> dict:
-    from grader.spec import MISTAKE_KEYS, read_header
-    return read_header(m.path, MISTAKE_KEYS) if m.path is not None else {}
 
 
 __all__ = ["record", "named_in_release"]

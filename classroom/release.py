@@ -11,15 +11,16 @@ and the old name's alias grader/classroom/), docs/, .github/, caches, and git hi
 
 The files come from the last commit (``git archive``-like, so a teacher's uncommitted
 edits -- say a practice file they solved -- never ship) when the course is a git
-checkout, else from the folder as it is. The named mistakes' files
-(grader/problems/mistakes/pNN_slug/*.py: each a right answer with one slip line) stay out;
-in their place each problem gets grader/problems/mistakes/pNN_slug.json, the mistakes'
-answers on the public cases computed now (grader/recorded.py), from which the bundle's
-judge still names a mistake an attempt makes on a public case. Before writing anything
+checkout, else from the folder as it is. Of each problem's folder (grader/problems/pNN_slug/)
+only its spec ships (grader.problems.shipped): its bases (right answers), its named mistakes
+(each a right answer with one slip), its stub template and its corpus stay out; in their
+place the folder gets mistakes.json, the mistakes' answers on the public cases computed now
+(grader/recorded.py), from which the bundle's judge still names a mistake an attempt makes
+on a public case. Before writing anything
 the build checks that (1) every practice stub still raises NotImplementedError in every
 graded function, (2) no function in the bundle has a model answer's body, and (3) none is
-one statement away from one (classroom/leaks.py: find_leaks, near_answers; the mistakes'
-folder is scanned like everything else), apart from the reference implementation
+one statement away from one (classroom/leaks.py: find_leaks, near_answers; the problems'
+folders are scanned like everything else), apart from the reference implementation
 (mlacourse) and the entries in ``ALLOWED``, each with its reason. The zip is
 reproducible: sorted entries, fixed dates and modes.
 
@@ -42,6 +43,8 @@ import subprocess
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from grader import problems as problems_layout
 
 from . import leaks, readme
 
@@ -73,7 +76,10 @@ ALLOWED = {
         "choose_path that compares the two counts; the graded work of problem 4 is the count",
 }
 REFERENCE_DIRS = ("mlacourse/",)
-MISTAKES = "grader/problems/mistakes/"   # learner-style files: recorded answers ship instead
+# what of the problems' folders stays out (grader.problems.shipped), in words
+HOMES = "grader/problems/*/"
+HOMES_NOTE = (f"each problem's folder ships only {problems_layout.SPEC} and {problems_layout.RECORDED}, "
+              "its named mistakes' answers on the public cases")
 
 
 @dataclass
@@ -106,8 +112,8 @@ def wanted(rel: str) -> bool:
         return False
     if top == "practice" and not rel.endswith(".py"):
         return False   # the stubs and the judge entry only (no results, states, or a stray seed file)
-    if rel.startswith(MISTAKES):
-        return False   # each is an answer one line away: recorded_mistakes() replaces them
+    if not problems_layout.shipped(rel):
+        return False   # bases, slips, corpus: answers or one line away; recorded_mistakes() instead
     return True
 
 
@@ -228,7 +234,7 @@ def recorded_mistakes() -> dict:
     out = {}
     for p in problems():
         data = json.dumps(mistakes.record(p), sort_keys=True, separators=(",", ":")) + "\n"
-        out[f"{MISTAKES}{p.filename[:-3]}.json"] = data.encode("utf-8")
+        out[f"grader/problems/{p.stem}/{problems_layout.RECORDED}"] = data.encode("utf-8")
     return out
 
 
@@ -253,7 +259,7 @@ def left_out(repo_files, files) -> list[str]:
     groups: dict = {}
     for f in sorted(repo_files):
         key = "grader/classroom" if f.startswith("grader/classroom/") else \
-            MISTAKES.rstrip("/") if f.startswith(MISTAKES) else f.split("/", 1)[0]
+            HOMES.rstrip("/") if not problems_layout.shipped(f) else f.split("/", 1)[0]
         groups.setdefault(key, []).append(f)
     out = []
     for key, members in sorted(groups.items()):
@@ -263,8 +269,9 @@ def left_out(repo_files, files) -> list[str]:
         extra = sorted(f for f in shipped if f.startswith(key + "/") and f not in repo_files)
         notes = ([f"all but {', '.join(k[len(key) + 1:] for k in kept)}"] if kept else []) + \
                 ([f"the bundle has its own {', '.join(extra)}"] if extra else [])
-        if key + "/" == MISTAKES and extra:   # the named mistakes' files: their recorded answers instead
-            notes = ["their answers on the public cases ship instead, as pNN_slug.json"]
+        if key + "/" == HOMES:   # kept: each folder's spec; added: its recorded mistakes
+            notes = [HOMES_NOTE]
+            kept = []
         name = key if members == [key] else key + "/"
         out.append(name + (f" ({'; '.join(notes)})" if notes else ""))
     return out

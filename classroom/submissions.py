@@ -35,8 +35,8 @@ best first):
 Notebooks (``.ipynb``) are matched by the same name rules and by the functions they
 define, read statically and turned into a practice file, or refused with the reason
 (notebooks.py). Files under the course's own folders (grader/, mlacourse/, kernels/: a
-student who hands in a whole repo also hands in grader/problems/p04_choose_path.py, the
-judge's spec) and
+student who hands in a whole repo also hands in grader/problems/p04_choose_path/, the
+judge's spec and its learner-style attempts) and
 tool folders (.git, .venv, __pycache__, __MACOSX, ...) are never candidates. Among the
 candidates for one problem the best rule wins, then a file that differs from the released
 stub, then one inside a ``practice`` folder, then the shallower path, then the path in

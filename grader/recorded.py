@@ -1,13 +1,14 @@
 """Named mistakes without their files: the student edition's second source of mistakes.
 (What the files answer is recorded by classroom/mistakes.py when a release is built.)
 
-In the course's repository a named mistake is a learner-style file (spec.load_mistakes):
-the model answer with one slip, which the judge runs to recognise an attempt. Such a file
-is an answer one deleted line away, so the student release (classroom/release.py) and the
-browser site ship none of them. They ship, per problem, what the files computed on the
+In the course's repository a named mistake is a learner-style file (an entry of the
+problem's mistakes.diff, expanded by spec.load_mistakes): a right answer with one slip,
+which the judge runs to recognise an attempt. Such a file is an answer one deleted line
+away, so the student release (classroom/release.py) and the browser site ship none of them
+(nor the slip file, nor its bases). They ship, per problem, what the files computed on the
 public cases instead, recorded when the release is built:
 
-    grader/problems/mistakes/pNN_slug.json
+    grader/problems/pNN_slug/mistakes.json
       {"format": 1, "problem": N, "slug": "...",
        "mistakes": [{"name", "message", "function", "match" (optional),
                      "answers": {case key: {"answer": <child.encode form>} | {"raised": true}},

@@ -29,6 +29,7 @@ from . import plan as plan_mod
 from .child import RunStatus
 from .lang import said
 from .records import OUTPUT_CAP, CaseOutcome, CaseStatus, Isolation, ProblemResult, ProblemStatus, cut
+from .problems import SPEC
 from .spec import Case, Problem, same_answer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,13 +63,14 @@ class SpecError:
 
 
 def discover(errors: list | None = None) -> list[Problem]:
-    """All PROBLEMs in PROBLEMS_DIR/p*.py (grader/problems/), sorted by number. A test may
-    point PROBLEMS_DIR at another folder (a fake course): its specs load from their files."""
+    """All PROBLEMs of PROBLEMS_DIR/pNN_slug/spec.py (grader/problems/: one folder per
+    problem), sorted by number. A test may point PROBLEMS_DIR at another folder (a fake
+    course): its specs load from their files."""
     found = []
-    for path in sorted(PROBLEMS_DIR.glob("p[0-9]*.py")):
-        name = f"grader.problems.{path.stem}"
+    for path in sorted(PROBLEMS_DIR.glob(f"p[0-9]*/{SPEC}")):
+        name = f"grader.problems.{path.parent.name}.{path.stem}"
         try:
-            mod = importlib.import_module(name) if path.parent == _OUR_PROBLEMS else _load_file(path)
+            mod = importlib.import_module(name) if path.parent.parent == _OUR_PROBLEMS else _load_file(path)
             prob = getattr(mod, "PROBLEM")
         except Exception as e:  # noqa: BLE001 -- report, keep grading the others
             if errors is not None:
@@ -84,7 +86,7 @@ _OUR_PROBLEMS = PROBLEMS_DIR
 def _load_file(path: Path):
     """A spec module outside grader/problems/, loaded from its file (and registered, so
     that inspect finds its source)."""
-    name = f"_course_problem_{path.stem}_{abs(hash(str(path.resolve())))}"
+    name = f"_course_problem_{path.parent.name}_{abs(hash(str(path.resolve())))}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

@@ -234,7 +234,6 @@ from __future__ import annotations
 import ast
 import copy
 import dataclasses
-import importlib.util
 import math
 import re
 from dataclasses import dataclass, field
@@ -248,7 +247,7 @@ from .lang import N_, said, said_lines
 __all__ = [
     "Case", "Edge", "Mistake", "Problem", "Verdict", "PASS", "fail",
     "compare_arrays", "compare_scalar", "compare_choice", "compare_dict",
-    "same_answer", "shape_text", "as_array", "type_name", "load_mistakes", "read_header",
+    "same_answer", "shape_text", "as_array", "type_name", "load_mistakes", "read_header", "read_header_text",
     "same_nonfinite_rows",
     "INPUTS_RULE", "UNEVEN_ROWS", "WIDE_ROW", "STRUCTURE", "memo_twins", "new_values", "uneven_rows_edge",
     "row_offsets", "wide_row_edge", "wide_row",
@@ -302,15 +301,32 @@ def fail(message: str, reason: str = "wrong_answer") -> Verdict:
 @dataclass
 class Mistake:
     """A slip the verdict can name. Course problems load theirs with ``load_mistakes``: one
-    learner-style file each, whose header holds the name and the message and whose function
-    gives the wrong answer. (A toy problem in a test may pass ``fn`` directly.)"""
+    learner-style file each (an entry of the problem's mistakes.diff, expanded), whose header
+    holds the name and the message and whose function gives the wrong answer. (A toy
+    problem in a test may pass ``fn`` directly.)"""
     name: str
     message: str
     fn: Callable[..., Any] | None = None  # fn(**case.args) -> the wrong answer; None: run the file
     function: str | None = None           # the learner function it imitates (None: found by Problem)
     match: Callable[[Any, Any], bool] | None = None
-    path: Path | None = None              # its learner-style file
+    source: str | None = None             # its learner-style file's text (the entry, expanded)
+    where: str = ""                       # "p02_rope_scores/mistakes.diff: scale_by_d_nope.py"
     defines: tuple = ()                   # the top-level functions that file defines
+
+    @property
+    def file_name(self) -> str:
+        """The name its file has where it is written out (mistake_file_name of its name)."""
+        return mistake_file_name(self.name)
+
+    @property
+    def runs_file(self) -> bool:
+        """Is its answer computed by running its file (not a model, not a toy's fn)?"""
+        return isinstance(self.fn, _FileAnswer)
+
+    @property
+    def header(self) -> dict:
+        """Its file's header (mistake, message, and reason or match where it has them)."""
+        return read_header_text(self.source, MISTAKE_KEYS) if self.source is not None else {}
 
     @property
     def runs_file(self) -> bool:
@@ -390,6 +406,7 @@ class Problem:
     no_twin: dict = field(default_factory=dict)  # {"arg" / "fn.arg": why no twin changes it alone}
     may_change_inputs: dict = field(default_factory=dict)  # {arg: why in-place changes are allowed}
     no_structure: dict = field(default_factory=dict)  # {STRUCTURE kind: why the statement allows none}
+    summary: str = ""                  # one line for the tables and the stub: "merge partial ... by log-sum-exp"
 
     def __post_init__(self):
         # the read-only rule, from one place (idempotent: dataclasses.replace runs this again)
@@ -400,7 +417,13 @@ class Problem:
 
     @property
     def filename(self) -> str:
-        return f"p{self.number:02d}_{self.slug}.py"
+        """The learner's file (practice/pNN_slug.py) and the model answer's (solutions/)."""
+        return f"{self.stem}.py"
+
+    @property
+    def stem(self) -> str:
+        """"p04_choose_path": the problem's folder under grader/problems/, and its files' name."""
+        return f"p{self.number:02d}_{self.slug}"
 
     @property
     def needs_torch(self) -> bool:
@@ -675,7 +698,6 @@ def same_answer(a, b, rtol: float = 1e-6, atol: float = 1e-12) -> bool:
 
 # --------------------------------------------------------------------------- named mistakes
 
-MISTAKES_DIR = Path(__file__).resolve().parent / "problems" / "mistakes"
 MISTAKE_KEYS = ("mistake", "message", "reason", "match")
 
 
@@ -683,9 +705,14 @@ def read_header(path, keys: Sequence[str]) -> dict:
     """The ``key: value`` lines that open a file's docstring, for the given keys. A line
     that starts with spaces continues the value above it (joined with one space); the
     header ends at the first other line."""
+    return read_header_text(Path(path).read_text(encoding="utf-8"), keys)
+
+
+def read_header_text(text: str, keys: Sequence[str]) -> dict:
+    """read_header of a file's text."""
     out: dict = {}
     last = None
-    for line in _docstring(Path(path).read_text(encoding="utf-8")).splitlines():
+    for line in _docstring(text).splitlines():
         m = re.match(r"^(\w+):\s*(.*)$", line)
         if m and m.group(1) in keys and m.group(1) not in out:
             last = m.group(1)
@@ -727,9 +754,9 @@ MATCHES = {"non-finite rows": same_nonfinite_rows}
 
 
 def load_mistakes(spec_file, *, models: dict | None = None, match: Callable | None = None) -> list:
-    """The named mistakes of the problem whose spec is ``spec_file``: one learner-style file
-    each in grader/problems/mistakes/<the spec's stem>/, in file-name order. A file opens
-    with the header
+    """The named mistakes of the problem whose spec is ``spec_file``: the entries of its
+    folder's mistakes.diff (grader/slips.py), in their order. Each entry expands to a
+    learner-style file that opens with the header
 
         mistake: <its name>
         message: <what the learner is told; continuation lines start with two spaces>
@@ -738,74 +765,81 @@ def load_mistakes(spec_file, *, models: dict | None = None, match: Callable | No
 
     and defines the ONE function of the problem it imitates, written as a learner would.
     The judge computes the mistake's answer by running that function in its own process
-    (course code: trusted). ``models`` ({name: fn}, compared with ``match``) replaces
-    running the files where that is too slow -- problem 12's Triton kernels -- and must
-    cover every file."""
-    stem = Path(spec_file).stem
-    folder = Path(spec_file).resolve().parent / "mistakes" / stem
-    paths = sorted(folder.glob("*.py"))
-    if not paths and folder.with_suffix(".json").is_file():   # the student edition: no files,
-        from . import recorded                                # their answers recorded at release
-        return recorded.load(folder.with_suffix(".json"), Mistake, MATCHES, models=models, match=match)
-    if not paths:
-        raise ValueError(f"{stem}: no named mistakes in {folder} (one learner-style file each)")
+    (course code: trusted), compiled from the expanded text. ``models`` ({name: fn},
+    compared with ``match``) replaces running the files where that is too slow -- problem
+    12's Triton kernels -- and must cover every entry. A student edition has no slip file
+    but mistakes.json, the entries' answers on the public cases (grader/recorded.py)."""
+    from . import problems, slips
+    home = Path(spec_file).resolve().parent
+    diff = home / problems.MISTAKES
+    if not diff.is_file() and (home / problems.RECORDED).is_file():   # the student edition
+        from . import recorded
+        return recorded.load(home / problems.RECORDED, Mistake, MATCHES, models=models, match=match)
+    if not diff.is_file():
+        raise ValueError(f"{home.name}: no named mistakes in {home.name}/{problems.MISTAKES} "
+                         "(one entry per slip: grader/slips.py)")
     out = []
-    for path in paths:
-        head = read_header(path, MISTAKE_KEYS)
-        where = f"{folder.name}/{path.name}"
+    for entry in slips.read(diff):
+        where = f"{home.name}/{problems.MISTAKES}: {entry.name}"
+        source = slips.expand(entry, home)
+        head = read_header_text(source, MISTAKE_KEYS)
         if not head.get("mistake") or not head.get("message"):
             raise ValueError(f"{where}: the docstring must open with 'mistake: <name>' and 'message: <text>'")
-        if path.name != mistake_file_name(head["mistake"]):
-            raise ValueError(f"{where}: a mistake named {head['mistake']!r} lives in "
+        if entry.name != mistake_file_name(head["mistake"]):
+            raise ValueError(f"{where}: a mistake named {head['mistake']!r} is the entry "
                              f"{mistake_file_name(head['mistake'])}")
         if "match" in head and head["match"] not in MATCHES:
             raise ValueError(f"{where}: unknown 'match: {head['match']}' (known: {sorted(MATCHES)})")
-        defines = tuple(re.findall(r"^(?:async\s+)?def\s+(\w+)", path.read_text(encoding="utf-8"), re.M))
+        defines = tuple(re.findall(r"^(?:async\s+)?def\s+(\w+)", source, re.M))
         fn = None
         if models is not None:
             if head["mistake"] not in models:
                 raise ValueError(f"{where}: no model of {head['mistake']!r} in the spec's models")
             fn = models[head["mistake"]]
         out.append(Mistake(head["mistake"], head["message"], fn, match=MATCHES.get(head.get("match"), match),
-                           path=path, defines=defines))
+                           source=source, where=where, defines=defines))
     unknown = set(models or ()) - {m.name for m in out}
     if unknown:
-        raise ValueError(f"{stem}: models of mistakes that have no file: {sorted(unknown)}")
+        raise ValueError(f"{home.name}: models of mistakes that have no entry: {sorted(unknown)}")
     return out
 
 
 class _FileAnswer:
-    """Calls one function of a mistake's file, loaded on first use."""
+    """Calls one function of a mistake's file (its expanded text), compiled on first use;
+    the text is registered with linecache under ``where``, so a traceback shows its lines."""
 
-    def __init__(self, path: Path, function: str):
-        self.path, self.function, self._fn = path, function, None
+    def __init__(self, source: str, where: str, function: str):
+        self.source, self.where, self.function, self._fn = source, where, function, None
 
     def __call__(self, **args):
         if self._fn is None:
-            spec = importlib.util.spec_from_file_location(
-                f"grader_mistake_{self.path.parent.name}_{self.path.stem}", self.path)
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
+            import linecache
+            import types
+            filename = f"<mistake {self.where}>"
+            linecache.cache[filename] = (len(self.source), None, self.source.splitlines(True), filename)
+            module = types.ModuleType(f"grader_mistake_{abs(hash(self.where))}")
+            module.__file__ = filename
+            exec(compile(self.source, filename, "exec"), module.__dict__)   # noqa: S102 -- course code
             self._fn = getattr(module, self.function)
         return self._fn(**args)
 
     def __repr__(self):
-        return f"<{self.function} of {self.path.parent.name}/{self.path.name}>"
+        return f"<{self.function} of {self.where}>"
 
 
 def _attach(m: Mistake, functions) -> None:
     """Which learner function a mistake's file imitates (the one of ``functions`` it
     defines), and its answer: that function of the file, unless a model stands in."""
-    if m.path is None:
+    if m.source is None:
         return
     if m.function is None:
         mine = [f for f in functions if f in m.defines]
         if len(mine) != 1:
-            raise ValueError(f"{m.path.parent.name}/{m.path.name} must define exactly one of "
-                             f"{list(functions)} (the function the slip is in); it defines {mine or 'none'}")
+            raise ValueError(f"{m.where} must define exactly one of {list(functions)} (the function "
+                             f"the slip is in); it defines {mine or 'none'}")
         m.function = mine[0]
     if m.fn is None:
-        m.fn = _FileAnswer(m.path, m.function)
+        m.fn = _FileAnswer(m.source, m.where, m.function)
 
 
 # --------------------------------------------------------------------------- hidden-case helpers

@@ -1,4 +1,4 @@
-"""A problem's words in the judge's language (grader/lang.py): its title, statement, hints,
+"""A problem's words in the judge's language (grader/lang.py): its title, summary, statement, hints,
 named-mistake messages and the chapter it points to, looked up in the catalogue under a context that says what
 they are -- "p04 title", "p04 statement", "p04 hint 2", "p04 mistake <its name>" -- with
 the English of the spec as the msgid (so a text without a usable translation stays English).
@@ -15,7 +15,7 @@ from .spec import INPUTS_RULE
 IN_BROWSER = sys.platform == "emscripten"
 
 
-# contexts: "p04 title", "p04 statement", "p04 hint 2", "p04 mistake <its name>"
+# contexts: "p04 title", "p04 summary", "p04 statement", "p04 hint 2", "p04 mistake <its name>"
 
 def key(problem) -> str:
     return f"p{problem.number:02d}"
@@ -38,6 +38,11 @@ def statement(problem) -> str:
 
 def title(problem) -> str:
     return pgettext(f"{key(problem)} title", problem.title)
+
+
+def summary(problem) -> str:
+    """The one line the README's table, the chapters' practice lists and the stub say."""
+    return pgettext(f"{key(problem)} summary", problem.summary) if problem.summary else ""
 
 
 def hint(problem, k: int) -> str:
@@ -63,4 +68,4 @@ def mistake(problem, message: str) -> str:
     return message
 
 
-__all__ = ["key", "statement_parts", "statement", "title", "hint", "chapter", "mistake"]
+__all__ = ["key", "statement_parts", "statement", "title", "summary", "hint", "chapter", "mistake"]

@@ -4,10 +4,10 @@ Two kinds of entries, both extracted, never typed in by hand:
   code    the sentences of grader/*.py marked ``_("...")`` / ``N_("...")`` / ``said("...")``
           (Babel's Python extractor), no msgctxt; ``{name}`` placeholders (str.format) and argparse's
           ``%(name)s`` ones are kept by the translation (``problems`` checks);
-  data    each problem's title, statement, hints and named-mistake messages, read from the
-          specs themselves (grader/problems/pNN_slug.py, mistakes/pNN_slug/*.py headers) with
-          a msgctxt saying what they are: "p04 title", "p04 statement", "p04 hint 2",
-          "p04 mistake <name>". Their translations keep every number, `code` name, $formula$
+  data    each problem's title, summary, statement, hints and named-mistake messages, read
+          from the problems' folders themselves (grader/problems/pNN_slug/spec.py, the
+          entries of its mistakes.diff) with a msgctxt saying what they are: "p04 title",
+          "p04 summary", "p04 statement", "p04 hint 2", "p04 mistake <name>". Their translations keep every number, `code` name, $formula$
           and link of the English (i18n.notebooks.same_facts).
 
 ``update`` merges what the code and the specs say now into the catalogue (polib): an entry
@@ -36,9 +36,9 @@ KEYWORDS = {"_": None, "N_": None, "said": None}
 
 def code_sources(root: Path = ROOT) -> list[Path]:
     """The judge's code whose marked sentences are catalogued: grader/*.py and the specs'
-    checkers (``said`` in grader/problems/pNN_*.py; the specs' statements, hints and
-    mistakes are data, below)."""
-    return sorted([*(root / "grader").glob("*.py"), *(root / "grader" / "problems").glob("p[0-9]*.py")])
+    checkers (``said`` in grader/problems/pNN_slug/spec.py; the specs' statements, hints
+    and mistakes are data, below)."""
+    return sorted([*(root / "grader").glob("*.py"), *(root / "grader" / "problems").glob("p[0-9]*/spec.py")])
 
 
 # --------------------------------------------------------------------------- the English
@@ -63,8 +63,8 @@ def code_messages(root: Path = ROOT) -> dict[str, list[str]]:
 
 
 def data_messages() -> dict[tuple[str, str], str]:
-    """{(msgctxt, English): the file it comes from} for every problem's title, statement,
-    hints and named mistakes, from the specs as the judge loads them."""
+    """{(msgctxt, English): the file it comes from} for every problem's title, summary,
+    statement, hints and named mistakes, from the specs as the judge loads them."""
     from grader import runner, texts
     errors: list = []
     problems = runner.discover(errors)
@@ -73,14 +73,14 @@ def data_messages() -> dict[tuple[str, str], str]:
     found: dict[tuple[str, str], str] = {}
     for p in problems:
         k = texts.key(p)
-        spec = f"grader/problems/{p.filename}"
+        spec = f"grader/problems/{p.stem}/spec.py"
         found[(f"{k} title", p.title)] = spec
+        found[(f"{k} summary", p.summary)] = spec
         found[(f"{k} statement", texts.statement_parts(p)[0])] = spec
         for n, h in enumerate(p.hints, 1):
             found[(f"{k} hint {n}", h)] = spec
         for m in p.mistakes:
-            where = str(m.path.relative_to(ROOT)) if m.path and m.path.is_relative_to(ROOT) else spec
-            found[(f"{k} mistake {m.name}", m.message)] = where
+            found[(f"{k} mistake {m.name}", m.message)] = f"grader/problems/{m.where}" if m.where else spec
     return found
 
 
@@ -94,7 +94,7 @@ def messages(root: Path = ROOT) -> dict[tuple[str | None, str], list[str]]:
 # --------------------------------------------------------------------------- the catalogue
 
 HEADER = ("The judge's words in Chinese: its sentences (grader/*.py and the checkers in grader/problems/,\n"
-          "marked _(), N_() or said()) and each problem's title, statement, hints and named mistakes\n"
+          "marked _(), N_() or said()) and each problem's title, summary, statement, hints and named mistakes\n"
           "(msgctxt \"pNN ...\", read from the specs).\n"
           "Updated by `python -m i18n update judge`; compiled into grader/locale/ by the same; "
           "see i18n/judge.py.")

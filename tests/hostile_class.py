@@ -173,7 +173,7 @@ for p in (K["secret"], K["out"] + "/seed.txt", K["out"] + "/grading.json", K["re
     data = read(p)
     note("read " + p, "%d bytes" % len(data) if data is not None else "refused")
     leak(data)
-write(K["repo"] + "/grader/problems/p01_kv_cache_bytes.py", b"# MLAHOSTILE\nPROBLEM = None\n")
+write(K["repo"] + "/grader/problems/p01_kv_cache_bytes/spec.py", b"# MLAHOSTILE\nPROBLEM = None\n")
 write(K["subs"] + "/student01/practice/p01_kv_cache_bytes.py")
 S = stolen("p01_kv_cache_bytes.py")
 def kv_cache_bytes(*a, **k):

@@ -108,7 +108,7 @@ def memory_hog(p, student: str = "") -> Attempt:
 
 def uses_reference(p, student: str = "") -> Attempt:
     """Returns exactly the spec's reference (which passes every case) -- refused."""
-    mod = f"grader.problems.{p.filename[:-3]}"
+    mod = f"grader.problems.{p.stem}.spec"
     lines = [f"# {student}", "import importlib", f"_spec = importlib.import_module({mod!r}).PROBLEM", ""]
     for fn in p.functions:
         lines += [f"def {fn}(*args, **kwargs):", f"    return _spec.reference[{fn!r}](*args, **kwargs)", ""]

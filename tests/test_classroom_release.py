@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import runner
+from grader import problems as layout, runner, slips
 from classroom import leaks, release
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +51,10 @@ def test_bundle_has_no_solutions_tests_history_or_teacher_tools(bundle):
         assert need in rels, need
     for p in runner.discover():
         assert f"practice/{p.filename}" in rels
-        assert f"grader/problems/{p.filename}" in rels  # public and hidden case generators
+        assert f"grader/problems/{p.stem}/{layout.SPEC}" in rels  # public and hidden case generators
+        assert f"grader/problems/{p.stem}/{layout.RECORDED}" in rels  # the named mistakes' answers
+    # of the problems' folders nothing else: no base, slip file, stub template or corpus attempt
+    assert [r for r in rels if not layout.shipped(r)] == []
     chapters = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     assert chapters and all(f"notebooks/{c}" in rels for c in chapters)
     # no file of the bundle is a byte-for-byte copy of a model answer
@@ -283,13 +286,10 @@ def _grade_pasted(bundle_folder: Path, attempts, tmp_path: Path) -> list:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-MISTAKES = "grader/problems/mistakes/"
-
-
 def _spec_functions_pasted(bundle: Path, problems) -> list:
     """Each top-level function of grader/problems/ -- spec modules and their helpers (the
-    named mistakes' files ship as recorded answers, not code: any .py there would be
-    pasted too) -- that takes every argument a problem's function requires, pasted under
+    named mistakes ship as recorded answers, not code: any .py there would be pasted
+    too) -- that takes every argument a problem's function requires, pasted under
     that function's name: a simulator of slips at its default settings, or a helper of one
     problem that solves another, is a complete answer and must not ship as one. (A spec's
     reference is among leaks.pasted_attempts.)"""
@@ -333,8 +333,9 @@ def test_no_course_code_pasted_as_an_attempt_passes(bundle, tmp_path):
     fail: the model answer of problem 14 planted as course code, and planted in its spec
     under another name, are found and pass."""
     problems = runner.discover()
-    # nothing exempt: the named mistakes ship as recorded answers (no .py under MISTAKES)
-    assert not list((bundle.folder / MISTAKES).rglob("*.py"))
+    # nothing exempt: of the problems' folders only the specs ship (the named mistakes as answers)
+    assert sorted(p.relative_to(bundle.folder).as_posix() for p in (bundle.folder / "grader" / "problems").rglob("*.py")) \
+        == sorted(["grader/problems/__init__.py"] + [f"grader/problems/{p.stem}/{layout.SPEC}" for p in problems])
     attempts = leaks.pasted_attempts(bundle.folder, problems) + _spec_functions_pasted(bundle.folder, problems)
     refused = [f"{a.label}: {a.refused}" for a in attempts if a.refused]
     assert not refused, "cannot paste (look at these by hand):\n  " + "\n  ".join(refused)
@@ -347,11 +348,11 @@ def test_no_course_code_pasted_as_an_attempt_passes(bundle, tmp_path):
     planted = [a for a in leaks.pasted_attempts(control, [runner.find(14)]) if not a.refused]
     assert [a.where for a in planted] == ["mlacourse/planner.py"]
     # and a spec helper that is a model answer under another name (a simulator at its defaults)
-    (control / "grader" / "problems").mkdir(parents=True)
-    (control / "grader" / "problems" / "p14_schedule_step.py").write_text(
+    (control / "grader" / "problems" / "p14_schedule_step").mkdir(parents=True)
+    (control / "grader" / "problems" / "p14_schedule_step" / layout.SPEC).write_text(
         (ROOT / "solutions" / "p14_schedule_step.py").read_text().replace("def schedule_step(", "def _plan("))
     helper = [a for a in _spec_functions_pasted(control, [runner.find(14)]) if not a.refused]
-    assert [(a.where, a.functions) for a in helper] == [("grader/problems/p14_schedule_step.py",
+    assert [(a.where, a.functions) for a in helper] == [(f"grader/problems/p14_schedule_step/{layout.SPEC}",
                                                           {"schedule_step": "_plan"})]
     planted += helper
 
@@ -553,14 +554,15 @@ def test_no_bundled_file_is_one_line_from_an_answer(bundle, tmp_path):
     it is): every file that defines a problem's functions, and every course function the
     pasting machinery turns into an attempt, is tried with each line deleted -- first on
     the public cases in one process (a screen), then, what passes them, through the
-    bundle's judge with its hidden cases. The named mistakes' folder ships no .py (their
-    recorded answers instead) and no bundled file holds a line marked `# slip`. The
-    control: the repository's mistakes folder, searched the same way, gives passing
-    answers (deleting the slip line of p04's 'd_latent fixed at 512')."""
+    bundle's judge with its hidden cases. No named mistake ships (their recorded answers
+    instead: each problem's folder holds its spec and mistakes.json) and no bundled file
+    holds a line marked `# slip`. The control: the repository's named mistakes of problem
+    4, expanded, searched the same way, give passing answers (deleting the slip line of
+    'd_latent fixed at 512')."""
     problems = [p for p in runner.discover()]
-    mistakes = bundle.folder / "grader" / "problems" / "mistakes"
-    assert not list(mistakes.rglob("*.py")), "a named mistake's file ships"
-    assert sorted(p.name for p in mistakes.iterdir()) == sorted(f"{p.filename[:-3]}.json" for p in problems)
+    for p in problems:
+        home = bundle.folder / "grader" / "problems" / p.stem
+        assert sorted(f.name for f in home.iterdir()) == sorted(layout.SHIPPED), f"{p.stem} ships more"
     marked = [p.relative_to(bundle.folder).as_posix() for p in bundle.folder.rglob("*.py") if "# slip" in p.read_text()]
     assert marked == [], marked
     passing, tried = _one_line_answers(bundle.folder, problems, tmp_path / "bundle", bundle.folder)
@@ -569,7 +571,7 @@ def test_no_bundled_file_is_one_line_from_an_answer(bundle, tmp_path):
         f"problem {n}: {where}, {edit}: {', '.join(fns)} pass every case" for n, where, edit, fns in passing)
 
     control = tmp_path / "control"   # the repository's named mistakes of problem 4, as a release had them
-    shutil.copytree(ROOT / "grader" / "problems" / "mistakes" / "p04_choose_path", control / "mistakes")
+    slips.materialise(ROOT / "grader" / "problems" / "p04_choose_path" / layout.MISTAKES, control / "mistakes")
     found, _ = _one_line_answers(control, [runner.find(4)], tmp_path / "control_run", bundle.folder)
     assert any(where.endswith("d_latent_fixed_at_512.py") and edit == "line 8 deleted"
                for _, where, edit, _ in found), found
@@ -624,9 +626,9 @@ def test_the_student_edition_names_the_mistakes_its_public_cases_show(bundle, tm
             twin = any(o is not m and o.function == m.function and all(
                 agree(a, b, m.match) for a, b in zip(answers[m.name], answers[o.name])) for o in p.mistakes)
             shows = shows and not twin
-            f = tmp_path / f"p{p.number:02d}_{m.path.stem}" / p.filename
+            f = tmp_path / f"p{p.number:02d}_{m.file_name[:-3]}" / p.filename
             f.parent.mkdir()
-            shutil.copy2(m.path, f)
+            f.write_text(m.source)
             jobs.append([p.number, str(f)])
             expect.append((p.number, m.name, m.message, shows))
     out = subprocess.run([sys.executable, "-c", GRADE_MISTAKES, json.dumps(jobs)], cwd=bundle.folder,
@@ -656,9 +658,8 @@ def test_the_sites_wheel_has_recorded_mistakes_not_their_files(tmp_path):
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()
         z.extractall(tmp_path / "site")
-    assert not [n for n in names if n.startswith(MISTAKES) and n.endswith(".py")]
-    assert sorted(n for n in names if n.startswith(MISTAKES)) == \
-        sorted(f"{MISTAKES}{p.filename[:-3]}.json" for p in runner.discover())
+    homes = [n for n in names if n.startswith("grader/problems/p")]
+    assert sorted(homes) == sorted(f"grader/problems/{p.stem}/{f}" for p in runner.discover() for f in layout.SHIPPED)
     probe = subprocess.run([sys.executable, "-c", "from grader import runner; p = runner.find(4); "
                             "print(len(p.mistakes), type(p.mistakes[0].fn).__name__)"],
                            cwd=tmp_path / "site", capture_output=True, text=True, timeout=120)

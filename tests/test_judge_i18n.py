@@ -9,6 +9,7 @@ import inspect
 import io
 import json
 import re
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import redirect_stderr, redirect_stdout
@@ -21,6 +22,11 @@ from i18n import judge as J
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = runner.discover()
+
+
+def _mistake_source(number: int, name: str) -> str:
+    """A named mistake's learner file (its mistakes.diff entry, expanded)."""
+    return next(m.source for p in PROBLEMS if p.number == number for m in p.mistakes if m.name == name)
 ZH = re.compile(r"[\u4e00-\u9fff]")
 
 
@@ -216,7 +222,7 @@ def test_json_keys_and_statuses_are_english_in_both(tmp_path):
     stub = tmp_path / "p04_choose_path.py"
     stub.write_text((ROOT / "practice" / "p04_choose_path.py").read_text())
     wrong = tmp_path / "wrong.py"   # the named mistake "non-causal pairs", with a choose_path
-    wrong.write_text((ROOT / "grader/problems/mistakes/p04_choose_path/non_causal_pairs.py").read_text()
+    wrong.write_text(_mistake_source(4, "non-causal pairs")
                      + "\n\ndef choose_path(n_new, n_ctx, **shapes):\n"
                        "    f = attention_flops(n_new, n_ctx, **shapes)\n"
                        "    return 'expand' if f['expand'] < f['absorb'] else 'absorb'\n")
@@ -296,14 +302,13 @@ def test_named_mistakes_and_hints_print_as_plain_text():
 # --------------------------------------------------------------------------- same verdicts
 
 def corpus(numbers=None) -> list[tuple[Path, int]]:
-    """tests/corpus/pNN_slug/*.py and grader/problems/mistakes/pNN_slug/*.py, runnable here."""
-    out = []
-    for p in PROBLEMS:
-        if (numbers and p.number not in numbers) or runner.missing_requirements(p):
-            continue
-        for folder in (ROOT / "tests" / "corpus" / p.filename[:-3], ROOT / "grader/problems/mistakes" / p.filename[:-3]):
-            out += [(f, p.number) for f in sorted(folder.glob("*.py"))]
-    return out
+    """Every problem's attempts (its corpus and its named mistakes: tests/corpus/probe.py,
+    slip files expanded into a temporary folder), runnable here."""
+    sys.path.insert(0, str(ROOT / "tests" / "corpus"))
+    import probe
+    runnable = {p.number for p in PROBLEMS if not runner.missing_requirements(p)}
+    return [(a.path, a.number) for a in probe.attempts(numbers)
+            if a.number in runnable]
 
 
 def _compare(attempts, en: dict, zh: dict, regrade, seed) -> list[str]:
@@ -398,7 +403,7 @@ def test_the_teacher_s_gradebook_is_english_in_any_locale(monkeypatch, tmp_path)
     monkeypatch.setenv("LANG", "zh_CN.UTF-8")
     assert lang.current() == "zh_CN"
     wrong = tmp_path / "p04_choose_path.py"
-    wrong.write_text((ROOT / "grader/problems/mistakes/p04_choose_path/non_causal_pairs.py").read_text()
+    wrong.write_text(_mistake_source(4, "non-causal pairs")
                      + "\n\ndef choose_path(n_new, n_ctx, **shapes):\n    return 'absorb'\n")
     r = runner.grade(next(p for p in PROBLEMS if p.number == 4), wrong, 5)
     assert ZH.search(report.failure_text(r))

@@ -11,7 +11,8 @@ import pytest
 
 from grader.records import ProblemStatus
 from grader import child, runner
-from grader.problems import p01_kv_cache_bytes, p08_absorb_decode
+from grader.problems.p01_kv_cache_bytes import spec as p01_kv_cache_bytes
+from grader.problems.p08_absorb_decode import spec as p08_absorb_decode
 
 PROBLEMS = runner.discover()
 SEED = 11

@@ -478,7 +478,7 @@ def test_reference_use_is_refused_by_every_route(tmp_path):
     routes = {
         "import": "from mlacourse.attention import attention",
         "importlib": "import importlib; importlib.import_module('mlacourse.flops')",
-        "__import__": "__import__('grader.problems.p01_kv_cache_bytes')",
+        "__import__": "__import__('grader.problems.p01_kv_cache_bytes.spec')",
         "solutions": "import solutions",
         "read source": f"open({str(runner.ROOT / 'mlacourse' / 'flops.py')!r}).read()",
         "runpy": f"import runpy; runpy.run_path({str(runner.SOLUTIONS / 'p04_choose_path.py')!r})",

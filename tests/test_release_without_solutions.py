@@ -1,8 +1,8 @@
 """A classroom release leaves solutions/ out: the judge must still grade.
 
 The test copies the learner-facing part of the repo (no solutions/; practice/ as the
-committed stubs, see tests/pristine.py; the named mistakes as their recorded answers, not
-their files, as `python -m classroom release` ships them) into a temporary folder, puts
+committed stubs, see tests/pristine.py; of each problem's folder its spec, and the named
+mistakes as their recorded answers, as `python -m classroom release` ships them) into a temporary folder, puts
 one model answer in place of its stub -- as a learner who solved the problem would have
 it -- and runs that copy's judge as a learner would."""
 import shutil
@@ -21,16 +21,23 @@ def make_release(dest: Path, stubs: Path) -> Path:
             shutil.copytree(stubs, dest / name)
             shutil.copy2(src / "judge.py", dest / name / "judge.py")
         elif src.is_dir():
-            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__", ".judge_state.json"))
+            shutil.copytree(src, dest / name, ignore=_not_shipped)
         else:
             shutil.copy2(src, dest / name)
     assert not (dest / "solutions").exists()
-    from classroom.release import MISTAKES, recorded_mistakes
-    shutil.rmtree(dest / MISTAKES)
+    from classroom.release import recorded_mistakes
     for rel, data in recorded_mistakes().items():
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         (dest / rel).write_bytes(data)
     return dest
+
+
+def _not_shipped(folder, names):
+    """What copytree leaves out: caches, state, and of each problem's folder what a release
+    does not ship (grader.problems.shipped)."""
+    from grader.problems import shipped
+    rel = Path(folder).resolve().relative_to(ROOT).as_posix()
+    return {n for n in names if n in ("__pycache__", ".judge_state.json") or not shipped(f"{rel}/{n}")}
 
 
 def judge(release: Path, *args: str) -> subprocess.CompletedProcess:
@@ -67,7 +74,7 @@ def test_release_names_a_slip_from_the_recorded_mistakes(tmp_path, stubs):
     """Without the mistakes' files the copy's judge still names a slip that shows on a
     public case: every new token attending to all n_ctx tokens (problem 4)."""
     release = make_release(tmp_path, stubs)
-    assert not list((release / "grader" / "problems" / "mistakes").rglob("*.py"))
+    assert not list((release / "grader" / "problems" / "p04_choose_path").glob("*.diff"))
     slip = (ROOT / "solutions" / "p04_choose_path.py").read_text().replace(
         "pairs = n_new * n_ctx - n_new * (n_new - 1) // 2", "pairs = n_new * n_ctx")
     (release / "practice" / "p04_choose_path.py").write_text(slip)

@@ -150,12 +150,14 @@ def browser_font_cache(dest: Path) -> Path:
 def course_wheel(dest: Path, extra: dict[str, bytes] | None = None) -> Path:
     """mlacourse + grader as a pure-Python wheel, built from this checkout, plus ``extra``
     data files ({path in the wheel: bytes}; the font cache). Like the student release, it
-    holds no named mistake's file (each is a right answer with one slip line) but their
-    answers on the public cases (classroom.release.recorded_mistakes, grader/recorded.py).
+    holds of each problem's folder only its spec (grader.problems.shipped: no base, named
+    mistake or corpus attempt, each a right answer or one slip from one) and its named
+    mistakes' answers on the public cases (classroom.release.recorded_mistakes, grader/recorded.py).
 
     The version carries a hash of the sources (0.1.0+g1234abcd) so that a browser never
     serves a stale cached wheel under a new lock entry."""
-    from classroom.release import MISTAKES, recorded_mistakes
+    from classroom.release import recorded_mistakes
+    from grader.problems import shipped
     extra = {**(extra or {}), **recorded_mistakes()}
     with tempfile.TemporaryDirectory(prefix="mla-wheel-") as tmp:
         src = Path(tmp) / "src"
@@ -165,7 +167,7 @@ def course_wheel(dest: Path, extra: dict[str, bytes] | None = None) -> Path:
             # the code, and the judge's compiled Chinese catalogue (grader/locale/, package data)
             for f in sorted([*(ROOT / pkg).rglob("*.py"), *(ROOT / pkg).rglob("*.mo")]):
                 rel = f.relative_to(ROOT)
-                if rel.as_posix().startswith(MISTAKES):
+                if not shipped(rel.as_posix()):
                     continue
                 digest.update(str(rel).encode() + b"\0" + f.read_bytes())
                 (src / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -6,9 +6,12 @@
     .venv/bin/python tests/corpus/probe.py --since main --judge ../main -s 0-9
         # the attempts added since git ref `main`, graded by another checkout's judge.py
 
-The attempts are the files of tests/corpus/pNN_slug/ and every problem's named mistakes
-(grader/problems/mistakes/pNN_slug/: each is a wrong attempt that the judge must name as
-itself). Each attempt is graded exactly as a teacher would: ``judge.py N --file PATH
+The attempts are each problem's corpus (grader/problems/pNN_slug/corpus/: whole files, and
+the entries of corpus/wrong.diff) and its named mistakes (the entries of mistakes.diff: each
+is a wrong attempt that the judge must name as itself). Every attempt is graded from a copy in
+a temporary folder outside the course, where a learner's file lives too (a slip file's
+entries expanded there: grader/slips.py; an attempt that looks for the course from its own
+folder finds what a learner's would), exactly as a teacher would: ``judge.py N --file PATH
 --seed S`` (exit code 0 means it passed). A HOLE is a file marked ``expect: fail`` that
 passes on some seed; a FALSE FAIL is a file marked ``expect: pass`` that fails on some
 seed. For files whose header names a ``mistake:``, the table also shows which mistake the
@@ -22,9 +25,12 @@ reports any change.
 from __future__ import annotations
 
 import argparse
+import atexit
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +40,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT))  # the probe runs from anywhere
-from grader.spec import MISTAKE_KEYS, MISTAKES_DIR, read_header  # noqa: E402
+from grader import problems as layout, slips  # noqa: E402
+from grader.spec import MISTAKE_KEYS, read_header  # noqa: E402
+PROBLEMS_DIR = ROOT / "grader" / "problems"   # one folder per problem (a test may point it elsewhere)
 KEYS = ("expect", "slip", "mistake", "reason")
 REASONS = {"uses_reference", "timeout", "memory", "exit", "crash", "wrong_type", "wrong_shape",
            "not_finite", "mutated_input", "no_kernel", "tamper"}
@@ -43,7 +51,7 @@ GUARDED = ["grader", "mlacourse", "solutions", "practice", "kernels", "judge.py"
 
 @dataclass
 class Attempt:
-    path: Path
+    path: Path                # the file to grade (an entry of a slip file: its expansion)
     number: int
     slug: str
     expect: str
@@ -51,15 +59,12 @@ class Attempt:
     mistake: str | None = None
     reason: str | None = None
     runs: dict = field(default_factory=dict)  # seed -> (passed, named mistake, first line)
-
-    @property
-    def is_named_mistake(self) -> bool:
-        """One of a problem's named mistakes (grader/problems/mistakes/), not a corpus file."""
-        return self.path.parent.parent == MISTAKES_DIR
+    is_named_mistake: bool = False   # an entry of mistakes.diff, not a corpus attempt
+    stored: str = ""                 # where it is written: "p02_rope_scores/corpus/wrong.diff"
 
     @property
     def name(self) -> str:
-        where = f"{self.path.parent.name}/{self.path.name}"
+        where = f"p{self.number:02d}_{self.slug}/{self.path.name}"
         return f"mistakes/{where}" if self.is_named_mistake else where
 
 
@@ -68,22 +73,55 @@ def parse_header(path: Path) -> dict:
     return read_header(path, KEYS)
 
 
+_EXPANDED: list = []   # the temporary folder the slip files' entries are written to, once
+
+
+def expanded_folder() -> Path:
+    """A temporary folder for the expansions of slip files, removed when the process ends."""
+    if not _EXPANDED:
+        folder = Path(tempfile.mkdtemp(prefix="mla-attempts-"))
+        atexit.register(shutil.rmtree, folder, True)
+        _EXPANDED.append(folder)
+    return _EXPANDED[0]
+
+
 def attempts(problems=None) -> list[Attempt]:
-    """Every attempt: the corpus files, then each problem's named mistakes (a wrong
-    attempt whose header names itself), optionally only some problem numbers."""
+    """Every attempt: each problem's corpus (its whole files, then the entries of
+    corpus/wrong.diff), then its named mistakes (a wrong attempt whose header names
+    itself), optionally only some problem numbers."""
     found = []
-    for folder in sorted(HERE.glob("p[0-9][0-9]_*")) + sorted(MISTAKES_DIR.glob("p[0-9][0-9]_*")):
-        number, slug = int(folder.name[1:3]), folder.name[4:]
+    for home in sorted(PROBLEMS_DIR.glob("p[0-9][0-9]_*/")):
+        number, slug = int(home.name[1:3]), home.name[4:]
         if problems and number not in problems:
             continue
-        mistakes = folder.parent == MISTAKES_DIR
-        for path in sorted(folder.glob("*.py")):
-            h = read_header(path, MISTAKE_KEYS) if mistakes else parse_header(path)
-            if mistakes:
-                h = {"expect": "fail", "slip": h.get("message", ""), **h}
+        corpus, copies = home / layout.CORPUS, expanded_folder() / "corpus" / home.name
+        copies.mkdir(parents=True, exist_ok=True)
+        files = []
+        for path in sorted(corpus.glob("*.py")) if corpus.is_dir() else []:
+            shutil.copyfile(path, copies / path.name)
+            files.append((copies / path.name, path))
+        slipped = home / layout.CORPUS_SLIPS
+        if slipped.is_file():
+            files += [(path, slipped) for path in slips.materialise(slipped, copies)]
+        for path, stored in files:
+            h = parse_header(path)
             found.append(Attempt(path, number, slug, h.get("expect", ""), h.get("slip", ""),
-                                 h.get("mistake"), h.get("reason")))
+                                 h.get("mistake"), h.get("reason"), stored=_rel(stored)))
+    for home in sorted(PROBLEMS_DIR.glob("p[0-9][0-9]_*/")):
+        number, slug = int(home.name[1:3]), home.name[4:]
+        if (problems and number not in problems) or not (home / layout.MISTAKES).is_file():
+            continue
+        for path in slips.materialise(home / layout.MISTAKES, expanded_folder() / "mistakes" / home.name):
+            h = read_header(path, MISTAKE_KEYS)
+            found.append(Attempt(path, number, slug, "fail", h.get("message", ""), h.get("mistake"),
+                                 h.get("reason"), is_named_mistake=True,
+                                 stored=_rel(home / layout.MISTAKES)))
     return found
+
+
+def _rel(path: Path) -> str:
+    return f"{path.parent.name}/{path.name}" if path.parent.name != layout.CORPUS else \
+        f"{path.parent.parent.name}/{layout.CORPUS}/{path.name}"
 
 
 def lint(items, specs) -> list[str]:
@@ -102,7 +140,7 @@ def lint(items, specs) -> list[str]:
             bad.append(f"{a.name}: unknown reason {a.reason!r}")
         if a.mistake and a.mistake not in {m.name for m in spec.mistakes}:
             bad.append(f"{a.name}: mistake {a.mistake!r} is not among problem {a.number}'s named "
-                       f"mistakes (grader/problems/mistakes/{a.path.parent.name}/)")
+                       f"mistakes (grader/problems/{spec.stem}/{layout.MISTAKES})")
         if a.is_named_mistake:
             continue
         want = "pass" if a.path.name.startswith("right_") else "fail"
@@ -116,10 +154,21 @@ def lint(items, specs) -> list[str]:
 
 
 def added_since(ref: str) -> set:
-    """Paths of the attempts that git ref `ref` does not have (committed or not)."""
-    out = subprocess.run(["git", "ls-tree", "-r", "--name-only", ref, "--", "tests/corpus"], cwd=ROOT,
-                         capture_output=True, text=True, check=True).stdout.split()
-    return {p.resolve() for p in HERE.glob("p[0-9][0-9]_*/*.py")} - {(ROOT / x).resolve() for x in out}
+    """Names ("p02_rope_scores/wrong_x.py") of the corpus attempts that git ref `ref` does
+    not have (committed or not): whole files and slip files' entries, in this layout or in
+    the one before it (tests/corpus/pNN_slug/)."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout
+    had = set()
+    for rel in git("ls-tree", "-r", "--name-only", ref, "--", "tests/corpus", "grader/problems").split():
+        parts = rel.split("/")
+        if rel.endswith(".py") and re.match(r"p\d\d_", parts[-2] if len(parts) > 1 else ""):
+            had.add(f"{parts[-2]}/{parts[-1]}")                       # tests/corpus/pNN_slug/x.py
+        elif rel.endswith(".py") and len(parts) == 5 and parts[3] == layout.CORPUS:
+            had.add(f"{parts[2]}/{parts[4]}")                         # grader/problems/pNN/corpus/x.py
+        elif rel.endswith(layout.CORPUS_SLIPS):
+            had |= {f"{parts[2]}/{e.name}" for e in slips.parse(git("show", f"{ref}:{rel}"), rel)}
+    return {a.name for a in attempts() if not a.is_named_mistake} - had
 
 
 def run_one(a: Attempt, seed: int, specs, judge: Path = ROOT) -> None:
@@ -194,7 +243,7 @@ def main(argv=None) -> int:
     items = [a for a in attempts(problems) if not args.match or args.match in a.name]
     if args.since:
         new = added_since(args.since)
-        items = [a for a in items if a.path.resolve() in new]
+        items = [a for a in items if a.name in new]
     bad = lint(items, specs)
     for line in bad:
         print("LINT", line)

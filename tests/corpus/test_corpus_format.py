@@ -1,9 +1,9 @@
 """The corpus itself is well formed (fast; grading it with the judge is probe.py's job,
 and tests/test_judge_corpus.py's).
 
-Every attempt has a parseable header that agrees with its file name, every folder of
-attempts or of named mistakes belongs to a problem, and each problem has at least 12
-wrong attempts (its named mistakes count: each is one) and 4 right ones."""
+Every attempt has a parseable header that agrees with its file name, every problem folder
+belongs to a problem, and each problem has at least 12 wrong attempts (its named mistakes
+count: each is one) and 4 right ones."""
 from __future__ import annotations
 
 import sys
@@ -25,10 +25,9 @@ def test_headers_are_valid():
 
 
 def test_every_folder_belongs_to_a_problem():
-    stems = {p.filename[:-3] for p in SPECS.values()}
-    folders = [f for top in (probe.HERE, probe.MISTAKES_DIR) for f in top.iterdir() if f.is_dir()
-               and f.name != "__pycache__"]
-    assert folders and [f for f in folders if f.name not in stems] == []
+    stems = {p.stem for p in SPECS.values()}
+    folders = [f for f in probe.PROBLEMS_DIR.iterdir() if f.is_dir() and f.name != "__pycache__"]
+    assert folders and [f.name for f in folders if f.name not in stems] == []
 
 
 @pytest.mark.parametrize("number", sorted(SPECS))
@@ -38,7 +37,7 @@ def test_enough_attempts_per_problem(number):
     wrong = [a for a in mine if a.expect == "fail"]
     assert len(right) >= 4 and len(wrong) >= 12, (
         f"problem {number} has {len(right)} right and {len(wrong)} wrong attempts (its named mistakes "
-        f"included); it needs at least 4 right and 12 wrong in tests/corpus/{SPECS[number].filename[:-3]}/")
+        f"included); it needs at least 4 right and 12 wrong in grader/problems/{SPECS[number].stem}/corpus/")
 
 
 def test_the_named_mistakes_are_attempts_that_name_themselves():
