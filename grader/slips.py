@@ -24,7 +24,8 @@ relative to the problem's folder (default: ``learner.py``). The lines up to the 
 ``@@`` are the file's docstring, verbatim (``mistake:``/``message:`` or ``expect:``/``slip:``
 headers). Each ``@@`` starts a change: lines `` context`` (a blank line is blank context),
 ``-removed`` and ``+added``. The context and removed lines, in order, must stand exactly
-once in the base's code; they are replaced by the context and added lines. Changes do not
+once in the base's code; they are replaced by the context and added lines. ``@@ top``
+starts a change of added lines only, put before the code's first line (an import). Changes do not
 depend on line numbers, so an edit elsewhere in the base leaves them valid; an edit to the
 lines a change touches makes the expansion fail with the entry's name (never a silent
 other file). A file expands to ``'\"\"\"' + docstring + '\\n\"\"\"\\n' + the changed code``,
@@ -56,6 +57,7 @@ class SlipError(ValueError):
 class Change:
     """One ``@@`` block: ``old`` (context and removed lines, in order) becomes ``new``."""
     lines: list            # [(" " | "-" | "+", text)]
+    top: bool = False      # "@@ top": added lines before the code's first line
 
     @property
     def old(self) -> list:
@@ -79,7 +81,7 @@ class Entry:
         head = f"=== {self.name}" + ("" if self.base == DEFAULT_BASE else f" from {self.base}")
         out = [head, self.docstring]
         for ch in self.changes:
-            out.append("@@")
+            out.append("@@ top" if ch.top else "@@")
             out += [f"{k}{t}" if (k != " " or t) else "" for k, t in ch.lines]
         return "\n".join(out) + "\n"
 
@@ -115,7 +117,7 @@ def parse(text: str, where: str = "<slips>") -> list[Entry]:
         elif line.startswith("@@"):
             _finish(current, doc)
             doc = None
-            current.changes.append(Change([]))
+            current.changes.append(Change([], top=line.strip() == "@@ top"))
         elif doc is not None:
             doc.append(line)
         elif line == "" or line[0] in " -+":
@@ -162,6 +164,11 @@ def apply(code: str, changes: list, where: str = "", base: str = "") -> str:
     lines = code.split("\n")
     spans = []
     for i, ch in enumerate(changes, 1):
+        if ch.top:
+            if ch.old:
+                raise SlipError(f"{where}: change {i} ('@@ top') may only add lines")
+            spans.append((0, 0, ch.new, i))
+            continue
         if not ch.old:
             raise SlipError(f"{where}: change {i} has no context or removed line to stand on")
         hits = _find(lines, ch.old)
@@ -220,9 +227,11 @@ def make_entry(name: str, text: str, base_name: str, base_text: str) -> Entry:
     if doc is None:
         raise SlipError(f"{name}: a learner file opens with a docstring (its header)")
     a, b = code_of(base_text).split("\n"), code_of(text).split("\n")
-    windows = []
+    windows, top = [], None
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if tag != "equal":
+        if tag == "insert" and i1 == 0:
+            top = Change([("+", x) for x in b[j1:j2]], top=True)
+        elif tag != "equal":
             s, e = _context(a, i1, i2)
             windows.append([s, e, [(i1, i2, j1, j2)]])
     merged: list = []
@@ -241,25 +250,35 @@ def make_entry(name: str, text: str, base_name: str, base_text: str) -> Entry:
             at = i2
         lines += [(" ", t) for t in a[at:e]]
         changes.append(Change(lines))
+    if top is not None:
+        changes.insert(0, top)
     entry = Entry(name, base_name, doc, changes, name)
     if apply("\n".join(a), changes, name, base_name) != "\n".join(b):
         raise SlipError(f"{name}: its entry does not expand back to the file")
     return entry
 
 
+_DEF = re.compile(r"^(?:async\s+)?def\s")
+
+
 def _context(a: list, i1: int, i2: int) -> tuple[int, int]:
     """The smallest window [s, e) around a[i1:i2] that stands once in ``a``, is not empty,
-    and does not end in a blank line (blank lines end entries in a slip file)."""
-    for size in range(0, len(a) + 1):
-        for before in range(0, size + 1):
-            after = size - before
-            s, e = i1 - before, i2 + after
-            if s < 0 or e > len(a) or e == s:
-                continue
-            if a[e - 1].strip() == "" and e > i2:
-                continue
-            if len(_find(a, a[s:e])) == 1:
-                return s, e
+    and does not end in a blank line (blank lines end entries in a slip file) -- without a
+    ``def`` line among its context where it can: a signature is the contract, and a change
+    that stands on one must be rewritten when the contract changes."""
+    for avoid_defs in (True, False):
+        for size in range(0, len(a) + 1):
+            for before in range(0, size + 1):
+                after = size - before
+                s, e = i1 - before, i2 + after
+                if s < 0 or e > len(a) or e == s:
+                    continue
+                if a[e - 1].strip() == "" and e > i2:
+                    continue
+                if avoid_defs and any(_DEF.match(x) for x in a[s:i1] + a[i2:e]):
+                    continue
+                if len(_find(a, a[s:e])) == 1:
+                    return s, e
     raise SlipError("no unique context: the base repeats itself entirely")
 
 

@@ -29,7 +29,8 @@ def main(argv=None) -> int:
     doc_keys = {d.name for d in docs.DOCS}
     chosen = [c for c in notebooks.chapters() if not keys or any(c.stem.startswith(k) for k in keys)]
     bad = 0
-    wanted_docs = docs.docs() if not keys or "docs" in keys else docs.docs([k for k in keys if k in doc_keys])
+    named_docs = [k for k in keys if k in doc_keys]
+    wanted_docs = docs.docs() if not keys or "docs" in keys else docs.docs(named_docs) if named_docs else []
     if wanted_docs and not docs.have_po4a():
         print(f"docs: {docs.INSTALL_HINT}", file=sys.stderr)
         return 1

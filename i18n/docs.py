@@ -38,6 +38,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import sections
 from .notebooks import same_facts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,12 +88,10 @@ def _run(args: list[str]) -> None:
 
 # --------------------------------------------------------------------------- the English
 
-_GENERATED = re.compile(r"(<!-- BEGIN GENERATED: (\w+) -->\n).*?(<!-- END GENERATED: \2 -->)", re.S)
-
-
 def master_text(doc: Doc, root: Path = ROOT) -> str:
-    """What po4a reads: the English file, generated sections emptied (markers kept)."""
-    return _GENERATED.sub(r"\1\3", (root / doc.english).read_text(encoding="utf-8"))
+    """What po4a reads: the English file, generated sections emptied (markers kept), and
+    the map's practice cells (README) emptied: i18n/sections.py."""
+    return sections.map_cells_emptied(sections.empty((root / doc.english).read_text(encoding="utf-8")))
 
 
 def _master_file(doc: Doc, tmp: Path, root: Path = ROOT) -> Path:
@@ -181,17 +180,15 @@ def translated_text(doc: Doc, root: Path = ROOT, catalog: Path | None = None) ->
 
 def with_generated(chinese: str, doc: Doc, root: Path = ROOT) -> str:
     """The Chinese text with its generated sections as the committed Chinese file has them
-    (``python -m classroom guide`` writes those, in Chinese where it can: classroom/guide.py),
-    or, for a section that file lacks, the English file's, relinked."""
-    def sections(path: Path) -> dict:
-        text = path.read_text(encoding="utf-8") if path.is_file() else ""
-        return {m.group(2): m.group(0) for m in _GENERATED.finditer(text)}
-    english, committed = sections(root / doc.english), sections(root / doc.chinese)
-
-    def pick(m):
-        name = m.group(2)
-        return committed[name] if name in committed else relink(english.get(name, m.group(0)), doc)
-    return _GENERATED.sub(pick, chinese)
+    (``python -m authoring regenerate`` writes those, in Chinese: authoring/tables.py,
+    classroom/guide.py), or, for a section that file lacks, the English file's, relinked;
+    and the map's practice cells as the English file has them (numbers)."""
+    def read(path: Path) -> str:
+        return path.read_text(encoding="utf-8") if path.is_file() else ""
+    english_text = read(root / doc.english)
+    english, committed = sections.found(english_text), sections.found(read(root / doc.chinese))
+    picked = {name: committed[name] if name in committed else relink(block, doc) for name, block in english.items()}
+    return sections.map_cells(sections.fill(chinese, picked), sections.map_practice(english_text))
 
 
 def build(doc: Doc, root: Path = ROOT) -> Path:

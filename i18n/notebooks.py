@@ -18,6 +18,11 @@ a cell id says exactly which translation belongs to which cell. polib reads and 
 Links: translations keep the English link targets; the build rewrites the relative ones
 for the Chinese notebook's folder (``../practice/x`` -> ``../../practice/x``, another
 chapter -> its Chinese edition, ``../README.md`` -> ``../../README.zh.md``).
+
+A cell's generated section (i18n/sections.py: the chapter's practice list, written from the
+specs by ``python -m authoring regenerate``) is not translated: the catalogue holds the
+cell with the section emptied, and the build puts in the Chinese section it is given, or
+keeps the one the built notebook has (authoring/tables.py writes it in Chinese).
 """
 from __future__ import annotations
 
@@ -27,6 +32,8 @@ from pathlib import Path
 
 import nbformat
 import polib
+
+from . import sections
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -49,8 +56,9 @@ def built_path(chapter: Path) -> Path:
 
 
 def translatable(nb) -> list[tuple[str, str]]:
-    """(cell id, English source) of every markdown cell with text, in order."""
-    return [(c["id"], c.source) for c in nb.cells if c.cell_type == "markdown" and c.source.strip()]
+    """(cell id, English source with its generated sections emptied) of every markdown cell
+    with text, in order."""
+    return [(c["id"], sections.empty(c.source)) for c in nb.cells if c.cell_type == "markdown" and c.source.strip()]
 
 
 # --------------------------------------------------------------------------- catalogues
@@ -65,16 +73,16 @@ def _new_catalog(chapter: Path) -> polib.POFile:
     return po
 
 
-def load(chapter: Path) -> polib.POFile:
-    path = catalog_path(chapter)
+def load(chapter: Path, path: Path | None = None) -> polib.POFile:
+    path = path or catalog_path(chapter)
     if not path.is_file():
         return _new_catalog(chapter)
     po = polib.pofile(str(path), wrapwidth=0)
     return po
 
 
-def save(chapter: Path, catalog: polib.POFile) -> None:
-    path = catalog_path(chapter)
+def save(chapter: Path, catalog: polib.POFile, path: Path | None = None) -> None:
+    path = path or catalog_path(chapter)
     path.parent.mkdir(parents=True, exist_ok=True)
     catalog.wrapwidth = 0
     catalog.save(str(path))
@@ -84,10 +92,11 @@ def by_cell(catalog: polib.POFile) -> dict[str, polib.POEntry]:
     return {e.msgctxt: e for e in catalog if e.msgctxt and not e.obsolete}
 
 
-def update(chapter: Path) -> dict:
-    """Bring the chapter's catalogue in step with its notebook. Returns counts."""
+def update(chapter: Path, path: Path | None = None) -> dict:
+    """Bring the chapter's catalogue (or the copy at ``path``) in step with its notebook.
+    Returns counts."""
     nb = nbformat.read(chapter, as_version=4)
-    old_cells = by_cell(load(chapter))
+    old_cells = by_cell(load(chapter, path))
     new = _new_catalog(chapter)
     counts = {"same": 0, "changed": 0, "new": 0, "removed": 0}
     seen = set()
@@ -112,7 +121,7 @@ def update(chapter: Path) -> dict:
             was.obsolete = True          # kept at the end of the file, marked #~
             new.append(was)
             counts["removed"] += 1
-    save(chapter, new)
+    save(chapter, new, path)
     return counts
 
 
@@ -137,22 +146,45 @@ def relink(text: str) -> str:
     return _LINK.sub(fix, text)
 
 
-def build(chapter: Path) -> Path:
-    """notebooks/zh/<chapter>: the translations in place of the English markdown. A cell
-    without a usable translation (missing or fuzzy) stays English; ``problems`` says so."""
+def built_sections(chapter: Path) -> dict[str, dict[str, str]]:
+    """{cell id: {name: section}} of the generated sections the built Chinese notebook has."""
+    out = built_path(chapter)
+    if not out.is_file():
+        return {}
+    nb = nbformat.read(out, as_version=4)
+    return {c["id"]: sections.found(c.source) for c in nb.cells if c.cell_type == "markdown"
+            and sections.found(c.source)}
+
+
+def build_text(chapter: Path, generated: dict | None = None) -> str:
+    """notebooks/zh/<chapter>'s text: the translations in place of the English markdown. A
+    cell without a usable translation (missing or fuzzy) stays English; ``problems`` says
+    so. Its generated sections: ``generated`` ({cell id: {name: Chinese section, links as
+    the English has them}}), else those the built notebook has now, else the English ones."""
     nb = nbformat.read(chapter, as_version=4)
     cells = by_cell(load(chapter))
+    kept = built_sections(chapter)
     for c in nb.cells:
         if c.cell_type != "markdown":
             continue
         e = cells.get(c["id"])
-        if e is not None and e.msgstr and FUZZY not in e.flags and e.msgid == c.source:
-            c.source = relink(e.msgstr)
+        english = sections.found(c.source)
+        if e is not None and e.msgstr and FUZZY not in e.flags and e.msgid == sections.empty(c.source):
+            fresh = {name: relink(text) for name, text in (generated or {}).get(c["id"], {}).items()}
+            old = {name: text for name, text in kept.get(c["id"], {}).items() if name in english}
+            c.source = sections.fill(relink(e.msgstr), {**{n: relink(s) for n, s in english.items()},
+                                                         **old, **fresh})
     nb.metadata["language_info"] = dict(nb.metadata.get("language_info", {}))
     nb.metadata["mlacourse"] = {"lang": "zh-CN", "english": f"../{chapter.name}"}
+    return nbformat.writes(nb) + "\n"
+
+
+def build(chapter: Path, generated: dict | None = None) -> Path:
+    """Write notebooks/zh/<chapter> (build_text)."""
+    text = build_text(chapter, generated)
     out = built_path(chapter)
     out.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, out)
+    out.write_text(text, encoding="utf-8")
     return out
 
 
@@ -234,5 +266,5 @@ def problems(chapter: Path) -> list[Problem]:
     return out
 
 
-__all__ = ["chapters", "update", "build", "problems", "load", "save", "by_cell", "relink", "same_facts",
+__all__ = ["chapters", "update", "build", "build_text", "built_sections", "problems", "load", "save", "by_cell", "relink", "same_facts",
            "catalog_path", "built_path", "translatable", "CATALOGS", "BUILT"]

@@ -1,7 +1,8 @@
-"""Problem 1 -- how many bytes does the KV cache take?
+"""Problem 1 - kv_cache_bytes: cache bytes for MHA/GQA/MQA/MLA.
 
 Chapter: notebooks/01_kv_cache.ipynb
-Check your work:  python practice/judge.py 1      (a hint: python practice/judge.py 1 --hint)
+Check your answer: python practice/judge.py 1      (hints: python practice/judge.py 1 --hint)
+The whole statement: python practice/judge.py 1 --statement
 
 kind is "mha", "gqa", "mqa" or "mla". Return the bytes one sequence of n_tokens keeps
 in the cache over all n_layers layers:

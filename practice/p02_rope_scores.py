@@ -2,6 +2,7 @@
 
 Chapter: notebooks/02_mla_and_decoupled_rope.ipynb
 Check your answer: python practice/judge.py 2      (hints: python practice/judge.py 2 --hint)
+The whole statement: python practice/judge.py 2 --statement
 """
 import numpy as np
 

@@ -1,7 +1,8 @@
-"""Problem 3 - expand_prefill: prefill through the expand path.
+"""Problem 3 - expand_prefill: causal prefill through the expand path.
 
 Chapter: notebooks/03_two_paths.ipynb
 Check your answer: python practice/judge.py 3      (hints: python practice/judge.py 3 --hint)
+The whole statement: python practice/judge.py 3 --statement
 """
 import numpy as np
 

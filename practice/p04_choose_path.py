@@ -1,7 +1,8 @@
-"""Problem 4 -- expand or absorb? Count the FLOPs and choose.
+"""Problem 4 - choose_path: count both paths' FLOPs and pick the cheaper.
 
 Chapter: notebooks/04_flops_and_path_choice.ipynb
-Check your work:  python practice/judge.py 4      (a hint: python practice/judge.py 4 --hint)
+Check your answer: python practice/judge.py 4      (hints: python practice/judge.py 4 --hint)
+The whole statement: python practice/judge.py 4 --statement
 
 The n_new new tokens are the last n_new of the n_ctx tokens attended; each one sees
 itself and every token before it. Count 2 FLOPs per multiply-add, and only the work

@@ -2,6 +2,7 @@
 
 Chapter: notebooks/04_flops_and_path_choice.ipynb
 Check your answer: python practice/judge.py 5      (hints: python practice/judge.py 5 --hint)
+The whole statement: python practice/judge.py 5 --statement
 """
 import numpy as np
 

@@ -2,6 +2,7 @@
 
 Chapter: notebooks/04_flops_and_path_choice.ipynb
 Check your answer: python practice/judge.py 6      (hints: python practice/judge.py 6 --hint)
+The whole statement: python practice/judge.py 6 --statement
 """
 import numpy as np
 

@@ -1,7 +1,8 @@
-"""Problem 7 - decode_roofline: FLOPs, bytes and roofline of MLA decode attention.
+"""Problem 7 - decode_roofline: decode FLOPs, bytes, intensity and the bound on a GPU.
 
 Chapter: notebooks/05_roofline.ipynb
 Check your answer: python practice/judge.py 7      (hints: python practice/judge.py 7 --hint)
+The whole statement: python practice/judge.py 7 --statement
 """
 from mlacourse.hardware import GPUS  # GPUS[name].bf16_tflops (dense), .hbm_gbps
 

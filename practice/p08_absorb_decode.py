@@ -1,7 +1,8 @@
-"""Problem 8 -- one decode step of MLA by the absorbed path.
+"""Problem 8 - absorb_decode: decode from the latent cache only (expanding K/V is rejected).
 
 Chapter: notebooks/03_two_paths.ipynb
-Check your work:  python practice/judge.py 8      (a hint: python practice/judge.py 8 --hint)
+Check your answer: python practice/judge.py 8      (hints: python practice/judge.py 8 --hint)
+The whole statement: python practice/judge.py 8 --statement
 
 Shapes:
   q_nope [n_heads, d_nope]            q_rope [n_heads, d_rope]  (already rotated)

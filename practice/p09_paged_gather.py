@@ -1,7 +1,8 @@
-"""Problem 9 - paged_gather: read one sequence back out of a paged KV cache.
+"""Problem 9 - paged_gather: read a sequence through a block table.
 
 Chapter: notebooks/06_decode_kernel.ipynb
 Check your answer: python practice/judge.py 9      (hints: python practice/judge.py 9 --hint)
+The whole statement: python practice/judge.py 9 --statement
 """
 import numpy as np
 

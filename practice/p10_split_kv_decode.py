@@ -1,7 +1,8 @@
-"""Problem 10 - split_kv_decode: flash-decoding in numpy.
+"""Problem 10 - split_kv_decode: flash-decoding in numpy: splits plus an LSE combine.
 
 Chapter: notebooks/06_decode_kernel.ipynb
 Check your answer: python practice/judge.py 10     (hints: python practice/judge.py 10 --hint)
+The whole statement: python practice/judge.py 10 --statement
 """
 import math
 

@@ -1,7 +1,8 @@
-"""Problem 11 - fp8_row_decode: decode FlashMLA's 656-byte FP8 cache row.
+"""Problem 11 - fp8_row_decode: FlashMLA's 656-byte FP8 row back to 576 floats.
 
 Chapter: notebooks/06_decode_kernel.ipynb
 Check your answer: python practice/judge.py 11     (hints: python practice/judge.py 11 --hint)
+The whole statement: python practice/judge.py 11 --statement
 """
 import numpy as np
 

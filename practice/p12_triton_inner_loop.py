@@ -1,7 +1,9 @@
-"""Problem 12 - triton_inner_loop: the decode kernel's inner loop, in Triton.
+"""Problem 12 - triton_inner_loop: the decode kernel's inner loop in Triton.
 
 Chapter: notebooks/06_decode_kernel.ipynb
 Check your answer: python practice/judge.py 12     (hints: python practice/judge.py 12 --hint)
+The whole statement: python practice/judge.py 12 --statement
+
 Needs torch and triton. Without a GPU the kernel runs in Triton's CPU interpreter
 (TRITON_INTERPRET=1, set below and by the judge): slow but exact enough, fp32 only.
 """

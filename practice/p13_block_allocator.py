@@ -1,9 +1,10 @@
-"""Problem 13 - block_allocator: the paged cache's allocator, with prefix sharing and
-copy-on-write.
+"""Problem 13 - block_allocator: block tables with prefix sharing, copy-on-write and release.
 
-Chapter: notebooks/07_inference_engine.ipynb (section 7.2)
+Chapter: notebooks/07_inference_engine.ipynb
 Check your answer: python practice/judge.py 13     (hints: python practice/judge.py 13 --hint)
 The whole statement: python practice/judge.py 13 --statement
+
+The chapter's section 7.2 explains what this builds.
 
 The state is three plain lists:
   table     one request's page ids in token order; token t is in page table[t // page_size].

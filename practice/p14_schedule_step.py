@@ -1,8 +1,10 @@
-"""Problem 14 - schedule_step: one continuous-batching step under a token budget.
+"""Problem 14 - schedule_step: one continuous-batching step: decodes, chunked prefills, admissions.
 
-Chapter: notebooks/07_inference_engine.ipynb (section 7.3)
+Chapter: notebooks/07_inference_engine.ipynb
 Check your answer: python practice/judge.py 14     (hints: python practice/judge.py 14 --hint)
 The whole statement: python practice/judge.py 14 --statement
+
+The chapter's section 7.3 explains what this builds.
 """
 
 

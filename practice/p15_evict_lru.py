@@ -1,8 +1,10 @@
-"""Problem 15 - evict_lru: which cached prefixes to evict from a radix-tree prefix cache.
+"""Problem 15 - evict_lru: evict from a radix-tree prefix cache: unlocked leaves, least recently used first.
 
-Chapter: notebooks/07_inference_engine.ipynb (section 7.7)
+Chapter: notebooks/07_inference_engine.ipynb
 Check your answer: python practice/judge.py 15     (hints: python practice/judge.py 15 --hint)
 The whole statement: python practice/judge.py 15 --statement
+
+The chapter's section 7.7 explains what this builds.
 """
 
 

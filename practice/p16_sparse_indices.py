@@ -1,7 +1,8 @@
-"""Problem 16 - sparse_indices: FlashMLA's sparse `indices` from top-k positions and a block table.
+"""Problem 16 - sparse_indices: top-k token positions + a block table to FlashMLA's sparse indices, -1 kept.
 
 Chapter: notebooks/08_flashmla_next.ipynb
 Check your answer: python practice/judge.py 16     (hints: python practice/judge.py 16 --hint)
+The whole statement: python practice/judge.py 16 --statement
 """
 import numpy as np
 

@@ -1,7 +1,8 @@
-"""Problem 17 - sparse_decode: top-k sparse MLA decode over FlashMLA's 656-byte FP8 rows.
+"""Problem 17 - sparse_decode: top-k sparse decode over 656-byte FP8 rows; -1 ignored, no key → lse -inf.
 
 Chapter: notebooks/08_flashmla_next.ipynb
 Check your answer: python practice/judge.py 17     (hints: python practice/judge.py 17 --hint)
+The whole statement: python practice/judge.py 17 --statement
 """
 import numpy as np
 

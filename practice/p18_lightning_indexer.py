@@ -2,6 +2,7 @@
 
 Chapter: notebooks/08_flashmla_next.ipynb
 Check your answer: python practice/judge.py 18     (hints: python practice/judge.py 18 --hint)
+The whole statement: python practice/judge.py 18 --statement
 """
 import numpy as np
 

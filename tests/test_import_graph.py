@@ -2,6 +2,7 @@
 
     web/ -> classroom/ -> grader/ -> mlacourse/        kernels/ -> mlacourse/
     web/ and classroom/ -> i18n/ (the Chinese edition: catalogues, fonts)
+    authoring/ -> classroom/, i18n/, grader/ (what is generated from the specs)
     i18n/ -> grader/ (the judge's catalogue is extracted from the problems' specs)
 
 The judge a student runs (grader/) never imports the teacher's tools (classroom/), the site
@@ -27,7 +28,8 @@ SCRIPTS = ("web",)     # folders of scripts without __init__.py whose imports co
 # What a package may import from the rest of the course (a package missing here is unchecked).
 MAY_IMPORT = {"mlacourse": set(), "grader": {"mlacourse"}, "classroom": {"grader", "mlacourse", "i18n"},
               "i18n": {"grader", "mlacourse"},   # the judge's catalogue is extracted from grader/'s specs
-              "web": {"classroom", "grader", "i18n", "mlacourse"}}
+              "web": {"classroom", "grader", "i18n", "mlacourse"},
+              "authoring": {"classroom", "grader", "i18n"}}   # the authors' tools: what is generated
 
 
 def packages(root: Path = ROOT) -> list[str]:
@@ -36,10 +38,15 @@ def packages(root: Path = ROOT) -> list[str]:
 
 
 def modules(root: Path = ROOT) -> dict[str, Path]:
-    """Dotted module name -> file, for every .py file of every package (a package is its __init__)."""
+    """Dotted module name -> file, for every .py file of every package (a package is its
+    __init__) -- but a problem's learner code: its folder's stub template, bases and corpus
+    attempts are not modules of the course (grader.problems.shipped)."""
+    from grader.problems import shipped
     found = {}
     for pkg in packages(root):
         for f in sorted((root / pkg).rglob("*.py")):
+            if not shipped(f.relative_to(root).as_posix()):
+                continue
             parts = list(f.relative_to(root).with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts.pop()
