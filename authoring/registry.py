@@ -75,7 +75,11 @@ def _stale_stubs(root: Path) -> list[str]:
     out = []
     for p in _problems():
         rel = f"practice/{p.filename}"
-        want = stubs.stub_text(p, root / "grader" / "problems" / p.stem)
+        try:
+            want = stubs.stub_text(p, root / "grader" / "problems" / p.stem)
+        except FileNotFoundError as e:
+            out.append(str(e))
+            continue
         now = _read(root / rel)
         if now is not None and not stubs.looks_like_stub(now, p.functions):
             now = _committed(rel, root)
@@ -328,19 +332,17 @@ def stale(root: Path) -> dict[str, list[str]]:
     return out
 
 
-def to_translate(root: Path) -> dict[str, int]:
-    """How many catalogue entries are left to translate (untranslated or fuzzy), by catalogue."""
+def to_translate(root: Path) -> dict[str, list[str]]:
+    """The catalogue entries left to translate (untranslated or fuzzy), by catalogue."""
     from i18n import docs, judge, notebooks, site
-    out = {"i18n/zh_CN/judge.po": len([m for m in judge.problems(judge.CATALOG, root)
-                                        if m.endswith(("not translated", "since it was translated"))]),
-           "i18n/zh_CN/site.po": len([m for m in site.problems(site.CATALOG, root)
-                                       if m.endswith(("not translated", "since it was translated"))])}
+    todo = ("not translated", "since it was translated")
+    out = {"i18n/zh_CN/judge.po": [m for m in judge.problems(judge.CATALOG, root) if m.endswith(todo)],
+           "i18n/zh_CN/site.po": [m for m in site.problems(site.CATALOG, root) if m.endswith(todo)]}
     for doc in docs.DOCS:
-        out[_rel(doc.catalog, root)] = len([m for m in docs.catalog_problems(doc)
-                                            if m.endswith(("not translated", "since it was translated"))])
+        out[_rel(doc.catalog, root)] = [m for m in docs.catalog_problems(doc) if m.endswith(todo)]
     for ch in notebooks.chapters():
-        out[_rel(notebooks.catalog_path(ch), root)] = len(
-            [p for p in notebooks.problems(ch) if p.what in ("not translated",) or p.what.startswith("fuzzy")])
+        out[_rel(notebooks.catalog_path(ch), root)] = [
+            str(p) for p in notebooks.problems(ch) if p.what == "not translated" or p.what.startswith("fuzzy")]
     return {k: v for k, v in out.items() if v}
 
 

@@ -19,7 +19,11 @@ from grader.slips import code_of, docstring_of
 
 def stub_text(problem, home: Path) -> str:
     """practice/pNN_slug.py as the spec and its stub template give it now."""
-    template = (Path(home) / layout.STUB).read_text(encoding="utf-8")
+    path = Path(home) / layout.STUB
+    if not path.is_file():
+        raise FileNotFoundError(f"no stub template grader/problems/{Path(home).name}/{layout.STUB} "
+                                "(the functions, each raising NotImplementedError under its TODO)")
+    template = path.read_text(encoding="utf-8")
     notes = docstring_of(template)
     command = f"{PROG} {problem.number}"
     header = [f"Problem {problem.number} - {problem.slug}: {problem.summary}.", "",

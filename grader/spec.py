@@ -1,10 +1,13 @@
 """The problem-spec format, and the comparison helpers every spec's checker uses.
 
-A problem is its spec, grader/problems/pNN_slug.py, a module that defines ``PROBLEM``,
-and its named mistakes, grader/problems/mistakes/pNN_slug/, one learner-style file each
-(``load_mistakes``). The judge finds the spec by scanning grader/problems/; what else a
-new problem needs (stub, model answer, corpus, README row, generated files) is
-CONTRIBUTING.md's checklist, and tests/test_problem_checklist.py fails for each step left out.
+A problem is one folder, grader/problems/pNN_slug/ (grader/problems/__init__.py lists what
+it holds): its spec, spec.py, a module that defines ``PROBLEM``; its named mistakes,
+mistakes.diff, each a learner-style file written as its change to a right one, learner.py
+(``load_mistakes``, grader/slips.py); its stub template, stub.py; and its corpus. The judge
+finds the specs by scanning grader/problems/. What is derived from them (the stub in
+practice/, README's rows, the chapters' practice lists, the guides, the catalogues) is
+written by ``python -m authoring regenerate``; CONTRIBUTING.md says what a new problem takes,
+and tests/test_problem_checklist.py fails for each step left out.
 
 How the judge uses a spec
 -------------------------
@@ -52,7 +55,10 @@ Problem(number, slug, title, chapter, functions, statement, hints, make_cases, c
   hints       revealed one at a time by ``judge.py --hint``; gentle first, specific last.
   make_cases  seed -> list[Case].
   check       (case, result) -> Verdict. ``result`` is what the child returned.
-  mistakes    ``load_mistakes(__file__)``: the slips the verdict can name, one file each.
+  summary     one line for the tables, the chapters' practice lists and the stub ("merge
+              partial attention results by log-sum-exp"): no capital, no full stop.
+  mistakes    ``load_mistakes(__file__)``: the slips the verdict can name, one entry each
+              of the folder's mistakes.diff.
   requires    modules needed to run the problem (("torch", "triton") for a GPU kernel);
               if one is missing the judge says so instead of grading.
   timeout_s   wall-clock seconds per case (override per case with Case.timeout_s).
@@ -141,28 +147,34 @@ extreme only on some seeds (a random tree that is sometimes shuffled, a prompt t
 sometimes long) lets a slip there pass on the others; so build each extreme on purpose,
 and say it as an edge, so that the test proves it on every seed.
 
-A named mistake: grader/problems/mistakes/pNN_slug/<name>.py (see load_mistakes)
-  A slip a learner really makes, written as that learner would: the file defines the ONE
-  function of the problem the slip is in, is otherwise right, imports from the course only
-  what ``may_import`` allows (the corpus test grades it as an attempt), and opens with its header:
-      '''mistake: row sums
+A named mistake: an entry of grader/problems/pNN_slug/mistakes.diff (see load_mistakes)
+  A slip a learner really makes, written as that learner would: its file (the entry,
+  expanded: grader/slips.py) defines the ONE function of the problem the slip is in, is
+  otherwise right, imports from the course only what ``may_import`` allows (the corpus test
+  grades it as an attempt), and opens with its header. The entry is that header and the
+  slip, as a change to learner.py (a right answer in the same style; another base is named
+  with ``from``):
+      === row_sums.py
+      mistake: row sums
       message: You summed each row; sum down the columns (axis 0).
-      '''
-  mistake     its name (the file is named after it: mistake_file_name), for teachers
+      @@
+      -    return np.sum(x, axis=0) * scale
+      +    return np.sum(x, axis=1) * scale
+  mistake     its name (the entry is named after it: mistake_file_name), for teachers
               (gradebook, docs/teaching.md); message: what the verdict tells the learner
               ("Likely slip: ..."), continued on lines that start with two spaces.
   reason      optional: the verdict's reason when it is not a wrong answer (not_finite, ...).
   match       optional: a name in MATCHES, for slips whose exact output varies from one
               learner to another (``non-finite rows``: an overflow's NaN/inf pattern).
-  It becomes Mistake(name, message, fn, function, match, path): ``fn`` runs the file's
-  function. Only where running the files is too slow does the spec pass ``models``
+  It becomes Mistake(name, message, fn, function, match, source): ``fn`` runs the file's
+  function (``source``, the expanded text, compiled in the judge's process). Only where running the files is too slow does the spec pass ``models``
   ({name: fn(**case.args) -> the wrong answer, or None where the slip changes nothing})
   and say why (problem 12: Triton kernels). A test's toy problem may build
   Mistake(name, message, fn) directly.
 
 Complete example (a toy problem; real ones live in grader/problems/, in this order)
 --------------------------------------------------------------------------------------
-    # grader/problems/p99_scaled_sum.py
+    # grader/problems/p99_scaled_sum/spec.py
     '''Problem 99: scaled column sums (chapter 1).'''
     from __future__ import annotations
 
@@ -199,12 +211,12 @@ Complete example (a toy problem; real ones live in grader/problems/, in this ord
         return compare_arrays(FN, reference(**case.args), result, rtol=1e-6, atol=1e-9, dims="[d]")
 
 
-    MISTAKES = load_mistakes(__file__)             # mistakes/p99_scaled_sum/row_sums.py, below
+    MISTAKES = load_mistakes(__file__)             # mistakes.diff, below
     EDGES = [Edge("a single row", lambda a: a["x"].shape[0] == 1, kind="one")]   # hidden case "random 0"
 
     PROBLEM = Problem(
         number=99, slug="scaled_sum", title="Scaled column sums",
-        chapter="notebooks/01_kv_cache.ipynb",
+        summary="the column sums of x, times scale", chapter="notebooks/01_kv_cache.ipynb",
         functions=[FN], statement=STATEMENT, hints=HINTS,
         make_cases=make_cases, check=check, mistakes=MISTAKES,
         reference={FN: reference}, edges=EDGES,
@@ -219,15 +231,28 @@ Complete example (a toy problem; real ones live in grader/problems/, in this ord
         },
     )
 
-    # grader/problems/mistakes/p99_scaled_sum/row_sums.py
-    '''mistake: row sums
-    message: You summed each row; sum down the columns (axis 0).
+    # grader/problems/p99_scaled_sum/stub.py
+    def scaled_sum(x, scale):
+        '''x [n, d], scale: float -> [d]: the column sums times scale.'''
+        # TODO(problem 99): sum down the columns, times scale.
+        raise NotImplementedError("problem 99 (scaled_sum) is not written yet")
+
+    # grader/problems/p99_scaled_sum/learner.py
+    '''A right answer in a learner's style: the base of mistakes.diff.
     '''
     import numpy as np
 
 
     def scaled_sum(x, scale):
-        return np.sum(x, axis=1) * scale           # the slip: axis 1
+        return np.sum(x, axis=0) * scale
+
+    # grader/problems/p99_scaled_sum/mistakes.diff
+    === row_sums.py
+    mistake: row sums
+    message: You summed each row; sum down the columns (axis 0).
+    @@
+    -    return np.sum(x, axis=0) * scale
+    +    return np.sum(x, axis=1) * scale           # the slip: axis 1
 """
 from __future__ import annotations
 

@@ -202,8 +202,10 @@ def markup_differs(english: str, chinese: str, data: bool) -> list[str]:
     return out
 
 
-def problems(path: Path = CATALOG, root: Path = ROOT) -> list[str]:
-    """Everything that keeps the judge's catalogue from being complete, in step and compiled."""
+def problems(path: Path | None = None, root: Path | None = None) -> list[str]:
+    """Everything that keeps the judge's catalogue from being complete, in step and compiled
+    (default: the course's catalogue, read where CATALOG and ROOT point when called)."""
+    path, root = path or CATALOG, root or ROOT
     if not path.is_file():
         return ["judge: no catalogue i18n/zh_CN/judge.po (run `python -m i18n update judge`)"]
     have = entries(load(path))
@@ -222,7 +224,7 @@ def problems(path: Path = CATALOG, root: Path = ROOT) -> list[str]:
             out.extend(f"judge {where[0]}: {short!r} {w}" for w in markup_differs(msgid, e.msgstr, ctx is not None))
     out.extend(f"judge: [{k[0]}] {k[1][:50]!r} is in the catalogue but no longer in the judge "
                "(run `python -m i18n update judge`)" for k in have if k not in found)
-    if not out and mo_stale(path):
+    if not out and mo_stale(path, MO):
         out.append("judge: grader/locale/zh_CN/LC_MESSAGES/judge.mo is older than the .po "
                    "(run `python -m i18n update judge`)")
     return out

@@ -15,10 +15,11 @@ need it skip and say so (CI, a fresh clone, runs them).
 """
 from __future__ import annotations
 
-import ast
 import shutil
 import subprocess
 from pathlib import Path
+
+from authoring.stubs import looks_like_stub  # noqa: F401 -- "still a stub": one rule, the generator's
 
 ROOT = Path(__file__).resolve().parent.parent
 STUB_GLOB = "p[0-9][0-9]_*.py"
@@ -29,33 +30,10 @@ SKIP = shutil.ignore_patterns(".git", ".venv*", "site", ".site-cache", ".site-te
                               ".judge_hints.txt", "results.json")
 
 
-def _starts_by_raising_not_implemented(fn: ast.AST) -> bool:
-    body = list(fn.body)
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-            and isinstance(body[0].value.value, str):
-        body = body[1:]  # the docstring
-    if not body or not isinstance(body[0], ast.Raise) or body[0].exc is None:
-        return False
-    exc = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
-    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
-
-
 def _functions_asked() -> dict[str, tuple]:
     """{pNN_slug.py: the functions its problem asks for}, from the problem specs."""
     from grader import runner
     return {p.filename: tuple(p.functions) for p in runner.discover()}
-
-
-def looks_like_stub(text: str, functions) -> bool:
-    """The TODO is left and each asked-for function starts by raising NotImplementedError
-    (what the judge calls "not started")."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return False
-    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    return (bool(functions) and "TODO(problem" in text
-            and all(f in defs and _starts_by_raising_not_implemented(defs[f]) for f in functions))
 
 
 def committed_text(rel: str, root: Path = ROOT) -> str | None:

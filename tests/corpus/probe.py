@@ -85,10 +85,32 @@ def expanded_folder() -> Path:
     return _EXPANDED[0]
 
 
+BASE_SLIP = "none: a right answer, the base the slip files change"
+
+
+def _whole_bases(home: Path) -> list[Path]:
+    """The folder's bases (learner*.py) that define every function its problem asks for:
+    right answers, graded like the corpus's."""
+    import ast
+    spec = next((p for p in _specs() if p.stem == home.name), None)
+    out = []
+    for base in sorted(home.glob("learner*.py")):
+        defs = {n.name for n in ast.parse(base.read_text(encoding="utf-8")).body if isinstance(n, ast.FunctionDef)}
+        if spec is not None and set(spec.functions) <= defs:
+            out.append(base)
+    return out
+
+
+def _specs():
+    from grader import runner
+    return runner.discover()
+
+
 def attempts(problems=None) -> list[Attempt]:
     """Every attempt: each problem's corpus (its whole files, then the entries of
-    corpus/wrong.diff), then its named mistakes (a wrong attempt whose header names
-    itself), optionally only some problem numbers."""
+    corpus/wrong.diff, then its bases that answer the whole problem: learner.py), then its
+    named mistakes (a wrong attempt whose header names itself), optionally only some
+    problem numbers."""
     found = []
     for home in sorted(PROBLEMS_DIR.glob("p[0-9][0-9]_*/")):
         number, slug = int(home.name[1:3]), home.name[4:]
@@ -96,6 +118,9 @@ def attempts(problems=None) -> list[Attempt]:
             continue
         corpus, copies = home / layout.CORPUS, expanded_folder() / "corpus" / home.name
         copies.mkdir(parents=True, exist_ok=True)
+        for base in _whole_bases(home):
+            shutil.copyfile(base, copies / base.name)
+            found.append(Attempt(copies / base.name, number, slug, "pass", BASE_SLIP, stored=_rel(base)))
         files = []
         for path in sorted(corpus.glob("*.py")) if corpus.is_dir() else []:
             shutil.copyfile(path, copies / path.name)
@@ -141,7 +166,7 @@ def lint(items, specs) -> list[str]:
         if a.mistake and a.mistake not in {m.name for m in spec.mistakes}:
             bad.append(f"{a.name}: mistake {a.mistake!r} is not among problem {a.number}'s named "
                        f"mistakes (grader/problems/{spec.stem}/{layout.MISTAKES})")
-        if a.is_named_mistake:
+        if a.is_named_mistake or a.slip == BASE_SLIP:
             continue
         want = "pass" if a.path.name.startswith("right_") else "fail"
         if not a.path.name.startswith(("right_", "wrong_")):
@@ -151,6 +176,28 @@ def lint(items, specs) -> list[str]:
         if not a.slip:
             bad.append(f"{a.name}: no 'slip:' line")
     return bad
+
+
+MIN_RIGHT, MIN_WRONG = 4, 12   # per problem, its bases and named mistakes included
+
+
+def stray_folders(specs) -> list[str]:
+    """The folders of PROBLEMS_DIR that are no problem's (``specs``: {number: Problem})."""
+    stems = {p.stem for p in specs.values()}
+    return sorted(f.name for f in PROBLEMS_DIR.iterdir() if f.is_dir() and f.name != "__pycache__"
+                  and f.name not in stems)
+
+
+def shortfall(number: int, specs, items) -> str | None:
+    """Why problem ``number`` has too few right or wrong attempts among ``items`` (None: enough)."""
+    mine = [a for a in items if a.number == number]
+    right = sum(a.expect == "pass" for a in mine)
+    wrong = sum(a.expect == "fail" for a in mine)
+    if right >= MIN_RIGHT and wrong >= MIN_WRONG:
+        return None
+    return (f"problem {number} has {right} right and {wrong} wrong attempts (its learner base and named "
+            f"mistakes included); it needs at least {MIN_RIGHT} right and {MIN_WRONG} wrong in "
+            f"grader/problems/{specs[number].stem}/corpus/")
 
 
 def added_since(ref: str) -> set:
