@@ -27,7 +27,7 @@ def slip(slip_file: Path, file: Path, base: str) -> str:
     from grader import slips
     home = slips.problem_folder(slip_file)
     entry = slips.make_entry(file.name, file.read_text(encoding="utf-8"), base,
-                             (home / base).read_text(encoding="utf-8"))
+                             slips.base_path(home, base).read_text(encoding="utf-8"))
     entries = slips.read(slip_file) if slip_file.is_file() else []
     text = slip_file.read_text(encoding="utf-8") if slip_file.is_file() else ""
     intro = "\n".join(line[2:] if line.startswith("# ") else line[1:]

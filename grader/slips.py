@@ -20,7 +20,8 @@ same folder (``learner.py``, or a right attempt of the corpus) -- so that a cont
     ...
 
 ``=== NAME`` starts an entry: NAME is the file it expands to; ``from BASE`` names its base,
-relative to the problem's folder (default: ``learner.py``). The lines up to the first
+relative to the problem's folder (default: ``learner.py``; ``from solution``: the model
+answer, solutions/pNN_slug.py). The lines up to the first
 ``@@`` are the file's docstring, verbatim (``mistake:``/``message:`` or ``expect:``/``slip:``
 headers). Each ``@@`` starts a change: lines `` context`` (a blank line is blank context),
 ``-removed`` and ``+added``. The context and removed lines, in order, must stand exactly
@@ -45,7 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_BASE = "learner.py"
-_ENTRY = re.compile(r"^=== (\S+\.py)(?: from (\S+\.py))?\s*$")
+_ENTRY = re.compile(r"^=== (\S+\.py)(?: from (\S+\.py|solution))?\s*$")
+SOLUTION = "solution"   # the base "solution": the model answer, solutions/<the folder's name>.py
 _DOC = re.compile(r'"""(.*?)\n"""\n', re.S)
 
 
@@ -186,10 +188,16 @@ def apply(code: str, changes: list, where: str = "", base: str = "") -> str:
     return "\n".join(lines)
 
 
+def base_path(home: Path, base: str) -> Path:
+    """The file a base names: relative to the problem's folder, or the model answer."""
+    home = Path(home)
+    return home.parents[2] / "solutions" / f"{home.name}.py" if base == SOLUTION else home / base
+
+
 def expand(entry: Entry, home: Path) -> str:
     """The whole learner file ``entry`` stands for: its docstring, then its base's code with
     the entry's changes."""
-    base = Path(home) / entry.base
+    base = base_path(home, entry.base)
     if not base.is_file():
         raise SlipError(f"{entry.where}: its base {entry.base} is not in {Path(home).name}/")
     code = apply(code_of(base.read_text(encoding="utf-8")), entry.changes, f"{entry.where} ({entry.name})",
@@ -288,5 +296,6 @@ def write(path: Path, entries: list, intro: str) -> None:
     Path(path).write_text(head + "\n\n" + "\n".join(e.text() for e in entries), encoding="utf-8")
 
 
-__all__ = ["Entry", "Change", "SlipError", "DEFAULT_BASE", "parse", "read", "apply", "expand", "materialise",
+__all__ = ["Entry", "Change", "SlipError", "DEFAULT_BASE", "SOLUTION", "parse", "read", "apply", "expand",
+           "base_path", "materialise",
            "make_entry", "write", "code_of", "docstring_of", "problem_folder"]

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from grader import problems as layout
 from classroom import __main__ as classroom
 from classroom import guide, readme, release
 from grader import cli, runner
@@ -137,12 +138,15 @@ def test_release_says_truly_what_it_leaves_out(tmp_path):
     listed = re.sub(r" \([^)]*\)", "", line.split("not included: ", 1)[1])   # drop "(...)" notes
     named = [n.rstrip("/") for n in listed.split(", ")]
     assert {"solutions", "tests", "docs", "classroom", "grader/classroom", "web", "CONTRIBUTING.md"} <= set(named), named
-    assert "grader/problems/mistakes" in named and "grader" not in named   # the named mistakes' files
+    assert "grader/problems/*" in named and "grader" not in named   # the problems' folders, in part
     for name in named:
+        if name == "grader/problems/*":   # each ships its spec and its mistakes' recorded answers
+            homes = sorted((ROOT / "grader" / "problems").glob("p[0-9][0-9]_*"))
+            assert homes and all(sorted(f.name for f in (bundle / "grader/problems" / h.name).iterdir())
+                                 == sorted(layout.SHIPPED) for h in homes)
+            continue
         assert (ROOT / name).exists(), name
-        if name == "grader/problems/mistakes":   # their recorded answers ship, no file of theirs
-            assert not list((bundle / name).rglob("*.py")) and list((bundle / name).glob("*.json"))
-        elif name != ".github":
+        if name != ".github":
             assert not (bundle / name).exists(), name
     plain = _release_output(tmp_path)
     assert ".github/," in plain and "has its own" not in plain

@@ -1,5 +1,5 @@
-"""The hidden corpus (tests/corpus/) and every problem's named mistakes
-(grader/problems/mistakes/): every right attempt passes and every wrong one fails, on
+"""The hidden corpus (grader/problems/pNN_slug/corpus/ and its learner bases: tests/corpus/README.md)
+and every problem's named mistakes (mistakes.diff): every right attempt passes and every wrong one fails, on
 each of several seeds, through the real judge (one child process per attempt, as a
 learner's `python practice/judge.py N --file F` would run it).
 

@@ -1,9 +1,9 @@
 """Every problem spec, held to the judge's rules (in-process, fast):
 
 - the reference passes every case, on several seeds;
-- each named mistake's file (grader/problems/mistakes/), graded as an attempt, fails on
-  every seed, and the judge names THAT mistake -- not another one that happens to
-  coincide on some case; every spec loads (its mistakes' files included);
+- each named mistake's file (an entry of grader/problems/pNN_slug/mistakes.diff, expanded),
+  graded as an attempt, fails on every seed, and the judge names THAT mistake -- not another
+  one that happens to coincide on some case; every spec loads (its mistakes included);
 - the hidden cases of one seed vary every parameter (so hard-coding a default fails on
   every seed), except what a spec declares fixed, with the reason;
 - the situations a statement promises (an empty split, T = 1, one head, large scores, ...)

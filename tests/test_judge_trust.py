@@ -55,7 +55,7 @@ def _reasons(res) -> set:
 
 # --------------------------------------------------------------------------- memory
 
-WHOLE_PREFIX = (ROOT / "tests/corpus/p06_chunked_extend/wrong_expand_whole_prefix.py").read_text()
+WHOLE_PREFIX = (ROOT / "grader/problems/p06_chunked_extend/corpus/wrong_expand_whole_prefix.py").read_text()
 LIFTS = {
     "as written": "",
     "setrlimit to infinity": """

@@ -1,16 +1,17 @@
-"""expect: fail
-slip: reserves a page for the copy whenever the last page is partly filled, shared or not, so an unshared request at the pool's limit is told it is out of pages.
+"""expect: pass
+slip: none: counts the pages it needs (the copy's and the growth's) before it takes any; the
+  style of the near-copy wrong attempts of wrong.diff, which change it.
 """
 
 
 def append_slots(table, seqlen, n_new, page_size, refcount, free):
     partial = seqlen % page_size
+    cow = n_new > 0 and partial > 0 and refcount[table[-1]] > 1
     grow = -(-(seqlen + n_new) // page_size) - len(table)
-    # a partly filled last page may need a copy: keep a page for it
-    if grow + (n_new > 0 and partial > 0) > len(free):
+    if grow + cow > len(free):
         return None, table, refcount, free
     copies = []
-    if n_new > 0 and partial > 0 and refcount[table[-1]] > 1:
+    if cow:
         src, dst = table[-1], free.pop()
         refcount[src] -= 1
         refcount[dst] = 1
