@@ -202,17 +202,16 @@ def shortfall(number: int, specs, items) -> str | None:
 
 def added_since(ref: str) -> set:
     """Names ("p02_rope_scores/wrong_x.py") of the corpus attempts that git ref `ref` does
-    not have (committed or not): whole files and slip files' entries, in this layout or in
-    the one before it (tests/corpus/pNN_slug/)."""
+    not have (committed or not): whole files and slip files' entries."""
     def git(*args):
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout
     had = set()
-    for rel in git("ls-tree", "-r", "--name-only", ref, "--", "tests/corpus", "grader/problems").split():
+    for rel in git("ls-tree", "-r", "--name-only", ref, "--", "grader/problems").split():
         parts = rel.split("/")
-        if rel.endswith(".py") and re.match(r"p\d\d_", parts[-2] if len(parts) > 1 else ""):
-            had.add(f"{parts[-2]}/{parts[-1]}")                       # tests/corpus/pNN_slug/x.py
-        elif rel.endswith(".py") and len(parts) == 5 and parts[3] == layout.CORPUS:
+        if len(parts) == 5 and parts[3] == layout.CORPUS and rel.endswith(".py"):
             had.add(f"{parts[2]}/{parts[4]}")                         # grader/problems/pNN/corpus/x.py
+        elif len(parts) == 4 and parts[3].startswith("learner") and rel.endswith(".py"):
+            had.add(f"{parts[2]}/{parts[3]}")                         # a base graded as a right attempt
         elif rel.endswith(layout.CORPUS_SLIPS):
             had |= {f"{parts[2]}/{e.name}" for e in slips.parse(git("show", f"{ref}:{rel}"), rel)}
     return {a.name for a in attempts() if not a.is_named_mistake} - had
