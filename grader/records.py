@@ -1,7 +1,7 @@
 """What grading produces: one status vocabulary per level, and the result records.
 
 Three levels, one Enum each (values are the words people read and JSON carries):
-  RunStatus      one call in the sandbox (grader/child.py): ok, error, timeout, ...
+  RunStatus      one call in the sandbox (grader/child/): ok, error, timeout, ...
   CaseStatus     one case after the checker:  pass, fail, not started, not run
   ProblemStatus  one problem for one learner: passed, failed, not started, missing, unavailable
 and where an attempt ran, ``Isolation`` (jail, process, user, fork, none).

@@ -302,7 +302,7 @@ def kernel_failure(problem: Problem, case: Case, kernel_rec: dict | None) -> str
         except Exception as e:  # noqa: BLE001 -- the launcher's answer has the shape it makes
             return said("its answer could not be read ({error})", error=f"{type(e).__name__}: {e}")
         return None if verdict.passed else verdict.message
-    if kernel_rec.get("type") == "NotAKernel":   # grader/kernel_harness.py refused the file's kernel
+    if kernel_rec.get("type") == "NotAKernel":   # grader/child/kernel.py refused the file's kernel
         why = kernel_rec.get("message", "").rpartition("NotAKernel: ")[2]
         return said("the judge cannot launch it: {why}", why=why)
     if kernel_rec.get("event") in ("import_error", "import_failed"):

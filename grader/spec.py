@@ -65,7 +65,7 @@ Problem(number, slug, title, chapter, functions, statement, hints, make_cases, c
   kernel      KernelContract(name, launcher): the answer must be a Triton kernel's (problem 12).
               Besides running the attempt's function, the judge launches the file's kernel
               ``name`` itself with the spec's ``launcher(kernel, **args)``, in a process where
-              no other line of the file runs (grader/kernel_harness.py); a case passes only
+              no other line of the file runs (grader/child/kernel.py); a case passes only
               when both answers do.
   edges       Edge(name, holds(args), kind=...): situations the statement promises ("an
               empty split", "T = 1", "one head") and the structural extremes it allows

@@ -162,7 +162,7 @@ def of_the_run(cmd: bytes, out_dir: Path, pid: int = 0) -> bool:
         return True
     if (b"bwrap" in cmd or b"classroom.worker" in cmd) and ours in cmd:
         return True
-    return b"/judge/child.py" in cmd and (ours in _parent_cmd(pid) or not _parent_cmd(pid))
+    return b"/judge/child/__main__.py" in cmd and (ours in _parent_cmd(pid) or not _parent_cmd(pid))
 
 
 def write_folder(root: Path, sid: str, files: dict):

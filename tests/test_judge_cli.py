@@ -210,7 +210,7 @@ def test_notebook_check_traceback_keeps_cell_frames():
         return q_nope @ c_kv  # wrong shapes
     res = notebook.check(8, absorb_decode=absorb_decode, display=False, seed=1)
     msg = res.first_failure().message
-    assert "ValueError" in msg and "in absorb_decode" in msg and "child.py" not in msg
+    assert "ValueError" in msg and "in absorb_decode" in msg and "child/" not in msg and "run.py" not in msg
 
 
 def test_notebook_check_catches_expansion_in_process():

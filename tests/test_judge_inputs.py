@@ -4,7 +4,7 @@
   and after the call, and the words that say where it changed (``waiting[2]``,
   ``running``'s order, ``x[1, 2]``); runner.mutations: only what the contract forbids.
 - Problem.kernel, through the real child with a toy Triton problem: the judge launches the
-  file's kernel itself (grader/kernel_harness.py), so an answer computed outside the kernel
+  file's kernel itself (grader/child/kernel.py), so an answer computed outside the kernel
   fails however the file dresses it up, and a kernel that reaches beyond triton is refused.
 """
 from __future__ import annotations
@@ -191,7 +191,7 @@ KERNEL_ATTEMPTS = {  # name: (the kernel's stored value, the attempt's own funct
 PATCH = """
 import sys
 for name, mod in list(sys.modules.items()):
-    if name.endswith("kernel_harness") or name == "__main__":
+    if name.endswith("kernel") or name.startswith("child") or name == "__main__":
         for attr in ("launch_with", "kernel_module", "kernel_launcher"):
             if hasattr(mod, attr):
                 setattr(mod, attr, lambda *a, **k: None)

@@ -256,7 +256,7 @@ def test_fake_result_markers_are_ignored(graded):
 
 
 def test_mutating_inputs_is_reported(graded):
-    """The sandboxed child hands arrays over read-only (grader/child.py freeze_arrays): the
+    """The sandboxed child hands arrays over read-only (grader/child/inputs.py freeze_arrays): the
     write itself fails, and the verdict says where."""
     f = first(graded["mutates input"])
     assert f.reason == "mutated_input" and f.mistake is None
