@@ -277,8 +277,7 @@ def _TOO_LARGE_AN_ARRAY():
 
 def mutations(problem: Problem, mutated) -> list[str]:
     """The changes to the arguments the contract forbids, in words. Each text the child
-    sends starts with the argument's name ("waiting has 2 items, ...", "x[1, 2] was ...");
-    an older child sent the bare name."""
+    sends starts with the argument's name ("waiting has 2 items, ...", "x[1, 2] was ...")."""
     if not mutated:
         return []
     out = []
@@ -287,7 +286,7 @@ def mutations(problem: Problem, mutated) -> list[str]:
         name = re.match(r"[A-Za-z_]\w*", text)
         if name and name.group(0) in problem.may_change_inputs:
             continue
-        out.append(text if " " in text else f"{text} changed")
+        out.append(text)
     return out
 
 
