@@ -127,8 +127,8 @@ Shared helpers for hidden cases (use them; tests/test_judge_specs.py holds every
               ``wide_row(n, rng)`` draws such a row of target scores.
   describe_args(args)  a case's arguments in words (shapes for arrays).
 
-Structural extremes: the rule (issue 25)
-----------------------------------------
+Structural extremes: the rule
+-----------------------------
 For each parameter AND each structural property a statement allows, every seed's hidden
 cases include its extremes. Parameters: the "two values per axis" test and ``fixed``.
 Structure: the kinds of STRUCTURE below -- ids out of order, an empty piece before the
@@ -335,7 +335,7 @@ class Edge:
     kind: str | None = None   # a key of STRUCTURE; None: a promised situation, not an extreme
 
 
-# The kinds of structural extreme (issue 25). Every problem declares, for each kind, edges
+# The kinds of structural extreme (the rule in the module's docstring). Every problem declares, for each kind, edges
 # of that kind or why its statement allows none (Problem.no_structure); a test checks both.
 STRUCTURE = {
     "one": "a single element where the statement allows many: one head, one token, one key, "

@@ -2,8 +2,8 @@
 
 * The student bundle's README is README.md's student edition: every link, path, module
   and option it names is in the bundle, every judge command it shows parses with the
-  bundle's judge, and none of what the issue found (pytest, --solutions, CONTRIBUTING.md,
-  tests/, web/, pages.yml) is left; README.md itself names only what the repository has.
+  bundle's judge, and it names nothing a student's copy lacks (pytest, --solutions,
+  CONTRIBUTING.md, tests/, web/, pages.yml); README.md itself names only what the repository has.
 * `release` says truly what it leaves out (with --github-classroom too).
 * docs/teaching.md counts no problems by hand, and every problem it names exists, with
   the requirements the specs give it.
@@ -52,7 +52,7 @@ def test_the_student_readme_names_only_what_the_bundle_holds(bundle_files, stude
     bad = [(r.line, r.value, why) for r in refs
            if (why := readme.missing(r, bundle_files, release.repository_files(ROOT)))]
     assert not bad, bad
-    # what the issue found, by plain search (independent of the reference parser)
+    # what a student's copy lacks, by plain search (independent of the reference parser)
     for gone in ("-m pytest", "--solutions", "CONTRIBUTING", "tests/", "web/", "pages.yml", "solutions/",
                  "docs/", "--run-slow", "-m classroom", "For teachers", "<!--", "student-only"):
         assert gone not in student_text, gone
