@@ -120,6 +120,9 @@ class ProblemResult:
     def passed(self) -> bool:
         return self.status is ProblemStatus.PASSED
 
+    def __post_init__(self):
+        self.reason = None if self.reason is None else Reason(self.reason)
+
     @property
     def in_process(self) -> bool:
         """Ran in the caller's process: no time or memory limit."""

@@ -559,6 +559,7 @@ def test_a_reason_is_its_word_in_json_and_a_misspelt_one_raises():
     assert CaseOutcome(case).reason is Reason.PASSED and ProblemResult(TOY, "f.py").reason is None
     for bad in (lambda: fail(said("no"), "wrong type"), lambda: Verdict(False, "", "Wrong_Answer"),
                 lambda: CaseOutcome(case).fail("x", "oom"), lambda: CaseOutcome(case, reason="ok"),
-                lambda: ProblemResult(TOY, "f.py").broken("x", "import error")):
+                lambda: ProblemResult(TOY, "f.py").broken("x", "import error"),
+                lambda: ProblemResult(TOY, "f.py", reason="import error")):
         with pytest.raises(ValueError):
             bad()
