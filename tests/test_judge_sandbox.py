@@ -200,8 +200,8 @@ def test_the_record_from_the_pipe_is_checked_field_by_field():
 
 @pytest.mark.parametrize("status", ["timeout", "crashed", "out_of_memory", "too_large", "not_run", "exited"])
 def test_a_status_only_the_judge_gives_is_a_protocol_error_when_the_attempt_sends_it(status):
-    """A forged "timeout" with timeout_s "forever" once made the verdict's formatting raise,
-    so the attempt was 'not graded' forever: such a record is now the attempt's failure."""
+    """A forged "timeout" with timeout_s "forever" would make the verdict's formatting raise,
+    and the attempt 'not graded' on every run: such a record is the attempt's failure."""
     rec = sandbox.clean_record({"event": "done", "i": 0, "status": status, "timeout_s": "forever",
                                 "code": "x", "cap_mb": None, "signal": 9})
     assert rec == {"status": "error", "type": "ProtocolError",

@@ -110,8 +110,8 @@ def test_every_listed_figure_is_printed_by_its_chapter():
 
 
 def test_the_chapters_execute_in_under_three_minutes():
-    """The issue's budget for the whole set on a 2-core machine; the times are printed at the
-    end of the run (conftest.py)."""
+    """The budget for the whole set on a 2-core machine: three minutes; the times are printed
+    at the end of the run (conftest.py)."""
     for path in NOTEBOOKS:
         run_chapter(path)
     total = sum(EXECUTION_TIMES[p.name] for p in NOTEBOOKS)

@@ -21,7 +21,7 @@ def make_release(dest: Path, stubs: Path) -> Path:
             shutil.copytree(stubs, dest / name)
             shutil.copy2(src / "judge.py", dest / name / "judge.py")
         elif src.is_dir():
-            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__", ".judge_state.json"))
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__", ".judge_hints.txt"))
         else:
             shutil.copy2(src, dest / name)
     assert not (dest / "solutions").exists()
