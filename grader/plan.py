@@ -93,9 +93,6 @@ class Plan:
     stack: str = "numpy"  # "torch": the problem needs torch and Triton
     gpu: bool = False     # this machine has a CUDA GPU (machine())
 
-    def group_of(self, index: int) -> Group:
-        return next(g for g in self.groups if index in g.cases and not g.kernel)
-
     # ---- memory: one meaning, several ways to hold it
     @property
     def uncapped(self) -> bool:

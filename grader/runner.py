@@ -546,7 +546,7 @@ def grade(problem: Problem, path=None, seed: int | None = None, module=None, pro
         except sandbox.InfrastructureError as e:
             res.unavailable(said("the judge could not run this attempt: {error}. This is not the "
                                  "attempt's fault; grade it again (if it keeps happening, report it).",
-                                 error=str(e)), Reason.INFRASTRUCTURE)
+                                 error=e.args[0] if e.args else str(e)), Reason.INFRASTRUCTURE)
             res.elapsed = time.monotonic() - t0
             return res
     if "import_error" in records:

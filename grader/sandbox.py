@@ -46,6 +46,7 @@ from . import child as _child
 from . import jail, limits
 from . import plan as plan_mod
 from .child import RunStatus
+from .lang import said
 from .records import Isolation, cut
 from .spec import TORCH_STACK
 
@@ -360,7 +361,7 @@ _LIST_ITEMS, _ITEM_CAP = 20, 300   # "uses" and "mutated": at most this many tex
 
 def _protocol_error(why: str) -> dict:
     return {"status": RunStatus.ERROR, "type": "ProtocolError",
-            "message": f"the process running the attempt sent a record the judge cannot use ({why})"}
+            "message": said("the process running the attempt sent a record the judge cannot use ({why})", why=why)}
 
 
 def clean_record(event: dict, import_error: bool = False) -> dict:
@@ -445,7 +446,7 @@ def _go(job: Job, started: Started) -> None:
     if job.memory_after_start_mb is not None:
         now = started.cgroup.memory_now()
         if now is None or not started.cgroup.set_memory(now + (job.memory_after_start_mb << 20)):
-            raise InfrastructureError("the memory budget of this case could not be set on its cgroup")
+            raise InfrastructureError(said("the memory budget of this case could not be set on its cgroup"))
     try:
         os.write(started.go_fd, b"g")
     except OSError:
@@ -630,10 +631,13 @@ def run(problem, path: str | None, cases: list, group: plan_mod.Group, plan: pla
                 started.cgroup.remove()
     if job.expect_alive and not seen.alive:
         printed = _output_text(seen).strip()
-        raise InfrastructureError(
-            f"the {placement.kind} for this attempt did not start"
-            + (" in time" if seen.killed_for in ("timeout", "budget") else f" (exit code {started.proc.returncode})")
-            + (f": {printed[-300:]}" if printed else ""))
+        printed = f": {printed[-300:]}" if printed else ""
+        if seen.killed_for in ("timeout", "budget"):
+            raise InfrastructureError(said("the {isolation} for this attempt did not start in time{printed}",
+                                           isolation=str(placement.kind), printed=printed))
+        raise InfrastructureError(said("the {isolation} for this attempt did not start (exit code {code}){printed}",
+                                       isolation=str(placement.kind), code=str(started.proc.returncode),
+                                       printed=printed))
     explain_death(started.proc, job, seen, jailed=placement.kind is Isolation.JAIL, oom_cap_mb=oom,
                   budget_s=plan.total_s)
     return seen.records, _output_text(seen)
