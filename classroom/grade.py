@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import jail, lang, limits, report, runner, seeds
-from grader.records import CaseStatus, ProblemResult
+from grader.records import CaseStatus, ProblemResult, Reason
 
 from . import committed, notebooks, pool, shown, verdicts
 from . import submissions as subs_mod
@@ -224,7 +224,7 @@ def record_of(r: ProblemResult, staged: Path | None) -> dict:
     first = r.first_failure()
     rec = {
         "problem": p.number, "slug": p.slug, "status": str(r.status),
-        "reason": r.reason or (first.reason if first else ("passed" if r.passed else "")),
+        "reason": r.reason or (first.reason if first else (Reason.PASSED if r.passed else "")),
         "message": r.message,
         "public": list(r.counts(False)), "hidden": list(r.counts(True)),
         "case_reasons": dict(sorted(reasons.items())),
@@ -267,7 +267,7 @@ def location_labels(submissions_dir: Path, out: Path) -> dict:
     return dict(sorted(table.items(), key=lambda kv: -len(kv[0])))
 
 
-def not_graded_record(problem, why: str, reason: str = "infrastructure") -> dict:
+def not_graded_record(problem, why: str, reason: Reason = Reason.INFRASTRUCTURE) -> dict:
     """What the reports say about an attempt the machinery failed to grade (never cached)."""
     r = ProblemResult(problem, FILE, given_path=True).broken(
         f"not graded: {why}. This is not the attempt's fault; run the same command again to "
@@ -313,10 +313,6 @@ def isolation_line(isolation: str) -> str:
     if isolation == "jail":
         return f"sandbox: bubblewrap, {limits.describe()}"
     return "sandbox: NONE (--trust-submissions: the files are run as your user, with the judge's Python guard only)"
-
-
-def write_record(path: Path, rec: dict) -> None:
-    verdicts.write(path, rec)
 
 
 def missing_record(problem, expected: str) -> dict:
@@ -463,11 +459,11 @@ def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: 
         graded_now += 1
         _, why = verdicts.load(Path(job.out), job.key)
         if why:   # the worker's record cannot be used: the attempt's failure, cached as such
-            write_record(Path(job.out), unusable_record(by_number[job.problem], why, job.key[1]))
+            verdicts.write(Path(job.out), unusable_record(by_number[job.problem], why, job.key[1]))
         bar.step()
 
     def failed(job, why):
-        reason = "judge_error" if why.startswith("the judge failed") else "infrastructure"
+        reason = Reason.JUDGE_ERROR if why.startswith("the judge failed") else Reason.INFRASTRUCTURE
         not_graded[job.key] = not_graded_record(by_number[job.problem], why, reason)
         bar.step()
 
@@ -500,7 +496,7 @@ def grade_class(submissions_dir: Path, out: Path, settings: Settings, progress: 
                 rec = loaded[key]
                 if rec is None:
                     rec = not_graded[key] = not_graded_record(
-                        p, "its verdict was not found in the cache after grading", "infrastructure")
+                        p, "its verdict was not found in the cache after grading", Reason.INFRASTRUCTURE)
                 elif m.notebook is not None:   # the judge's line numbers -> the notebook's cells
                     rec = notebooks.relabel(rec, m.notebook, p.filename)
                 g.records[p.number] = rec

@@ -35,22 +35,26 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from . import notebooks, shown, verdicts
+from grader.reasons import Reason
+
+from . import notebooks, shown
 from .grade import FILE, NOT_GRADED, ClassResult, replace_strings, show_seed
 
-REASONS = {  # the judge's reason tags, as a teacher would say them
-    "wrong_answer": "wrong answer", "wrong_shape": "wrong shape", "wrong_type": "wrong type returned",
-    "not_finite": "NaN/inf where a number is expected (or the reverse)", "exception": "raised an exception",
-    "timeout": "too slow (time limit)", "time_budget": "used its whole time budget", "memory": "ran out of memory (memory cap)",
-    "uses_reference": "used the course's reference code", "import_error": "file does not import",
-    "missing_function": "function missing or misnamed", "exit": "exited / killed the process",
-    "crash": "crashed the process", "not_started": "not started (stub)", "missing": "no file handed in",
-    "mutated_input": "modified its input in place", "no_kernel": "the kernel itself, launched by the judge, gives another answer",
-    "too_large": "result too large", "not_run": "not run (an earlier case stopped the process)",
-    "judge_error": "judge error (report it)", "unavailable": "not gradable on this machine",
-    "infrastructure": "not graded: the grading machinery failed (run again)",
-    "notebook_unusable": "NOT GRADED: the notebook handed in could not be used (see its reason)",
-    verdicts.UNUSABLE: "its verdict record could not be used (counts as failed)",
+REASONS = {  # every Reason (but PASSED), as a teacher would say it (a test checks they are all here)
+    Reason.WRONG_ANSWER: "wrong answer", Reason.WRONG_SHAPE: "wrong shape", Reason.WRONG_TYPE: "wrong type returned",
+    Reason.NOT_FINITE: "NaN/inf where a number is expected (or the reverse)",
+    Reason.EXCEPTION: "raised an exception", Reason.TIMEOUT: "too slow (time limit)",
+    Reason.TIME_BUDGET: "used its whole time budget", Reason.MEMORY: "ran out of memory (memory cap)",
+    Reason.USES_REFERENCE: "used the course's reference code", Reason.IMPORT_ERROR: "file does not import",
+    Reason.MISSING_FUNCTION: "function missing or misnamed", Reason.EXIT: "exited / killed the process",
+    Reason.CRASH: "crashed the process", Reason.NOT_STARTED: "not started (stub)", Reason.MISSING: "no file handed in",
+    Reason.MUTATED_INPUT: "modified its input in place",
+    Reason.NO_KERNEL: "the kernel itself, launched by the judge, gives another answer",
+    Reason.TOO_LARGE: "result too large", Reason.NOT_RUN: "not run (an earlier case stopped the process)",
+    Reason.JUDGE_ERROR: "judge error (report it)", Reason.UNAVAILABLE: "not gradable on this machine",
+    Reason.INFRASTRUCTURE: "not graded: the grading machinery failed (run again)",
+    Reason.NOTEBOOK_UNUSABLE: "NOT GRADED: the notebook handed in could not be used (see its reason)",
+    Reason.UNUSABLE_RECORD: "its verdict record could not be used (counts as failed)",
 }
 STATUS_ORDER = ("passed", "failed", "not started", "missing", NOT_GRADED)
 cell = shown.csv_cell   # a CSV cell a spreadsheet shows as text, never runs as a formula

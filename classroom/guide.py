@@ -139,7 +139,7 @@ def _case_topics(p) -> list[str]:
                 names.append((n, True))
             continue
         n = re.sub(r"\s*\[[^\]]*\]$", "", c.name)          # "... [attention_flops]"
-        n = re.sub(r"\s*#\d+$|\s+\d+$", "", n)               # "random 3", "... #2"
+        n = re.sub(r"\s*#\d+$|\s+\d+$", "", n)               # "random 3", or a number after "#"
         n = re.sub(r"\(\d+(?:, \d+)+\)", "(varied)", n)      # shapes drawn from the seed
         tag = (n, c.hidden)
         if tag not in [(x, h) for x, h in names]:

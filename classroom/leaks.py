@@ -8,7 +8,7 @@ the same fingerprint compute the same thing the same way.
 
 What this does not catch (said plainly, so nobody relies on it for more): the same
 algorithm written with different statements. That is what a course teaches, and the
-chapters show derivations; the judge's refusal of the course's reference (grader/child.py)
+chapters show derivations; the judge's refusal of the course's reference (grader/child/)
 covers imports and source reads, and the release test checks it for every problem.
 Course code pasted by hand is the other route: ``pasted_attempts`` below builds those
 files (the release test grades them), and ``course_code_run`` says which course code a

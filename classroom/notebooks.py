@@ -58,6 +58,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.reasons import Reason
+
 from . import shown
 from .fingerprint import fingerprint, is_trivial
 
@@ -69,7 +71,7 @@ MAX_REASON = 1000               # characters of a refusal's reason (it quotes th
 ANALYSIS_CPU_S = 30             # CPU seconds to analyse one notebook for every problem (a child)
 ANALYSIS_MEMORY = 1 << 30       # bytes that child may allocate beyond what it starts with
 MAX_ANALYSIS_BYTES = 64 << 20   # the child's answer (the generated files: 1 MiB of code each at most)
-REASON = "notebook_unusable"    # the reason tag a refused notebook's verdict carries
+REASON = Reason.NOTEBOOK_UNUSABLE  # the reason a refused notebook's verdict carries
 PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun"}   # %%magic whose body is Python
 IPYTHON_ONLY = {"display", "get_ipython", "In", "Out", "_", "__", "___", "_i", "_ii", "_iii",
                 "_oh", "_ih", "_dh"}

@@ -6,8 +6,8 @@ What goes in (``INCLUDE``): the chapters, the practice stubs and the judge (with
 public and hidden case generators: a teacher's secret seed, never shipped, is what makes
 the hidden cases unseen), the course's packages (mlacourse, kernels: the chapters import
 them), README, setup.sh and requirements. What stays out: solutions/, the tests (they
-import the solutions), the teacher's tools (classroom/, with the Gradescope autograder,
-and the old name's alias grader/classroom/), docs/, .github/, caches, and git history.
+import the solutions), the teacher's tools (classroom/, with the Gradescope autograder),
+docs/, .github/, caches, and git history.
 
 The files come from the last commit (``git archive``-like, so a teacher's uncommitted
 edits -- say a practice file they solved -- never ship) when the course is a git
@@ -60,9 +60,9 @@ JUDGE_LANG = {"zh": "zh_CN"}
 INCLUDE = ["README.md", "README.zh.md", "setup.sh", "requirements.txt", "requirements-light.txt", "pyproject.toml", ".gitignore", "judge.py",
            "grader", "mlacourse", "kernels", "notebooks", "practice"]
 # never copied, wherever they are (relative path prefixes, then name patterns)
-EXCLUDE_PREFIXES = ("grader/classroom/", "solutions/", "tests/")
+EXCLUDE_PREFIXES = ("solutions/", "tests/")
 EXCLUDE_NAMES = re.compile(r"(^|/)(__pycache__|\.ipynb_checkpoints|\.git|\.venv|\.pytest_cache|"
-                           r"\.hypothesis)(/|$)|\.py[co]$|(^|/)\.judge_(state\.json|hints\.txt)$|"
+                           r"\.hypothesis)(/|$)|\.py[co]$|(^|/)\.judge_hints\.txt$|"
                            r"(^|/)practice/results\.json$|\.DS_Store$")
 EXECUTABLE = {"setup.sh", "judge.py", "practice/judge.py"}
 ZIP_DATE = (2020, 1, 1, 0, 0, 0)
@@ -252,14 +252,13 @@ def repository_files(root: Path = ROOT) -> set[str]:
 
 
 def left_out(repo_files, files) -> list[str]:
-    """The repository's top-level entries (and the grader/classroom/ alias) the bundle leaves out,
+    """The repository's top-level entries (and the named mistakes' files) the bundle leaves out,
     whole or in part, as a teacher should read them: "solutions/", ".github/ (the bundle
     has its own .github/workflows/classroom.yml)"."""
     repo_files, shipped = set(repo_files), set(files)
     groups: dict = {}
     for f in sorted(repo_files):
-        key = "grader/classroom" if f.startswith("grader/classroom/") else \
-            HOMES.rstrip("/") if not problems_layout.shipped(f) else f.split("/", 1)[0]
+        key = HOMES.rstrip("/") if not problems_layout.shipped(f) else f.split("/", 1)[0]
         groups.setdefault(key, []).append(f)
     out = []
     for key, members in sorted(groups.items()):

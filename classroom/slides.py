@@ -33,7 +33,8 @@ tarball), downloaded once with ``npm pack`` (or over HTTPS from registry.npmjs.o
 npm is missing) into ~/.cache/mla-course/npm/ and unpacked from there on every build: after
 the first build, building needs no network. ``--assets DIR`` takes the tarballs from a
 folder instead (a copy of that cache, for a machine that never had the network);
-``--cdn`` renders decks that load the same libraries from CDNs when viewed (the old way).
+``--cdn`` renders decks that load the same libraries from CDNs when viewed (smaller, but they
+need the network to show).
 Links between chapters point at the other decks (``link_decks``).
 
 ``--lang zh`` (``build_all(lang="zh")``) builds the decks from the Chinese chapters

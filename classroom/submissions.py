@@ -326,9 +326,6 @@ def _digest(name: str) -> str:
     return hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:10]
 
 
-_safe_id = student_id  # the older name
-
-
 def claimed_time(cands: list[Candidate]) -> str:
     """What a submitted_at.txt (or .submitted_at) inside the submission says, as shown to
     the teacher: the student's claim, never used for ``late``."""

@@ -29,10 +29,12 @@ import json
 import os
 from pathlib import Path
 
+from grader.reasons import Reason
+
 from .shown import cut
 
 MAX_RECORD_BYTES = 64 << 10          # one (attempt, problem) record in the cache, as written
-UNUSABLE = "unusable_record"         # the reason of an attempt whose record could not be used
+UNUSABLE = Reason.UNUSABLE_RECORD    # the reason of an attempt whose record could not be used
 PROBLEM_STATUSES = ("passed", "failed", "not started", "missing", "unavailable")
 CASE_STATUSES = ("pass", "fail", "not started", "not run")
 TEST_STATUSES = ("pass", "fail", "error")

@@ -26,6 +26,7 @@ def main() -> int:
     proto = sys.stdout
     sys.stdout = sys.stderr
     from grader import child, runner
+    from grader.reasons import Reason
 
     from . import verdicts
     from .grade import record_of, replace_strings
@@ -43,7 +44,7 @@ def main() -> int:
                                    f"expected {job['sha256'][:12]}")
             r = runner.grade(problems[int(job["problem"])], path, int(job["seed"]),
                              protect=job.get("protect", []), isolation=job.get("isolation"))
-            if r.reason == "infrastructure":
+            if r.reason is Reason.INFRASTRUCTURE:
                 reply = {"ok": False, "infra": str(r.message)[:MAX_ERROR]}
             else:
                 rec = verdicts.bound(replace_strings(record_of(r, path), job.get("rename", {})))

@@ -30,8 +30,9 @@ def main(argv=None) -> int:
     try:
         import numpy  # noqa: F401
     except ImportError:
-        print("The judge needs the course's Python packages, and this Python has no numpy: run "
-              "`bash setup.sh` once, then `source .venv/bin/activate` (or call .venv/bin/python).",
+        from .lang import _   # the standard library only: it speaks Chinese without numpy too
+        print(_("The judge needs the course's Python packages, and this Python has no numpy: run "
+                "`bash setup.sh` once, then `source .venv/bin/activate` (or call .venv/bin/python)."),
               file=sys.stderr)
         return 2
     from .cli import main as cli_main

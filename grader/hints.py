@@ -4,18 +4,14 @@
 The counts live beside the practice files, in practice/.judge_hints.txt, one line per
 problem ("choose_path 2"). A text file on purpose: in the browser (JupyterLite 0.6) the
 kernel hangs when it overwrites an existing .json file in the drive (the drive parses a
-.json while it is rewritten), while rewriting a .txt works. The older
-practice/.judge_state.json is still read, so hints seen before are not lost; it is never
-written again.
+.json while it is rewritten), while rewriting a .txt works.
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 FILE_NAME = ".judge_hints.txt"
-OLD_FILE_NAME = ".judge_state.json"
 _LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s+(\d+)\s*$")
 _folder: Path | None = None  # None: the judge's practice folder (grader.runner.PRACTICE)
 
@@ -42,11 +38,6 @@ def state_file() -> Path:
 def load() -> dict[str, int]:
     """{slug: hints shown}; a missing or unreadable file counts as none shown."""
     counts: dict[str, int] = {}
-    try:  # the format before this file existed (read, never written)
-        old = json.loads((folder() / OLD_FILE_NAME).read_text()).get("hints_shown", {})
-        counts.update({str(k): int(v) for k, v in old.items() if str(v).isdigit()})
-    except (OSError, ValueError, AttributeError, TypeError):
-        pass
     try:
         text = state_file().read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):

@@ -6,10 +6,9 @@
   the interpreter's prefix (ro)      Python itself, at the path it was installed at
   the site-packages folders (ro)     numpy, torch, triton -- with any course package or
                                      editable-install hook found there hidden
-  /judge/child.py, /judge/job.pkl    the child runner alone and the job (inputs, limits,
-                                     the result pipe's token: no expected value, no seed);
-                                     /judge/kernel_harness.py for a problem whose kernel the
-                                     judge launches itself (problem 12)
+  /judge/child/, /judge/job.pkl      the child's package alone (grader/child/) and the job
+                                     (inputs, limits, the result pipe's token: no expected
+                                     value, no seed)
   the attempt's file (ro)            at its own path, alone in its folder
   /tmp (a size-capped tmpfs)         the only writable place: cwd, HOME and TMPDIR
   /proc                              a fresh one showing only the sandbox's processes
@@ -41,7 +40,6 @@ JUDGE_DIR = "/judge"                # the child runner and the job, read-only
 TMP = "/tmp"                        # the private tmpfs
 WORK = "/tmp/work"                  # the attempt's working directory
 HOME = "/tmp/home"
-TMPFS_MB = {"numpy": 64, "torch": 256}   # what the attempt may write, in all
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime")
 # the CPU layout (OpenBLAS and torch read it to size their thread pools): not secret
@@ -153,26 +151,13 @@ def base_args(tmp_bytes: int | None = None) -> list[str]:
     return args
 
 
-def environment(heavy: bool, interpret_triton: bool) -> dict:
-    env = {"PATH": "/usr/bin:/bin", "HOME": HOME, "TMPDIR": TMP, "LANG": "C.UTF-8",
-           "USER": "nobody", "LOGNAME": "nobody",
-           "MPLCONFIGDIR": f"{TMP}/.matplotlib", "XDG_CACHE_HOME": f"{TMP}/.cache",
-           "TRITON_CACHE_DIR": f"{TMP}/.triton"}
-    for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        env[k] = "1"   # fast start, and memory use that does not depend on the core count
-    if heavy and interpret_triton:
-        env["TRITON_INTERPRET"] = "1"
-    return env
-
-
-def command(child: str, job_file: str, attempt: str | None, fd: int, heavy: bool,
-            interpret_triton: bool, hide=(), gpu: bool = False, helpers=()) -> list[str]:
-    """The full command line: bwrap, its options, then the child's interpreter. ``helpers``:
-    more files of the judge the child imports, bound beside it in /judge."""
+def command(child: str, job_file: str, attempt: str | None, fd: int, plan, hide=()) -> list[str]:
+    """The full command line: bwrap, its options, then the child's interpreter, as ``plan``
+    (grader/plan.py) says: its tmpfs, its environment, the GPU's devices where it runs on
+    one. ``child``: the child's package folder (grader/child/), mounted alone at /judge/child."""
     exe, _ = interpreter()
-    args = [bwrap_path() or "bwrap", *base_args(TMPFS_MB["torch" if heavy else "numpy"] << 20)]
-    if gpu:   # CUDA needs its device files and reads /sys (its libraries are under /usr).
-        # Not tried on a GPU yet: problem 12 on a CUDA machine is the case to check.
+    args = [bwrap_path() or "bwrap", *base_args(plan.tmpfs_mb << 20)]
+    if plan.uncapped:   # a torch problem on a GPU: CUDA needs its device files and reads /sys
         for dev in sorted(os.listdir("/dev")):
             if dev.startswith("nvidia"):
                 args += ["--dev-bind", f"/dev/{dev}", f"/dev/{dev}"]
@@ -182,16 +167,14 @@ def command(child: str, job_file: str, attempt: str | None, fd: int, heavy: bool
     for h in hide:
         if os.path.exists(h) and any(_under(os.path.realpath(h), b) for b in _bound(args)):
             args += _hide(os.path.realpath(h))
-    args += ["--ro-bind", child, f"{JUDGE_DIR}/child.py", "--ro-bind", job_file, f"{JUDGE_DIR}/job.pkl"]
-    for h in helpers:
-        args += ["--ro-bind", h, f"{JUDGE_DIR}/{os.path.basename(h)}"]
+    args += ["--ro-bind", child, f"{JUDGE_DIR}/child", "--ro-bind", job_file, f"{JUDGE_DIR}/job.pkl"]
     if attempt is not None:
         real = os.path.realpath(attempt)
         args += ["--ro-bind", real, real]
-    for k, v in sorted(environment(heavy, interpret_triton).items()):
+    for k, v in sorted(plan.environment(HOME, TMP).items()):
         args += ["--setenv", k, v]
     args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", WORK, "--",
-             exe, "-I", "-S", "-u", f"{JUDGE_DIR}/child.py", "--fd", str(fd),
+             exe, "-I", "-S", "-u", f"{JUDGE_DIR}/child/__main__.py", "--fd", str(fd),
              "--job", f"{JUDGE_DIR}/job.pkl", "--sys-path", os.pathsep.join(site_dirs())]
     return args
 

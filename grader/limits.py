@@ -110,13 +110,6 @@ class Cgroup:
         except (OSError, ValueError, IndexError, KeyError):
             return None
 
-    def memory_peak(self) -> int | None:
-        """The most they held at once so far (None where the kernel does not say)."""
-        try:
-            return int(self._memory_file("memory.peak", "memory.max_usage_in_bytes").read_text().split()[0])
-        except (OSError, ValueError, IndexError, KeyError):
-            return None
-
     def set_memory(self, limit_bytes: int) -> bool:
         """Lower (or raise) the memory cap while the attempt runs; True when it took."""
         limit_bytes = int(limit_bytes)

@@ -1,10 +1,12 @@
 """What grading produces: one status vocabulary per level, and the result records.
 
 Three levels, one Enum each (values are the words people read and JSON carries):
-  RunStatus      one call in the sandbox (grader/child.py): ok, error, timeout, ...
+  RunStatus      one call in the sandbox (grader/child/): ok, error, timeout, ...
   CaseStatus     one case after the checker:  pass, fail, not started, not run
   ProblemStatus  one problem for one learner: passed, failed, not started, missing, unavailable
-and where an attempt ran, ``Isolation`` (jail, process, user, fork, none).
+why a case or a problem got its verdict, ``Reason`` (grader/reasons.py: wrong_answer,
+timeout, uses_reference, ...), and where an attempt ran, ``Isolation`` (jail, process,
+user, fork, none).
 State changes are methods on the records (``CaseOutcome.fail``, ``ProblemResult.finish``),
 as in Exercism's test runner, so no caller spells a status by hand.
 
@@ -20,6 +22,7 @@ from enum import Enum
 from .child import RunStatus  # noqa: F401 -- re-exported: the sandbox's vocabulary
 from .child import cut  # noqa: F401 -- re-exported: one way to bound a text, with its "cut" note
 from .lang import N_
+from .reasons import Reason
 from .spec import Case, Problem
 
 
@@ -71,7 +74,7 @@ class CaseOutcome:
     case: Case
     status: CaseStatus = CaseStatus.PASS
     message: str = ""
-    reason: str = "passed"   # the checker's tag: wrong_answer, wrong_shape, timeout, uses_reference, ...
+    reason: Reason = Reason.PASSED   # why: wrong_answer, wrong_shape, timeout, uses_reference, ...
     mistake: str | None = None  # a named mistake that reproduces the attempt on every case
     output: str = ""
     result: object = None    # the decoded answer (kept to name mistakes; not reported)
@@ -82,17 +85,19 @@ class CaseOutcome:
 
     def __post_init__(self):
         self.output = cut(str(self.output), OUTPUT_CAP)
+        self.reason = Reason(self.reason)
 
-    def fail(self, message: str, reason: str = "wrong_answer") -> "CaseOutcome":
-        self.status, self.message, self.reason = CaseStatus.FAIL, cut(str(message), MESSAGE_CAP), reason
+    def fail(self, message: str, reason: Reason = Reason.WRONG_ANSWER) -> "CaseOutcome":
+        self.status, self.message, self.reason = CaseStatus.FAIL, cut(str(message), MESSAGE_CAP), Reason(reason)
         return self
 
     def not_started(self, message: str) -> "CaseOutcome":
-        self.status, self.message, self.reason = CaseStatus.NOT_STARTED, cut(str(message), MESSAGE_CAP), "not_started"
+        self.status, self.message = CaseStatus.NOT_STARTED, cut(str(message), MESSAGE_CAP)
+        self.reason = Reason.NOT_STARTED
         return self
 
     def not_run(self) -> "CaseOutcome":
-        self.status, self.reason = CaseStatus.NOT_RUN, "not_run"
+        self.status, self.reason = CaseStatus.NOT_RUN, Reason.NOT_RUN
         self.message = N_("not run (an earlier case stopped the process).")  # translated when shown
         return self
 
@@ -105,7 +110,7 @@ class ProblemResult:
     outcomes: list = field(default_factory=list)
     seed: int | None = None
     message: str = ""         # for whole-file verdicts (missing, import error, unavailable)
-    reason: str = ""          # a tag for whole-file verdicts (import_error, uses_reference, ...)
+    reason: Reason | None = None  # why, for whole-file verdicts (import_error, uses_reference, ...)
     elapsed: float = 0.0
     isolation: Isolation = Isolation.PROCESS  # where the attempt ran
     output: str = ""          # printed below Python's level (os.write, C code), capped
@@ -115,23 +120,27 @@ class ProblemResult:
     def passed(self) -> bool:
         return self.status is ProblemStatus.PASSED
 
+    def __post_init__(self):
+        self.reason = None if self.reason is None else Reason(self.reason)
+
     @property
     def in_process(self) -> bool:
         """Ran in the caller's process: no time or memory limit."""
         return self.isolation is Isolation.NONE
 
     # ---- state changes
-    def unavailable(self, message: str) -> "ProblemResult":
-        self.status, self.message, self.reason = ProblemStatus.UNAVAILABLE, message, "unavailable"
+    def unavailable(self, message: str, reason: Reason = Reason.UNAVAILABLE) -> "ProblemResult":
+        """Not graded here: a package missing (UNAVAILABLE), or the sandbox failed (INFRASTRUCTURE)."""
+        self.status, self.message, self.reason = ProblemStatus.UNAVAILABLE, message, Reason(reason)
         return self
 
     def missing(self, message: str) -> "ProblemResult":
-        self.status, self.message, self.reason = ProblemStatus.MISSING, message, "missing"
+        self.status, self.message, self.reason = ProblemStatus.MISSING, message, Reason.MISSING
         return self
 
-    def broken(self, message: str, reason: str = "import_error") -> "ProblemResult":
+    def broken(self, message: str, reason: Reason = Reason.IMPORT_ERROR) -> "ProblemResult":
         """The file as a whole could not be graded (it did not import, ...)."""
-        self.status, self.message, self.reason = ProblemStatus.FAILED, cut(str(message), MESSAGE_CAP), reason
+        self.status, self.message, self.reason = ProblemStatus.FAILED, cut(str(message), MESSAGE_CAP), Reason(reason)
         return self
 
     def add(self, outcome: CaseOutcome):
@@ -151,7 +160,7 @@ class ProblemResult:
     # ---- questions
     def first_failure(self):
         for o in self.outcomes:   # the whole budget spent: that is what the verdict is about
-            if o.reason == "time_budget":
+            if o.reason is Reason.TIME_BUDGET:
                 return o
         for o in self.outcomes:
             if o.status not in (CaseStatus.PASS, CaseStatus.NOT_RUN):
@@ -168,4 +177,4 @@ class ProblemResult:
         return sum(o.status is status for o in self.outcomes)
 
 
-__all__ = ["RunStatus", "CaseStatus", "ProblemStatus", "Isolation", "CaseOutcome", "ProblemResult"]
+__all__ = ["RunStatus", "CaseStatus", "ProblemStatus", "Reason", "Isolation", "CaseOutcome", "ProblemResult"]

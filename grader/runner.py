@@ -28,7 +28,7 @@ from . import jail, sandbox, seeds
 from . import plan as plan_mod
 from .child import RunStatus
 from .lang import said
-from .records import OUTPUT_CAP, CaseOutcome, CaseStatus, Isolation, ProblemResult, ProblemStatus, cut
+from .records import OUTPUT_CAP, CaseOutcome, CaseStatus, Isolation, ProblemResult, ProblemStatus, Reason, cut
 from .problems import SPEC
 from .spec import Case, Problem, same_answer
 
@@ -221,56 +221,56 @@ def _memory_cap(problem: Problem, case: Case) -> int:
     return case.memory_mb or problem.memory_mb
 
 
-def _messages(problem: Problem, case: Case, rec: dict) -> tuple[str, str]:
-    """(message, reason) for a record that carries no result."""
+def _messages(problem: Problem, case: Case, rec: dict) -> tuple[str, Reason]:
+    """(message, Reason) for a record that carries no result."""
     fn = case.function
     st = rec.get("status")
     cap = _memory_cap(problem, case)
     if st == RunStatus.ERROR:
-        return said("{fn} raised an exception:\n{message}", fn=fn, message=rec.get("message", "")), "exception"
+        return said("{fn} raised an exception:\n{message}", fn=fn, message=rec.get("message", "")), Reason.EXCEPTION
     if st == RunStatus.MEMORY_ERROR:
         return (case.memory_error_message or
                 said("{fn} ran out of memory: the judge allows about {cap} MB beyond what Python itself "
                      "uses, far more than this case's answer needs -- is your code building a much "
                      "larger array than necessary?\n{message}", fn=fn, cap=cap,
-                     message=rec.get("message", ""))), "memory"
+                     message=rec.get("message", ""))), Reason.MEMORY
     if st == RunStatus.OUT_OF_MEMORY and rec.get("cap_mb"):
         return said("{fn} went over the judge's memory cap: everything the attempt holds at once "
                     "(its arrays, memory it maps, files it writes in the sandbox, any process it "
                     "starts) may total about {cap} MB, and the kernel stopped it there. {why}",
-                    fn=fn, cap=rec["cap_mb"], why=case.memory_error_message or _TOO_LARGE_AN_ARRAY()), "memory"
+                    fn=fn, cap=rec["cap_mb"], why=case.memory_error_message or _TOO_LARGE_AN_ARRAY()), Reason.MEMORY
     if st == RunStatus.OUT_OF_MEMORY:
         return said("{fn} ran out of memory: native code (numpy's BLAS or another library) could not "
                     "allocate more under the judge's cap of about {cap} MB beyond what Python itself "
                     "uses, and ended the process (exit code {code}). {why}", fn=fn, cap=cap,
-                    code=rec.get("code"), why=case.memory_error_message or _TOO_LARGE_AN_ARRAY()), "memory"
+                    code=rec.get("code"), why=case.memory_error_message or _TOO_LARGE_AN_ARRAY()), Reason.MEMORY
     if st == RunStatus.SYSTEM_EXIT:
         return said("{fn} tried to stop the program ({how}). Return the answer instead of exiting.",
-                    fn=fn, how=rec.get("message")), "exit"
+                    fn=fn, how=rec.get("message")), Reason.EXIT
     if st == RunStatus.MISSING_FUNCTION:
         return said("your file defines no function named {name}; keep the names and parameters "
-                    "from the stub.", name=repr(rec.get("function"))), "missing_function"
+                    "from the stub.", name=repr(rec.get("function"))), Reason.MISSING_FUNCTION
     if st == RunStatus.USES_REFERENCE:
-        return uses_reference_text(problem, rec.get("uses", [])), "uses_reference"
+        return uses_reference_text(problem, rec.get("uses", [])), Reason.USES_REFERENCE
     if st == RunStatus.TIMEOUT and rec.get("budget_s") is not None:
         return said("{fn} was stopped: the attempt used its whole time budget of {seconds} s (every case "
                     "together; one case may take up to its own limit, the others a tenth of theirs on "
                     "average). Is some code waiting or doing far more work than the answer needs?",
-                    fn=fn, seconds=f"{rec['budget_s']:.0f}"), "time_budget"
+                    fn=fn, seconds=f"{rec['budget_s']:.0f}"), Reason.TIME_BUDGET
     if st == RunStatus.TIMEOUT:
         why = case.timeout_message or said("(an infinite loop, or far too much work for these sizes?)")
         return said("{fn} was still running after {seconds} s and was stopped {why}", fn=fn,
-                    seconds=f"{rec.get('timeout_s', problem.timeout_s):g}", why=why), "timeout"
+                    seconds=f"{rec.get('timeout_s', problem.timeout_s):g}", why=why), Reason.TIMEOUT
     if st == RunStatus.CRASHED:
         return said("the Python process running {fn} crashed ({signal}); this usually means code "
-                    "that corrupts memory or kills the process.", fn=fn, signal=rec.get("signal")), "crash"
+                    "that corrupts memory or kills the process.", fn=fn, signal=rec.get("signal")), Reason.CRASH
     if st == RunStatus.EXITED:
         return said("the process running {fn} ended (exit code {code}) without a Python exception, "
-                    "before returning: native code stopped it.", fn=fn, code=rec.get("code")), "exit"
+                    "before returning: native code stopped it.", fn=fn, code=rec.get("code")), Reason.EXIT
     if st == RunStatus.TOO_LARGE:
         return said("{fn} returned a result too large to send back (over {mb} MB).", fn=fn,
-                    mb=sandbox.LINE_CAP // 2**20), "too_large"
-    return said("unexpected result from the test process: {status}", status=repr(st)), "error"
+                    mb=sandbox.LINE_CAP // 2**20), Reason.TOO_LARGE
+    return said("unexpected result from the test process: {status}", status=repr(st)), Reason.JUDGE_ERROR
 
 
 def _TOO_LARGE_AN_ARRAY():
@@ -279,8 +279,7 @@ def _TOO_LARGE_AN_ARRAY():
 
 def mutations(problem: Problem, mutated) -> list[str]:
     """The changes to the arguments the contract forbids, in words. Each text the child
-    sends starts with the argument's name ("waiting has 2 items, ...", "x[1, 2] was ...");
-    an older child sent the bare name."""
+    sends starts with the argument's name ("waiting has 2 items, ...", "x[1, 2] was ...")."""
     if not mutated:
         return []
     out = []
@@ -289,7 +288,7 @@ def mutations(problem: Problem, mutated) -> list[str]:
         name = re.match(r"[A-Za-z_]\w*", text)
         if name and name.group(0) in problem.may_change_inputs:
             continue
-        out.append(text if " " in text else f"{text} changed")
+        out.append(text)
     return out
 
 
@@ -304,7 +303,7 @@ def kernel_failure(problem: Problem, case: Case, kernel_rec: dict | None) -> str
         except Exception as e:  # noqa: BLE001 -- the launcher's answer has the shape it makes
             return said("its answer could not be read ({error})", error=f"{type(e).__name__}: {e}")
         return None if verdict.passed else verdict.message
-    if kernel_rec.get("type") == "NotAKernel":   # grader/kernel_harness.py refused the file's kernel
+    if kernel_rec.get("type") == "NotAKernel":   # grader/child/kernel.py refused the file's kernel
         why = kernel_rec.get("message", "").rpartition("NotAKernel: ")[2]
         return said("the judge cannot launch it: {why}", why=why)
     if kernel_rec.get("event") in ("import_error", "import_failed"):
@@ -368,24 +367,24 @@ def grade_record(problem: Problem, case: Case, rec: dict, kernel_rec: dict | Non
             return out.fail(said("{fn} changed its input in place: {changes}. The caller still needs "
                                  "its arguments as they were: work on a copy (x = x * 2, not x *= 2; "
                                  "sorted(xs) or list(xs), not xs.sort() or xs.pop()).",
-                                 fn=fn, changes="; ".join(changed)), "mutated_input")
+                                 fn=fn, changes="; ".join(changed)), Reason.MUTATED_INPUT)
         try:
             verdict = problem.check(case, result)
         except Exception as e:  # noqa: BLE001 -- a result the checker could not read
             return out.fail(said("the judge could not read the result of {fn} ({error}); return the "
                                  "type the statement asks for.", fn=fn, error=f"{type(e).__name__}: {e}"),
-                            "wrong_type")
+                            Reason.WRONG_TYPE)
         if not verdict.passed:
             return out.fail(verdict.message, verdict.reason)
         why = kernel_failure(problem, case, kernel_rec) if problem.kernel is not None else None
-        return out if why is None else out.fail(kernel_text(problem, fn, why), "no_kernel")
+        return out if why is None else out.fail(kernel_text(problem, fn, why), Reason.NO_KERNEL)
     if st == RunStatus.NOT_IMPLEMENTED:
         return out.not_started(said("{fn} is not written yet (it raises NotImplementedError).", fn=fn))
     if st == RunStatus.ERROR and rec.get("type") == "ValueError" and _READ_ONLY in rec.get("message", ""):
         return out.fail(said("{fn} tried to change one of its input arrays in place:\n{message}\nThe judge "
                              "hands the arrays over read-only, as a caller who still needs them would: "
                              "work on a copy (x = x * 2, not x *= 2; np.sort(x), not x.sort()).",
-                             fn=fn, message=rec.get("message", "")), "mutated_input")
+                             fn=fn, message=rec.get("message", "")), Reason.MUTATED_INPUT)
     if st == RunStatus.NOT_RUN:
         return out.not_run()
     return out.fail(*_messages(problem, case, rec))
@@ -408,8 +407,8 @@ def explain_mistakes(problem: Problem, outcomes: list) -> None:
         # `waiting` while looping over it also gives a wrong plan); one computed outside the
         # kernel says nothing about the kernel
         graded = [o for o in outs if o.status is CaseStatus.PASS or
-                  (o.status is CaseStatus.FAIL and o.reason != "no_kernel"
-                   and (o.result is not None or o.reason == "exception"))]
+                  (o.status is CaseStatus.FAIL and o.reason is not Reason.NO_KERNEL
+                   and (o.result is not None or o.reason is Reason.EXCEPTION))]
         failing = [o for o in graded if o.status is CaseStatus.FAIL]
         if not any(o.result is not None for o in failing) or \
                 len(failing) != sum(o.status is not CaseStatus.PASS for o in outs):
@@ -505,7 +504,7 @@ def grade(problem: Problem, path=None, seed: int | None = None, module=None, pro
     ("jail", "process", "user:UID:GID" for a file; "fork" for a module; "none" for either:
     this process, no limits); by default ``default_isolation(module)``, and then a file
     the jail could not start is graded behind the Python guard instead. One asked for is
-    never swapped: an attempt it could not start is "unavailable", reason "infrastructure".
+    never swapped: an attempt it could not start is "unavailable", Reason.INFRASTRUCTURE.
     The result records where it ran (``ProblemResult.isolation``)."""
     t0 = time.monotonic()
     given = path is not None
@@ -528,7 +527,7 @@ def grade(problem: Problem, path=None, seed: int | None = None, module=None, pro
     except Exception as e:  # noqa: BLE001 -- a bug in the course, not in the attempt
         return res.broken(said("the judge could not build the cases for problem {number} ({error}); "
                                "please report this.", number=problem.number, error=f"{type(e).__name__}: {e}"),
-                          "judge_error")
+                          Reason.JUDGE_ERROR)
     cases = [c for c in cases if not c.hidden] + [c for c in cases if c.hidden]
     if where.kind is Isolation.NONE:
         records = run_in_process(path, cases, module=module)
@@ -549,8 +548,7 @@ def grade(problem: Problem, path=None, seed: int | None = None, module=None, pro
         except sandbox.InfrastructureError as e:
             res.unavailable(said("the judge could not run this attempt: {error}. This is not the "
                                  "attempt's fault; grade it again (if it keeps happening, report it).",
-                                 error=str(e)))
-            res.reason = "infrastructure"
+                                 error=e.args[0] if e.args else str(e)), Reason.INFRASTRUCTURE)
             res.elapsed = time.monotonic() - t0
             return res
     if "import_error" in records:
@@ -560,8 +558,8 @@ def grade(problem: Problem, path=None, seed: int | None = None, module=None, pro
             res.add(grade_record(problem, c, records.get(i, {"status": RunStatus.NOT_RUN}), kernel_records.get(i)))
         explain_mistakes(problem, res.outcomes)
         res.finish()
-        if any(o.reason == "time_budget" for o in res.outcomes):
-            res.reason = "time_budget"   # the attempt was cut off: its other failures are not the story
+        if any(o.reason is Reason.TIME_BUDGET for o in res.outcomes):
+            res.reason = Reason.TIME_BUDGET   # the attempt was cut off: its other failures are not the story
     res.elapsed = time.monotonic() - t0
     return res
 
@@ -602,15 +600,15 @@ def run_plan(problem: Problem, path: str, cases: list, protected: list, where,
     return records, kernel_records, cut("\n".join(outputs), OUTPUT_CAP)
 
 
-def _import_message(problem: Problem, rec: dict) -> tuple[str, str]:
+def _import_message(problem: Problem, rec: dict) -> tuple[str, Reason]:
     if rec.get("status") == RunStatus.USES_REFERENCE:
-        return uses_reference_text(problem, rec.get("uses", [])), "uses_reference"
+        return uses_reference_text(problem, rec.get("uses", [])), Reason.USES_REFERENCE
     if rec.get("event") == "import_failed":  # the process died or hung while importing
         msg, reason = _messages(problem, Case("import", "(importing your file)", {}), rec)
         return said("your file could not be loaded: {why}", why=msg), reason
-    reason = {"SystemExit": "exit", "MemoryError": "memory"}.get(rec.get("type"), "import_error")
+    reason = {"SystemExit": Reason.EXIT, "MemoryError": Reason.MEMORY}.get(rec.get("type"), Reason.IMPORT_ERROR)
     return said("your file could not be imported:\n{message}", message=rec.get("message", "")), reason
 
 
 __all__ = ["discover", "find", "grade", "default_isolation", "missing_requirements", "course_folders",
-           "Isolation", "ProblemResult", "ProblemStatus", "CaseOutcome", "CaseStatus", "RunStatus"]
+           "Isolation", "ProblemResult", "ProblemStatus", "CaseOutcome", "CaseStatus", "Reason", "RunStatus"]

@@ -6,7 +6,7 @@ account for "user"):
            (grader/limits.py): the operating system is the boundary. Classroom grading
            requires it; the learner's judge uses it wherever bwrap works.
   process  a fresh ``python -I`` process with the judge's Python-level guard (an audit
-           hook and an import blocker in grader/child.py): a courtesy for self-study
+           hook and an import blocker in grader/child/): a courtesy for self-study
            where there is no bwrap, not a security boundary.
   user     a fresh process as another, unprivileged user (Gradescope's container when it
            forbids namespaces): every process of that user is killed afterwards.
@@ -19,7 +19,7 @@ Four small steps, each its own function:
   watch          the select loop: deadlines per case, the line protocol, output capture
   explain_death  turn a child that stopped early into a record for the case it was on
 
-A record is the child's dict for one case (grader/child.py, ``RunStatus``), checked and
+A record is the child's dict for one case (grader/child/, ``RunStatus``), checked and
 rebuilt here field by field (``clean_record``): whatever the attempt forges or garbles on
 the pipe is its own failure, never the judge's. A record is made here for a timeout, a
 crash, running out of memory or an early exit; after such an end the remaining cases
@@ -46,11 +46,12 @@ from . import child as _child
 from . import jail, limits
 from . import plan as plan_mod
 from .child import RunStatus
+from .lang import said
 from .records import Isolation, cut
 from .spec import TORCH_STACK
 
-CHILD = Path(_child.__file__).resolve()
-KERNEL_HARNESS = CHILD.with_name("kernel_harness.py")   # beside the child, for Problem.kernel
+CHILD_PACKAGE = Path(_child.__file__).resolve().parent   # grader/child/: mounted alone in the sandbox
+CHILD = CHILD_PACKAGE / "__main__.py"                      # what the child's interpreter runs
 OUTPUT_CAP = 8000            # bytes of fd-level output kept per process
 LINE_CAP = 8 * 2**20         # bytes of one record on the pipe: the largest answer any case needs is
                              # ~1.4 MB (problem 8's expansion trap); a longer line is "too large"
@@ -62,12 +63,6 @@ STARTUP_S = plan_mod.STARTUP_S   # interpreter + imports, before the file runs
 # what native code prints when it cannot get memory (OpenBLAS, C++, glibc)
 MEMORY_WORDS = ("memory allocation", "cannot allocate memory", "bad_alloc", "out of memory",
                 "memoryerror", "failed to allocate")
-# the whole attempt (every process it starts, its files in the sandbox's tmpfs, memfds):
-# the interpreter and its imports, plus the process's memory budget, plus this margin
-BASE_MEMORY_MB = {"numpy": 512, "torch": 2048}
-NO_CAP_MEMORY_MB = 16384       # a GPU run (CUDA maps large host regions): a loose backstop
-MAX_PIDS = {"numpy": 64, "torch": 128}   # processes and threads, in all
-FILE_MB = 64                   # RLIMIT_FSIZE where no cgroup caps the files together
 # a record's statuses the child may send; every other status is the parent's to give
 CHILD_STATUSES = {RunStatus.OK, RunStatus.NOT_IMPLEMENTED, RunStatus.ERROR, RunStatus.MEMORY_ERROR,
                   RunStatus.SYSTEM_EXIT, RunStatus.MISSING_FUNCTION, RunStatus.USES_REFERENCE}
@@ -130,25 +125,6 @@ class Watched:
     output_total: int = 0
 
 
-_GPU = None
-
-
-def has_gpu() -> bool:
-    """Is there an NVIDIA GPU (nvidia-smi lists one)? Asked once per process."""
-    global _GPU
-    if _GPU is None:
-        try:
-            _GPU = subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=10).returncode == 0
-        except (OSError, subprocess.SubprocessError):
-            _GPU = False
-    return _GPU
-
-
-def stack(problem) -> str:
-    """The key of the tables above (grader/plan.py)."""
-    return plan_mod.stack(problem)
-
-
 # --------------------------------------------------------------------------- 1. the job
 
 def build_job(problem, path: str, cases: list, group: plan_mod.Group, plan: plan_mod.Plan,
@@ -157,8 +133,7 @@ def build_job(problem, path: str, cases: list, group: plan_mod.Group, plan: plan
     heavy = problem.needs_torch
     jobs = [(i, cases[i].function, cases[i].args) for i in group.cases]
     timeouts = {i: plan.timeouts[i] for i in group.cases}
-    # CUDA's driver maps large private regions of host memory: no cap for GPU runs
-    memory_mb = None if heavy and has_gpu() else group.memory_mb + (plan_mod.IMPORT_SLACK_MB if group.own_budget else 0)
+    memory_mb = plan.budget_mb(group)
     token = secrets.token_hex(16)
     payload = {"token": token, "path": str(Path(path).resolve()), "cases": jobs,
                "memory_mb": memory_mb, "protected": protected, "provided": provided,
@@ -172,36 +147,10 @@ def build_job(problem, path: str, cases: list, group: plan_mod.Group, plan: plan
                # problems keep writable inputs (a tensor sharing a read-only page would
                # crash on an in-place write instead of explaining it)
                "freeze_inputs": not heavy}
-    if group.kernel:   # the judge launches the file's kernel itself (grader/kernel_harness.py)
+    if group.kernel:   # the judge launches the file's kernel itself (grader/child/kernel.py)
         k = problem.kernel
         payload["kernel"] = {"name": k.name, "launcher": k.launcher_source(), "launcher_name": k.launcher.__name__}
     return Job(token, jobs, timeouts, plan.startup_s, payload)
-
-
-def memory_cap_mb(problem, group: plan_mod.Group) -> int:
-    """The cgroup's cap on everything one process of the attempt holds at once, when it
-    starts: the interpreter and its imports (a budget-bearing process may import torch
-    before its own cap is set), the process's budget, its files."""
-    if problem.needs_torch and has_gpu():
-        return NO_CAP_MEMORY_MB
-    base = BASE_MEMORY_MB["torch" if group.own_budget else stack(problem)]
-    return base + group.memory_mb + plan_mod.IMPORT_SLACK_MB + jail.TMPFS_MB[stack(problem)]
-
-
-def fallback_rlimits(problem, group: plan_mod.Group, uid: int | None = None) -> dict:
-    """Where no cgroup holds the attempt: per-process limits the child sets on itself (hard
-    limits, before the attempt's file is read: it cannot raise them)."""
-    out = {"fsize": FILE_MB << 20}
-    if not (problem.needs_torch and has_gpu()):
-        if group.own_budget:   # the budget itself, above what the interpreter and imports hold
-            out["as_headroom_mb"] = group.memory_mb + plan_mod.IMPORT_SLACK_MB
-        else:
-            out["as_headroom_mb"] = BASE_MEMORY_MB[stack(problem)] + group.memory_mb + jail.TMPFS_MB[stack(problem)]
-    if sys.platform.startswith("linux"):
-        # RLIMIT_NPROC counts every process and thread of the user (or of the sandbox's
-        # user namespace); as root it does not apply at all
-        out["nproc"] = MAX_PIDS[stack(problem)] + _tasks_of(os.getuid() if uid is None else uid)
-    return out
 
 
 def _processes_of(uid: int):
@@ -219,19 +168,6 @@ def _processes_of(uid: int):
 def _tasks_of(uid: int) -> int:
     """Processes and threads owned by uid right now."""
     return sum(int(f.get("Threads", "1").strip() or 1) for _, f in _processes_of(uid))
-
-
-def child_env(problem, scratch: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    # the child may write only inside its scratch folder (child.install_guard): point
-    # temp files and the caches libraries like to write there too
-    for k in ("TMPDIR", "TRITON_CACHE_DIR", "MPLCONFIGDIR", "XDG_CACHE_HOME"):
-        env[k] = scratch
-    for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        env[k] = "1"  # fast start, and memory use that does not depend on the core count
-    if problem.needs_torch and "TRITON_INTERPRET" not in env and not has_gpu():
-        env["TRITON_INTERPRET"] = "1"
-    return env
 
 
 # --------------------------------------------------------------------------- 2. the child
@@ -281,8 +217,10 @@ def _write_job(job: Job, folder: str) -> Path:
     return job_file
 
 
-def start_child(job: Job, problem, scratch: str, isolation: Placement, group: plan_mod.Group) -> Started:
-    """A fresh interpreter running grader/child.py in ``isolation`` (JAIL, USER or PROCESS)."""
+def start_child(job: Job, problem, scratch: str, isolation: Placement, group: plan_mod.Group,
+                plan: plan_mod.Plan) -> Started:
+    """A fresh interpreter running the child package (grader/child/) in ``isolation`` (JAIL,
+    USER or PROCESS)."""
     job.expect_alive = True
     heavy = problem.needs_torch
     r_fd, w_fd = os.pipe()
@@ -290,27 +228,25 @@ def start_child(job: Job, problem, scratch: str, isolation: Placement, group: pl
     cg = None
     try:
         if isolation.kind is Isolation.JAIL:
-            cg = limits.create(memory_cap_mb(problem, group) << 20, MAX_PIDS[stack(problem)])
+            cg = limits.create(plan.cgroup_mb(group) << 20, plan.max_pids)
             if cg is None:
-                job.payload["rlimits"] = fallback_rlimits(problem, group)
-            elif group.own_budget and job.payload["memory_mb"] is not None:
-                # no room for files beyond the budget: memory in a memfd or the tmpfs is memory
-                job.memory_after_start_mb = job.payload["memory_mb"]
+                job.payload["rlimits"] = plan.rlimits(group, _tasks_of(os.getuid()))
+            else:
+                job.memory_after_start_mb = plan.budget_after_start_mb(group)
             job.payload["wait_go"] = True
             job_file = _write_job(job, scratch)
-            argv = jail.command(str(CHILD), str(job_file), job.payload["path"], w_fd, heavy,
-                                interpret_triton=problem.needs_torch and not has_gpu(),
-                                hide=[str(ROOT), *job.payload["protected"]], gpu=heavy and has_gpu(),
-                                helpers=[str(KERNEL_HARNESS)] if "kernel" in job.payload else [])
+            argv = jail.command(str(CHILD_PACKAGE), str(job_file), job.payload["path"], w_fd, plan,
+                                hide=[str(ROOT), *job.payload["protected"]])
             env, cwd, user = {}, scratch, None   # bwrap starts with nothing of ours
         elif isolation.kind is Isolation.USER:
-            argv, env, cwd = _as_user(job, problem, group, scratch, isolation, w_fd)
+            argv, env, cwd = _as_user(job, plan, group, scratch, isolation, w_fd)
             user = isolation.uid
         else:
-            job.payload["rlimits"] = fallback_rlimits(problem, group)
+            job.payload["rlimits"] = plan.rlimits(group, _tasks_of(os.getuid()))
             job_file = _write_job(job, scratch)
             argv = [sys.executable, "-I", "-u", str(CHILD), "--fd", str(w_fd), "--job", str(job_file)]
-            env, cwd, user = child_env(problem, scratch), scratch, None
+            # the learner's own environment (this is the unsandboxed courtesy), its caches in scratch
+            env, cwd, user = plan.environment(scratch, scratch, inherit=dict(os.environ)), scratch, None
         if job.payload["wait_go"]:
             argv = [*argv, "--go", str(go_r)]
         extra = {"user": isolation.uid, "group": isolation.gid, "extra_groups": []} if user is not None else {}
@@ -332,27 +268,26 @@ def start_child(job: Job, problem, scratch: str, isolation: Placement, group: pl
     return Started(proc, r_fd, proc.stdout.fileno(), proc.stdout, cg, user, go_w)
 
 
-ROOT = CHILD.parent.parent
+ROOT = CHILD_PACKAGE.parent.parent
 
 
-def _as_user(job: Job, problem, group: plan_mod.Group, scratch: str, isolation: Placement, w_fd: int):
+def _as_user(job: Job, plan: plan_mod.Plan, group: plan_mod.Group, scratch: str, isolation: Placement, w_fd: int):
     """Gradescope without namespaces: the child as another user, who can read the child
     runner (a copy), the job and the attempt, and write only its own scratch folder."""
     os.chmod(scratch, 0o755)
-    for f in [CHILD, *([KERNEL_HARNESS] if "kernel" in job.payload else [])]:
-        shutil.copyfile(f, Path(scratch) / f.name)
-        os.chmod(Path(scratch) / f.name, 0o644)
+    package = Path(scratch) / "child"
+    shutil.copytree(CHILD_PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    for f in [package, *package.iterdir()]:
+        os.chmod(f, 0o755 if f.is_dir() else 0o644)
     work = Path(scratch) / "work"
     work.mkdir(mode=0o700)
     os.chown(work, isolation.uid, isolation.gid)
-    job.payload["rlimits"] = fallback_rlimits(problem, group, uid=isolation.uid)
+    job.payload["rlimits"] = plan.rlimits(group, _tasks_of(isolation.uid))
     job_file = _write_job(job, scratch)
     os.chown(job_file, isolation.uid, isolation.gid)
     exe, _ = jail.interpreter()
-    env = jail.environment(problem.needs_torch, problem.needs_torch and not has_gpu())
-    env.update({"HOME": str(work), "TMPDIR": str(work), "MPLCONFIGDIR": str(work / ".matplotlib"),
-                "XDG_CACHE_HOME": str(work / ".cache"), "TRITON_CACHE_DIR": str(work / ".triton")})
-    argv = [exe, "-I", "-S", "-u", str(Path(scratch) / "child.py"), "--fd", str(w_fd), "--job", str(job_file),
+    env = plan.environment(str(work), str(work))
+    argv = [exe, "-I", "-S", "-u", str(package / "__main__.py"), "--fd", str(w_fd), "--job", str(job_file),
             "--sys-path", os.pathsep.join(jail.site_dirs())]
     return argv, env, str(work)
 
@@ -426,7 +361,7 @@ _LIST_ITEMS, _ITEM_CAP = 20, 300   # "uses" and "mutated": at most this many tex
 
 def _protocol_error(why: str) -> dict:
     return {"status": RunStatus.ERROR, "type": "ProtocolError",
-            "message": f"the process running the attempt sent a record the judge cannot use ({why})"}
+            "message": said("the process running the attempt sent a record the judge cannot use ({why})", why=why)}
 
 
 def clean_record(event: dict, import_error: bool = False) -> dict:
@@ -511,7 +446,7 @@ def _go(job: Job, started: Started) -> None:
     if job.memory_after_start_mb is not None:
         now = started.cgroup.memory_now()
         if now is None or not started.cgroup.set_memory(now + (job.memory_after_start_mb << 20)):
-            raise InfrastructureError("the memory budget of this case could not be set on its cgroup")
+            raise InfrastructureError(said("the memory budget of this case could not be set on its cgroup"))
     try:
         os.write(started.go_fd, b"g")
     except OSError:
@@ -664,17 +599,15 @@ def run(problem, path: str | None, cases: list, group: plan_mod.Group, plan: pla
         stop_at: float | None = None) -> tuple[dict, str]:
     """Run one group of the plan where ``placement`` says: a fresh child for a file (JAIL,
     PROCESS or USER), a fork for ``module`` (FORK: an object holding a notebook's
-    functions). ``stop_at`` (time.monotonic()) ends the whole attempt's budget.
+    functions; runner.grade has checked that the two agree). ``stop_at``
+    (time.monotonic()) ends the whole attempt's budget.
     Returns ({case index: record} for the group's cases, output). Raises
     InfrastructureError when the child never got as far as reading the attempt."""
-    if (placement.kind is Isolation.FORK) != (module is not None) or placement.kind is Isolation.NONE:
-        raise ValueError(f"cannot run {'a notebook' if module is not None else 'a file'} in {placement}: "
-                         "a file runs in jail, process or user, a notebook's functions in a fork")
     stop_at = time.monotonic() + plan.total_s if stop_at is None else stop_at
     with tempfile.TemporaryDirectory(prefix="mla-judge-") as scratch:
         job = build_job(problem, path or "<notebook>", cases, group, plan, protected, provided)
         if module is None:
-            started = start_child(job, problem, scratch, placement, group)
+            started = start_child(job, problem, scratch, placement, group, plan)
         else:
             job.payload["path"] = path or "<notebook>"
             job.startup_s = START_GAP_S + problem.timeout_s  # nothing to import
@@ -698,10 +631,13 @@ def run(problem, path: str | None, cases: list, group: plan_mod.Group, plan: pla
                 started.cgroup.remove()
     if job.expect_alive and not seen.alive:
         printed = _output_text(seen).strip()
-        raise InfrastructureError(
-            f"the {placement.kind} for this attempt did not start"
-            + (" in time" if seen.killed_for in ("timeout", "budget") else f" (exit code {started.proc.returncode})")
-            + (f": {printed[-300:]}" if printed else ""))
+        printed = f": {printed[-300:]}" if printed else ""
+        if seen.killed_for in ("timeout", "budget"):
+            raise InfrastructureError(said("the {isolation} for this attempt did not start in time{printed}",
+                                           isolation=str(placement.kind), printed=printed))
+        raise InfrastructureError(said("the {isolation} for this attempt did not start (exit code {code}){printed}",
+                                       isolation=str(placement.kind), code=str(started.proc.returncode),
+                                       printed=printed))
     explain_death(started.proc, job, seen, jailed=placement.kind is Isolation.JAIL, oom_cap_mb=oom,
                   budget_s=plan.total_s)
     return seen.records, _output_text(seen)

@@ -71,7 +71,7 @@ Problem(number, slug, title, chapter, functions, statement, hints, make_cases, c
   kernel      KernelContract(name, launcher): the answer must be a Triton kernel's (problem 12).
               Besides running the attempt's function, the judge launches the file's kernel
               ``name`` itself with the spec's ``launcher(kernel, **args)``, in a process where
-              no other line of the file runs (grader/kernel_harness.py); a case passes only
+              no other line of the file runs (grader/child/kernel.py); a case passes only
               when both answers do.
   edges       Edge(name, holds(args), kind=...): situations the statement promises ("an
               empty split", "T = 1", "one head") and the structural extremes it allows
@@ -133,8 +133,8 @@ Shared helpers for hidden cases (use them; tests/test_judge_specs.py holds every
               ``wide_row(n, rng)`` draws such a row of target scores.
   describe_args(args)  a case's arguments in words (shapes for arrays).
 
-Structural extremes: the rule (issue 25)
-----------------------------------------
+Structural extremes: the rule
+-----------------------------
 For each parameter AND each structural property a statement allows, every seed's hidden
 cases include its extremes. Parameters: the "two values per axis" test and ``fixed``.
 Structure: the kinds of STRUCTURE below -- ids out of order, an empty piece before the
@@ -268,9 +268,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .lang import N_, said, said_lines
+from .reasons import Reason
 
 __all__ = [
-    "Case", "Edge", "Mistake", "Problem", "Verdict", "PASS", "fail",
+    "Case", "Edge", "Mistake", "Problem", "Verdict", "Reason", "PASS", "fail",
     "compare_arrays", "compare_scalar", "compare_choice", "compare_dict",
     "same_answer", "shape_text", "as_array", "type_name", "load_mistakes", "read_header", "read_header_text",
     "same_nonfinite_rows",
@@ -310,16 +311,20 @@ class Case:
 @dataclass
 class Verdict:
     """The checker's judgement of one result. ``reason`` is a short tag for tools
-    ("wrong_answer", "wrong_shape", "wrong_type", "not_finite", ...)."""
+    (Reason.WRONG_ANSWER, WRONG_SHAPE, WRONG_TYPE, NOT_FINITE); ``message`` is what the
+    learner reads, made with ``said`` so that it can be shown in their language."""
     passed: bool
     message: str = ""
-    reason: str = "wrong_answer"
+    reason: Reason = Reason.WRONG_ANSWER
+
+    def __post_init__(self):
+        self.reason = Reason(self.reason)   # a misspelt tag raises here, in the checker
 
 
-PASS = Verdict(True, "", "passed")
+PASS = Verdict(True, "", Reason.PASSED)
 
 
-def fail(message: str, reason: str = "wrong_answer") -> Verdict:
+def fail(message: str, reason: Reason = Reason.WRONG_ANSWER) -> Verdict:
     return Verdict(False, message, reason)
 
 
@@ -371,7 +376,7 @@ class Edge:
     kind: str | None = None   # a key of STRUCTURE; None: a promised situation, not an extreme
 
 
-# The kinds of structural extreme (issue 25). Every problem declares, for each kind, edges
+# The kinds of structural extreme (the rule in the module's docstring). Every problem declares, for each kind, edges
 # of that kind or why its statement allows none (Problem.no_structure); a test checks both.
 STRUCTURE = {
     "one": "a single element where the statement allows many: one head, one token, one key, "
@@ -488,22 +493,22 @@ def _numeric_array(got, name):
     """The answer as a numeric ndarray in its own dtype, or a Verdict saying why not."""
     if isinstance(got, dict) and "__unsupported__" in got:
         return fail(said("{name} returned an object of type {type}; return a numpy array (or a "
-                         "torch tensor).", name=name, type=got["__unsupported__"]), "wrong_type")
+                         "torch tensor).", name=name, type=got["__unsupported__"]), Reason.WRONG_TYPE)
     if got is None:
-        return fail(said("{name} returned None; did you forget a `return`?", name=name), "wrong_type")
+        return fail(said("{name} returned None; did you forget a `return`?", name=name), Reason.WRONG_TYPE)
     if isinstance(got, (str, bytes, dict, set)):
         return fail(said("{name} returned a {type}; expected an array of numbers.", name=name,
-                         type=type_name(got)), "wrong_type")
+                         type=type_name(got)), Reason.WRONG_TYPE)
     try:
         arr = np.asarray(got)
     except Exception as e:  # ragged lists and the like
         return fail(said("{name} returned something numpy cannot read as an array ({error}).",
-                         name=name, error=str(e)), "wrong_type")
+                         name=name, error=str(e)), Reason.WRONG_TYPE)
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
         return fail(said("{name} returned an array of {dtype}; expected numbers.", name=name,
-                         dtype=str(arr.dtype)), "wrong_type")
+                         dtype=str(arr.dtype)), Reason.WRONG_TYPE)
     if np.iscomplexobj(arr):
-        return fail(said("{name} returned complex numbers; expected real ones.", name=name), "wrong_type")
+        return fail(said("{name} returned complex numbers; expected real ones.", name=name), Reason.WRONG_TYPE)
     return arr
 
 
@@ -537,7 +542,7 @@ def _nonfinite_mismatch(name, exp, arr) -> Verdict | None:
                          "must match exactly: -inf is the lse of no keys at all (an empty split or "
                          "sequence), and no finite number stands in for it.", name=name,
                          n=int(wrong.sum()), total=int(exp_bad.sum()), index=_index(i, exp.shape),
-                         expected=str(exp.flat[i]), got=_fmt(arr.flat[i])), "not_finite")
+                         expected=str(exp.flat[i]), got=_fmt(arr.flat[i])), Reason.NOT_FINITE)
     got_bad = ~np.isfinite(arr) & np.isfinite(exp)
     if got_bad.any():
         i = int(np.flatnonzero(got_bad)[0])
@@ -545,7 +550,7 @@ def _nonfinite_mismatch(name, exp, arr) -> Verdict | None:
         return fail(said("{name} contains {n_nan} NaN and {n_inf} inf values of {size} (first at "
                          "index {index}: expected {expected}, got {got}).", name=name, n_nan=n_nan,
                          n_inf=n_inf, size=arr.size, index=_index(i, arr.shape),
-                         expected=_fmt(exp.flat[i]), got=_fmt(arr.flat[i])), "not_finite")
+                         expected=_fmt(exp.flat[i]), got=_fmt(arr.flat[i])), Reason.NOT_FINITE)
     return None
 
 
@@ -568,7 +573,7 @@ def compare_arrays(name: str, expected, got, *, rtol: float = 1e-5, atol: float 
     if arr.shape != exp.shape:
         want = f"{dims} = {tuple(exp.shape)}" if dims else str(tuple(exp.shape))
         return fail(said("{name} returned shape {shape}, expected {want}.", name=name,
-                         shape=str(tuple(arr.shape)), want=want), "wrong_shape")
+                         shape=str(tuple(arr.shape)), want=want), Reason.WRONG_SHAPE)
     anomaly = _nonfinite_mismatch(name, exp, arr)
     if anomaly is not None:
         return anomaly
@@ -629,17 +634,17 @@ def compare_scalar(name: str, expected, got, *, rtol: float = 1e-9, atol: float 
             got = got.item()
         else:
             return fail(said("{name} should be a number; got {type} {value}.", name=name,
-                             type=type_name(got), value=f"{got!r:.80}"), "wrong_type")
+                             type=type_name(got), value=f"{got!r:.80}"), Reason.WRONG_TYPE)
     got = float(got)
     exp = float(expected)
     if not math.isfinite(exp):
         if got == exp or (math.isnan(exp) and math.isnan(got)):
             return PASS
         return fail(said("{name}: expected {expected}, got {got}; a non-finite value must be matched "
-                         "exactly.", name=name, expected=f"{exp}{unit}", got=f"{got:.10g}{unit}"), "not_finite")
+                         "exactly.", name=name, expected=f"{exp}{unit}", got=f"{got:.10g}{unit}"), Reason.NOT_FINITE)
     if not math.isfinite(got):
         return fail(said("{name} is {got}; expected {expected}.", name=name, got=str(got),
-                         expected=f"{exp:.6g}{unit}"), "not_finite")
+                         expected=f"{exp:.6g}{unit}"), Reason.NOT_FINITE)
     err = abs(got - exp)
     if err <= atol + rtol * abs(exp):
         return PASS
@@ -659,10 +664,10 @@ def compare_choice(name: str, expected: str, got, choices: Sequence[str]) -> Ver
     """A string answer from a fixed set."""
     if not isinstance(got, str):
         return fail(said("{name} should return one of {choices}; got {type} {value}.", name=name,
-                         choices=str(list(choices)), type=type_name(got), value=f"{got!r:.80}"), "wrong_type")
+                         choices=str(list(choices)), type=type_name(got), value=f"{got!r:.80}"), Reason.WRONG_TYPE)
     if got not in choices:
         return fail(said("{name} returned {got}; it must be one of {choices}.", name=name, got=repr(got),
-                         choices=str(list(choices))), "wrong_type")
+                         choices=str(list(choices))), Reason.WRONG_TYPE)
     if got != expected:
         return fail(said("{name} returned {got}, expected {expected}.", name=name, got=repr(got),
                          expected=repr(expected)))
@@ -676,7 +681,7 @@ def compare_out_lse(name: str, expected, got, *, rtol: float, atol: float,
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         size = said(" of length {n}", n=len(got)) if isinstance(got, (tuple, list)) else ""
         return fail(said("{name} should return a pair (out, lse); got a {type}{size}.", name=name,
-                         type=type_name(got), size=size), "wrong_type")
+                         type=type_name(got), size=size), Reason.WRONG_TYPE)
     v = compare_arrays(f"{name} out", expected[0], got[0], rtol=rtol, atol=atol, dims=out_dims)
     if not v.passed:
         return v
@@ -688,14 +693,14 @@ def compare_dict(name: str, expected: dict, got, compare_value: Callable[[str, A
     if not isinstance(got, dict) or "__unsupported__" in got:
         shown = got.get("__unsupported__") if isinstance(got, dict) else type_name(got)
         return fail(said("{name} should return a dict with keys {keys}; got {shown}.", name=name,
-                         keys=str(sorted(expected)), shown=shown), "wrong_type")
+                         keys=str(sorted(expected)), shown=shown), Reason.WRONG_TYPE)
     missing = [k for k in expected if k not in got]
     extra = [k for k in got if k not in expected]
     if missing or extra:
         return fail(said("{name} returned keys {got}; expected exactly {keys}{missing}{extra}.", name=name,
                          got=str(sorted(map(str, got))), keys=str(sorted(expected)),
                          missing=said(" (missing {keys})", keys=str(missing)) if missing else "",
-                         extra=said(" (unexpected {keys})", keys=str(extra)) if extra else ""), "wrong_type")
+                         extra=said(" (unexpected {keys})", keys=str(extra)) if extra else ""), Reason.WRONG_TYPE)
     for k in expected:
         v = compare_value(f"{name}[{k!r}]", expected[k], got[k])
         if not v.passed:

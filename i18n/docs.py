@@ -188,7 +188,10 @@ def with_generated(chinese: str, doc: Doc, root: Path = ROOT) -> str:
     english_text = read(root / doc.english)
     english, committed = sections.found(english_text), sections.found(read(root / doc.chinese))
     picked = {name: committed[name] if name in committed else relink(block, doc) for name, block in english.items()}
-    return sections.map_cells(sections.fill(chinese, picked), sections.map_practice(english_text))
+    # the map's cells first, outside the generated sections: a table inside one (the guide's
+    # plan links chapters too) is the section's own, and must not take the map's last cells
+    practice = sections.map_practice(sections.empty(english_text))
+    return sections.fill(sections.map_cells(chinese, practice), picked)
 
 
 def build(doc: Doc, root: Path = ROOT) -> Path:

@@ -5,7 +5,7 @@
   python kernels/bench.py --out RUN.md --smoke    tiny cases on a CPU, in Triton's interpreter (the pipeline only)
 
 Matrix: b = 128 sequences with lengths drawn as FlashMLA draws them, max(normal(mean,
-mean/2), s_q) with no upper clip (--lengths clipped: the first edition's clip to 2*mean),
+mean/2), s_q) with no upper clip (--lengths clipped: clipped to [s_q, 2*mean] instead),
 around a mean s_k in {4K, 8K, 16K, 32K}; s_q in {1, 2}, causal, h_q in {16, 64, 128},
 bf16 cache and FP8 cache (656-byte rows), page_block_size 64, the tail of each sequence's
 last page NaN and the unused block-table entries out of range (FlashMLA's test does the same).
@@ -162,7 +162,7 @@ def bench_cases(quick: bool, smoke: bool = False):
 
 def draw_lengths(rng, b: int, mean_sk: int, s_q: int, kind: str = "flashmla"):
     """Varlen batch around mean_sk (sd mean_sk/2): FlashMLA's max(normal, s_q), unclipped, or
-    the first edition's clip to [s_q, 2*mean_sk] (mlacourse.schedule). numpy Generator in."""
+    "clipped" to [s_q, 2*mean_sk] (mlacourse.schedule). numpy Generator in."""
     return (lengths_flashmla if kind == "flashmla" else lengths_bench)(rng, b, mean_sk, s_q)
 
 

@@ -19,10 +19,10 @@ it of every change (PagePool's `mirror`):
   copy(src, dst, n)          copy-on-write of a shared partial page, on the device
   poison(pages)              freed or evicted pages filled with NaN, as in the numpy pool
 
-and decode() sends only the queries, the block tables and the lengths. An earlier version
-of this adapter copied the whole pool to the device on every layer call: num_pages * P *
-576 * 2 bytes per layer per step, however few rows had changed. bytes_to_device counts
-what this one sends, so a test can hold it to the new rows.
+and decode() sends only the queries, the block tables and the lengths. Copying the whole
+pool to the device on every layer call instead would send num_pages * P * 576 * 2 bytes per
+layer per step, however few rows had changed (docs/decisions.md). bytes_to_device counts
+what crosses, so a test can hold it to the new rows.
 
 torch and triton are imported when a DevicePool is made, never at import time: this module
 imports without them, so the shape checks run (and say what is wrong) anywhere.

@@ -201,12 +201,12 @@ def _planned_kernel(q_ptr, kv_ptr, bt_ptr, seqlens_ptr, seg_ptr, part_ptr, out_p
 
 def default_num_splits(b: int, s_q: int, h_q: int, max_seqlen_bound: int, num_sms: int,
                        block_m: int | None = None, block_n: int = 64, min_tiles_per_split: int = 4) -> int:
-    """Version 3's split count (mlacourse.schedule.legacy_num_splits): about two programs
+    """Version 3's split count (mlacourse.schedule.splitkv_num_splits): about two programs
     per SM over the grid, at least min_tiles_per_split KV tiles per split, at most 64.
     max_seqlen_bound bounds the longest sequence (block_table width * page size: no sync)."""
-    from mlacourse.schedule import legacy_num_splits
+    from mlacourse.schedule import splitkv_num_splits
     block_m = block_m or default_block_m(s_q, h_q)
-    return legacy_num_splits(b, s_q, h_q, max_seqlen_bound, num_sms, block_m, block_n, min_tiles_per_split)
+    return splitkv_num_splits(b, s_q, h_q, max_seqlen_bound, num_sms, block_m, block_n, min_tiles_per_split)
 
 
 def _tile_options(call: Call, block_m=None, max_block_n=None):

@@ -1,14 +1,16 @@
 """The schedule and HBM-traffic model of the decode kernels, on CPU (no GPU needed).
 
   python -m kernels.schedule_report            the table (markdown) for BENCHMARKS.md
-  python -m kernels.schedule_report --png P    and the chapter-6 plot: work per SM, before and after
+  python -m kernels.schedule_report --png P    and the chapter-6 plot: work per SM, grid and plan
 
 For each length distribution (b=128): per-SM work max/mean, programs, split pieces, and
 the modelled HBM bytes per cache byte (mlacourse.schedule: programs placed on 132 SMs in
 launch order, KV-tile reads replayed through a 50 MB LRU L2), for three designs:
 
-  first edition  version 3 as first shipped: grid (b, row_blocks, splits), sequence fastest
-  v3 now         version 3 with the row blocks of a sequence adjacent in launch order
+  v3 sequence fastest   version 3's grid (b, row_blocks, splits) launched with the sequence on
+                 the grid's x axis, which CUDA launches fastest: a sequence's row blocks run b apart
+  v3 row block fastest  the same grid with the row blocks of a sequence adjacent in launch
+                 order, as kernels/mla_decode.py launches it
   v4 planned     persistent programs over mla_decode_plan (FlashMLA's get_mla_metadata)
   v4 batch-invariant   the same, no sequence cut (batch_invariant=True): the price of
                  bitwise-reproducible results, chapter 8
@@ -29,8 +31,8 @@ from mlacourse.schedule import lengths_bench, lengths_flashmla, schedule_stats
 
 NUM_SMS = 132
 B = 128
-DESIGNS = (("first edition", dict(design="legacy", seq_fastest=True)),
-           ("v3 now", dict(design="legacy", seq_fastest=False)),
+DESIGNS = (("v3 sequence fastest", dict(design="splitkv", seq_fastest=True)),
+           ("v3 row block fastest", dict(design="splitkv", seq_fastest=False)),
            ("v4 planned", dict(design="planned")),
            ("v4 batch-invariant", dict(design="planned", batch_invariant=True)),
            ("v4, 2 per SM", dict(design="planned", programs_per_sm=2)))
@@ -96,7 +98,7 @@ def goals_met(table):
 
 
 def plot_work_per_sm(path=None, seed: int = 0, h_q: int = 128):
-    """Bar chart: work per SM before (first edition) and after (plan) on FlashMLA's 8K batch
+    """Bar chart: work per SM of version 3's grid (sequence fastest) and of the plan, on FlashMLA's 8K batch
     (mlacourse.kernel_diagrams draws it; chapter 6 shows the same picture)."""
     import matplotlib
     if path is not None:

@@ -97,16 +97,6 @@ _NBARS = gl.constexpr(16)  # 9 used (a power of two is allocated)
 
 
 @gluon.jit
-def _layouts():
-    """(S layout [64, 64], O-half layout [64, 256], a plain blocked layout) for one warpgroup."""
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, 256, 16])
-    ld_layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
-    return s_layout, o_layout, ld_layout
-
-
-@gluon.jit
 def _load_tile(lat_desc, rope_desc, bt_row_ptr, tok0, k_lat_buf, k_rope_buf, bar, PAGE: gl.constexpr):
     """TMA copies of keys tok0 .. tok0+63 (one page) into one tile buffer; `bar` counts the bytes."""
     page = gl.load(bt_row_ptr + tok0 // PAGE).to(gl.int32)

@@ -63,5 +63,3 @@ DEEPSEEK_V3 = MLAConfig("DeepSeek-V3", n_heads=128, n_layers=61, d_model=7168, q
 # Small enough to print and to run in a browser; same structure as V3.
 TINY = MLAConfig("tiny", n_heads=4, n_layers=2, d_model=64, q_lora_rank=32,
                  d_latent=16, d_nope=8, d_rope=4, d_v=8)
-
-CONFIGS = {c.name: c for c in (DEEPSEEK_V2, DEEPSEEK_V3, TINY)}

@@ -180,11 +180,6 @@ def decode_bytes(h_q: int, s_q: int, s_k: int, d_k: int, d_v: int, kv_row_bytes=
     return e * h_q * s_q * d_k + s_k * kv_row_bytes + e * h_q * s_q * d_v
 
 
-def arithmetic_intensity(flops: float, nbytes: float) -> float:
-    """FLOP per byte."""
-    return flops / nbytes
-
-
 def kv_only_intensity(h_q: int, s_q: int, d_k: int, d_v: int, kv_row_bytes: float) -> float:
     """s_k >> h_q*s_q limit: FLOPs per cached token / bytes per cached token."""
     return 2 * h_q * s_q * (d_k + d_v) / kv_row_bytes

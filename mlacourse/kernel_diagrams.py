@@ -4,7 +4,7 @@ they also render in the browser. Every number in them comes from mlacourse.sched
   draw_kernel_map     the grid of persistent programs and their pieces of sequences (a plan),
                       one program's tiles (Q block x KV tile -> S -> P -> O), and the block
                       table that maps a sequence's tokens to cache pages
-  draw_work_per_sm    busy time per SM, first edition vs plan"""
+  draw_work_per_sm    busy time per SM, version 3's grid vs the plan"""
 from __future__ import annotations
 
 import numpy as np
@@ -13,14 +13,15 @@ from .schedule import plan_decode, work_per_sm
 
 
 def draw_work_per_sm(cache_seqlens, h_q: int = 128, num_sms: int = 132, s_q: int = 1):
-    """Two bar charts of modelled busy time per SM (KV blocks + overhead): the first edition's
-    grid (b, row blocks, splits) and the plan's persistent parts. Returns the figure."""
+    """Two bar charts of modelled busy time per SM (KV blocks + overhead): version 3's grid
+    (b, row blocks, splits), launched sequence fastest, and the plan's persistent parts.
+    Returns the figure."""
     import matplotlib.pyplot as plt
 
-    before, after = work_per_sm(cache_seqlens, h_q, s_q, num_sms)
+    on_grid, planned = work_per_sm(cache_seqlens, h_q, s_q, num_sms)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.2), sharey=True)
-    for ax, w, title, color in ((axes[0], before, "first edition: grid (b, row blocks, splits)", "tab:blue"),
-                                (axes[1], after, "version 4: mla_decode_plan, persistent parts", "tab:green")):
+    for ax, w, title, color in ((axes[0], on_grid, "version 3: grid (b, row blocks, splits)", "tab:blue"),
+                                (axes[1], planned, "version 4: mla_decode_plan, persistent parts", "tab:green")):
         ax.bar(np.arange(len(w)), w, width=1.0, color=color)
         ax.axhline(w.mean(), color="k", lw=1, ls="--", label=f"mean {w.mean():.0f}")
         ax.set_title(f"{title}\nbusiest / mean = {w.max() / w.mean():.3f}", fontsize=9)

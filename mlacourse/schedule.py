@@ -2,10 +2,10 @@
 
 Plain numpy (it runs in the browser too). Two designs are modelled:
 
-  legacy_schedule  the split-KV kernel's grid (b, row_blocks, num_splits): one split
+  splitkv_programs  version 3's split-KV grid (b, row_blocks, num_splits): one split
                    count for every sequence, from an upper bound on the longest one;
-                   launch order = sequence fastest, so the row blocks of one sequence
-                   run b programs apart.
+                   launched sequence fastest (the grid's x axis), the row blocks of one
+                   sequence run b programs apart; row block fastest, they run together.
   plan_decode      a FlashMLA-style planner (like its get_mla_metadata): num_parts
                    persistent programs per row block, each given an equal share of
                    (sequence, KV-block) work that may span sequence boundaries, with a
@@ -159,7 +159,7 @@ def _greedy(blocks, budget: int, overhead: int, cut: bool = True):
 
 def fixed_split_pieces(cache_seqlens, split_blocks: int, block_n: int = 64) -> list:
     """Pieces of a fixed size: every sequence cut at multiples of split_blocks KV blocks,
-    whatever the batch (the remedy discussed in FlashAttention issue #1897 and proposed for
+    whatever the batch (the remedy discussed in Dao-AILab/flash-attention#1897 and proposed for
     attention in Thinking Machines' "Defeating nondeterminism in LLM inference", 2025: the
     cut depends on the sequence alone, so with a fixed combine order a sequence's result is
     the same bits in any batch, and long sequences are still spread over many programs).
@@ -185,11 +185,11 @@ def plan_seq_of_slot(plan: Plan) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------
-# The legacy design, for comparison
+# Version 3's split-KV grid (kernels.mla_decode's "splitkv"), and the model's comparison of it with the plan
 # ---------------------------------------------------------------------------------------
 
-def legacy_num_splits(b: int, s_q: int, h_q: int, max_seqlen_bound: int, num_sms: int, block_m: int = 64,
-                      block_n: int = 64, min_tiles_per_split: int = 4) -> int:
+def splitkv_num_splits(b: int, s_q: int, h_q: int, max_seqlen_bound: int, num_sms: int, block_m: int = 64,
+                       block_n: int = 64, min_tiles_per_split: int = 4) -> int:
     """The split-KV version's split count: about two programs per SM over the grid, at
     least min_tiles_per_split tiles per split, at most 64 (kernels.mla_decode)."""
     programs = b * row_blocks(s_q, h_q, block_m)
@@ -198,11 +198,12 @@ def legacy_num_splits(b: int, s_q: int, h_q: int, max_seqlen_bound: int, num_sms
     return int(max(1, min(want, most, 64)))
 
 
-def legacy_programs(cache_seqlens, h_q: int, s_q: int, num_splits: int, block_n: int = 64, block_m: int = 64,
-                    seq_fastest: bool = True):
+def splitkv_programs(cache_seqlens, h_q: int, s_q: int, num_splits: int, block_n: int = 64, block_m: int = 64,
+                     seq_fastest: bool = True):
     """Programs of the grid (b, row_blocks, splits) in launch order: (seq, row block, first
-    block, end block). CUDA launches blockIdx.x fastest; the legacy grid puts the sequence
-    on x, so the row blocks of one sequence are b programs apart (seq_fastest=True)."""
+    block, end block). CUDA launches blockIdx.x fastest; with the sequence on x
+    (seq_fastest=True) the row blocks of one sequence are b programs apart, with the row
+    block on x they are adjacent."""
     lens = np.asarray(cache_seqlens, dtype=np.int64)
     rb = row_blocks(s_q, h_q, block_m)
     progs = []
@@ -350,16 +351,16 @@ def schedule_stats(design: str, cache_seqlens, h_q: int, s_q: int, num_sms: int 
                    seq_fastest: bool = True, batch_invariant: bool = False,
                    programs_per_sm: int = 1, split_blocks: int | None = None) -> ScheduleStats:
     """Per-SM work, programs, splits and modelled HBM traffic of one design on one batch.
-    design: "legacy" (split-KV grid), "planned" (plan_decode, batch_invariant: no sequence
+    design: "splitkv" (version 3's split-KV grid), "planned" (plan_decode, batch_invariant: no sequence
     cut) or "fixed" (fixed_split_pieces of split_blocks blocks, one program per piece and
     row block, launched in order). programs_per_sm: resident programs per SM (the plan then
     has that many parts per SM)."""
     lens = np.asarray(cache_seqlens, dtype=np.int64)
     n_rows = s_q * h_q
-    if design == "legacy":
+    if design == "splitkv":
         bound = int(max_seqlen_bound if max_seqlen_bound is not None else lens.max(initial=0))
-        splits = legacy_num_splits(len(lens), s_q, h_q, bound, num_sms, block_m, block_n)
-        raw = legacy_programs(lens, h_q, s_q, splits, block_n, block_m, seq_fastest)
+        splits = splitkv_num_splits(len(lens), s_q, h_q, bound, num_sms, block_m, block_n)
+        raw = splitkv_programs(lens, h_q, s_q, splits, block_n, block_m, seq_fastest)
         progs = [((i, m), [(i, b0, b1)]) for i, m, b0, b1 in raw]
         n_partials = len(lens) * splits if splits > 1 else 0
         split_seqs = len(lens) if splits > 1 else 0
@@ -378,7 +379,7 @@ def schedule_stats(design: str, cache_seqlens, h_q: int, s_q: int, num_sms: int 
         n_partials = int(per_seq[per_seq > 1].sum())
         split_seqs = int((per_seq > 1).sum())
     else:
-        raise ValueError(f"design must be 'legacy', 'planned' or 'fixed', got {design!r}")
+        raise ValueError(f"design must be 'splitkv', 'planned' or 'fixed', got {design!r}")
     work, reads = _reads_and_work(progs, overhead, kv_row_bytes, block_n)
     starts, busy = run_programs(work, num_sms, programs_per_sm)
     all_reads = [(starts[j] + t, key) for j, r in enumerate(reads) for t, key in r]
@@ -392,16 +393,16 @@ def schedule_stats(design: str, cache_seqlens, h_q: int, s_q: int, num_sms: int 
 
 def work_per_sm(cache_seqlens, h_q: int, s_q: int = 1, num_sms: int = 132, block_n: int = 64,
                 overhead: int = FIXED_OVERHEAD_BLOCKS):
-    """Busy time per SM [num_sms] (KV blocks + overhead) of the first edition's grid and of
-    the plan: (before, after)."""
+    """Busy time per SM [num_sms] (KV blocks + overhead) of version 3's split-KV grid, launched
+    sequence fastest, and of the plan: (grid, plan)."""
     lens = np.asarray(cache_seqlens, dtype=np.int64)
-    splits = legacy_num_splits(len(lens), s_q, h_q, int(lens.max(initial=0)), num_sms, block_n=block_n)
-    legacy = [b1 - b0 + overhead for _, _, b0, b1 in legacy_programs(lens, h_q, s_q, splits, block_n)]
-    _, before = run_programs(legacy, num_sms)
+    splits = splitkv_num_splits(len(lens), s_q, h_q, int(lens.max(initial=0)), num_sms, block_n=block_n)
+    grid = [b1 - b0 + overhead for _, _, b0, b1 in splitkv_programs(lens, h_q, s_q, splits, block_n)]
+    _, on_grid = run_programs(grid, num_sms)
     plan = plan_decode(lens, h_q, s_q, num_sms, block_n=block_n, overhead=overhead)
-    after = np.repeat(plan.part_work, plan.row_blocks).astype(float)
-    after = np.concatenate([after, np.zeros(num_sms - len(after))])
-    return before, after
+    planned = np.repeat(plan.part_work, plan.row_blocks).astype(float)
+    planned = np.concatenate([planned, np.zeros(num_sms - len(planned))])
+    return on_grid, planned
 
 
 # ---------------------------------------------------------------------------------------
@@ -409,7 +410,7 @@ def work_per_sm(cache_seqlens, h_q: int, s_q: int = 1, num_sms: int = 132, block
 # ---------------------------------------------------------------------------------------
 
 def lengths_bench(rng, b: int, mean_sk: int, s_q: int):
-    """kernels/bench.py's first edition: normal around mean_sk (sd mean_sk/2), clipped to [s_q, 2*mean_sk]."""
+    """kernels/bench.py --lengths clipped: normal around mean_sk (sd mean_sk/2), clipped to [s_q, 2*mean_sk]."""
     lens = rng.normal(mean_sk, mean_sk / 2, size=b).round()
     return np.clip(lens, s_q, 2 * mean_sk).astype(np.int64)
 

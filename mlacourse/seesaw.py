@@ -166,10 +166,12 @@ COMPILED_V6 = {
     "3.9.0": dict(maxnreg=255, setmaxnreg=(256, 248), registers_named=(244, 232), loop_local_ops=(0, 0),
                   loop_instructions=(1611, 1377), spill_bytes=0),
 }
-# Before the fix (kernels/BENCHMARKS.md's history): triton's cap of 256, dropped by ptxas; both shares 256,
-# so both warpgroups compiled against 255; warpgroup 0 spilled its hoisted wgmma descriptors in its loop.
-COMPILED_V6_BEFORE = {"3.6.0": dict(maxnreg=256, setmaxnreg=(256, 256), registers_named=(253, 239),
-                                    loop_local_ops=(36, 0), loop_instructions=(1756, 1281), spill_bytes=300)}
+# The same kernel with equal shares (kernels/BENCHMARKS.md): triton's cap of 256, which ptxas drops, and
+# both shares 256, so both warpgroups compile against 255 and warpgroup 0 spills its hoisted wgmma
+# descriptors in its loop -- why version 6 splits the registers 256/248.
+COMPILED_V6_EQUAL_SHARES = {"3.6.0": dict(maxnreg=256, setmaxnreg=(256, 256), registers_named=(253, 239),
+                                          loop_local_ops=(36, 0), loop_instructions=(1756, 1281),
+                                          spill_bytes=300)}
 
 
 def seesaw_partitions(triton_version: str = "3.6.0", compiled=None) -> tuple:

@@ -500,7 +500,6 @@ def host_times(path: str) -> dict:
 # The budget
 # ---------------------------------------------------------------------------------------
 
-H200_SMS = 132
 H200_CPUS = 16  # KINDS.md: the H200 machine's cores
 H200_BF16_FLOPS = 790e12  # KINDS.md: an 8192^3 bf16 product through PyTorch on an H200 here
 H200_COPY_BYTES = 4.3e12  # KINDS.md: a device-to-device copy, bytes read + written

@@ -1,7 +1,7 @@
 """A hostile class: submissions that attack the grader, written for the course's tests.
 
 Each attacker is a practice file whose module-level code (run when the judge imports it)
-and functions try one kind of attack from issues 16 and 24, as a student who knows the
+and functions try one kind of attack on the grader, as a student who knows the
 teacher's layout would (the paths of the repository, the secret seed file, the
 submissions, the grades, HOME and the venv are written into the attack: the worst case).
 What an attack finds it prints, encoded so that a plain-text filter would miss it;
@@ -10,7 +10,7 @@ point one gets was stolen. Every payload an attack writes is a comment (``# MLAH
 and every process it starts carries MARK in its command line, so a sandbox that failed
 would leave traces the test finds and removes, not damage.
 
-Issue 24's attacks are on what crosses back into the teacher's process: texts of tens of
+Other attacks are on what crosses back into the teacher's process: texts of tens of
 MiB (an exception's message, printed output, a returned string), text that acts where it
 is shown (HOSTILE_TEXT: ANSI escapes, HTML, Markdown links, bidi controls, formulas, NUL,
 CR), an attempt that sleeps just under every case's limit, and, beside the files

@@ -26,8 +26,8 @@ STUB_GLOB = "p[0-9][0-9]_*.py"
 # what a copy of the course leaves out: build output, virtual environments, caches, VCS
 SKIP = shutil.ignore_patterns(".git", ".venv*", "site", ".site-cache", ".site-test", "__pycache__",
                               "*.pyc", ".pytest_cache", ".hypothesis", "*.egg-info", "build", "dist",
-                              "slides", "grades", ".ipynb_checkpoints", ".judge_state.json",
-                              ".judge_hints.txt", "results.json")
+                              "slides", "grades", ".ipynb_checkpoints", ".judge_hints.txt",
+                              "results.json")
 
 
 def _functions_asked() -> dict[str, tuple]:

@@ -2,7 +2,7 @@
 
 * every chapter the course has (found, not listed) passes every step that reads files;
   tests/test_notebooks.py executes them all;
-* a fake chapter 9 added to a copy of the course fails each step with the step's name
+* a fake chapter after the last one, added to a copy of the course, fails each step with the step's name
   until that step is done -- the two regeneration commands (`python -m i18n update`,
   `python -m classroom guide`) run in the copy as a newcomer runs them -- and the
   chapter before it fails "next link" until it links the new one."""
@@ -31,7 +31,8 @@ def test_every_chapter_completes_its_checklist(chapter):
 
 # --------------------------------------------------------------------------- a fake chapter
 
-FAKE = "09_fake_topic.ipynb"
+N = checklist.number(COURSE.chapters()[-1]) + 1   # the fake chapter comes after today's last one
+FAKE = f"{N:02d}_fake_topic.ipynb"
 BLAS = ('import os  # one BLAS thread: set before numpy loads (a small machine oversubscribes)\n'
         'for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):\n'
         '    os.environ.setdefault(_var, "1")\n')
@@ -94,22 +95,22 @@ def test_a_new_chapter_fails_a_named_step_until_each_is_done(course_copy):
         assert undone(steps=steps) == left & set(steps), f"after doing '{step}'"
 
     def clean():
-        nb.cells[0].source = "# Chapter 9 — A fake topic\n\nWhat this chapter asks."
+        nb.cells[0].source = f"# Chapter {N} — A fake topic\n\nWhat this chapter asks."
         nb.cells[3].outputs, nb.cells[3].execution_count = [], None
     did("clean", clean)
     did("blas thread", lambda: setattr(nb.cells[1], "source", BLAS + nb.cells[1].source))
-    did("sections", lambda: nb.cells.extend([_md("## 9.1 The idea\n\nText."), _md("## Summary\n\n- one point")]))
+    did("sections", lambda: nb.cells.extend([_md(f"## {N}.1 The idea\n\nText."), _md("## Summary\n\n- one point")]))
     hidden = {"jupyter": {"source_hidden": True}, "tags": ["solution"]}
     did("exercises", lambda: nb.cells.extend([
-        _md("**Exercise 9.1.** Sum it."), _code("# Solution to exercise 9.1\nprint(1 + 2)", **hidden),
-        _md("**Exercise 9.2.** Double it."), _code("# Solution to exercise 9.2\nprint(2 * 2)", **hidden)]))
+        _md(f"**Exercise {N}.1.** Sum it."), _code(f"# Solution to exercise {N}.1\nprint(1 + 2)", **hidden),
+        _md(f"**Exercise {N}.2.** Double it."), _code(f"# Solution to exercise {N}.2\nprint(2 * 2)", **hidden)]))
     did("practice list", lambda: nb.cells.append(
         _md("**Practice:** [Problem 99 · fake_topic](../practice/p99_fake_topic.py).")))
     did("next link", lambda: nb.cells.append(
         _md("Next: this is the course's last chapter for now — back to [the map](../README.md).")))
     before_nb = nbformat.read(before, as_version=4)
     last = before_nb.cells[-1]
-    last.source = last.source.split("Next:")[0] + f"Next: [Chapter 9 · A fake topic]({FAKE})."
+    last.source = last.source.split("Next:")[0] + f"Next: [Chapter {N} · A fake topic]({FAKE})."
     nbformat.write(before_nb, before)
     assert undone(before) == {"chinese catalogue"}, "an edited English cell needs `python -m i18n update`"
 
@@ -117,7 +118,7 @@ def test_a_new_chapter_fails_a_named_step_until_each_is_done(course_copy):
         readme = course_copy / "README.md"
         text = readme.read_text()
         row = next(ln for ln in text.splitlines() if ln.startswith(f"| {checklist.number(before)} | ["))
-        readme.write_text(text.replace(row, row + f"\n| 9 | [A fake topic](notebooks/{FAKE}) | a derivation | 99 |"))
+        readme.write_text(text.replace(row, row + f"\n| {N} | [A fake topic](notebooks/{FAKE}) | a derivation | 99 |"))
     did("readme map", readme_row)
     did("chinese catalogue", lambda: _run(["-m", "i18n", "update"], course_copy))
     assert undone(before) == set()
@@ -127,7 +128,7 @@ def test_a_new_chapter_fails_a_named_step_until_each_is_done(course_copy):
         nb.cells[1].source = nb.cells[1].source.replace(
             "import torch\n", "try:\n    import torch\nexcept ImportError:  # the browser\n    torch = None\n")
     did("browser", guard_torch)
-    did("figures", lambda: course.figures.update({"09": ["the published figure"]}))
+    did("figures", lambda: course.figures.update({f"{N:02d}": ["the published figure"]}))
     did("executes", lambda: nb.cells.pop(4))   # the cell that used an undefined name
     assert left == set() and checklist.failures(course, path) == []
     # the rest of the course did not notice, and the real repository is untouched

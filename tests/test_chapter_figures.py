@@ -211,7 +211,7 @@ def test_exercises_run_unanswered_and_their_solutions_pass(chapter):
         assert f"Exercise {label}: correct" in text
 
 
-# ---- claims a review found wrong or loose, and where the text sat out of order -----------------
+# ---- claims that are easy to get wrong or loose, and text that must come in order ---------------
 
 def _cells(chapter):
     return nbformat.read(CHAPTER[chapter], as_version=4).cells

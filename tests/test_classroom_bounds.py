@@ -56,9 +56,6 @@ def _stub() -> bytes:
     return sy.stub(P1).text
 
 
-ACTING = " ".join(t for t in HOSTILE_TEXT)
-
-
 @pytest.fixture(scope="module")
 def acting_class(tmp_path_factory):
     """Entries whose names act, an attempt that prints and raises acting text, a notebook

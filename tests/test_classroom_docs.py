@@ -2,14 +2,13 @@
 
 * The student bundle's README is README.md's student edition: every link, path, module
   and option it names is in the bundle, every judge command it shows parses with the
-  bundle's judge, and none of what the issue found (pytest, --solutions, CONTRIBUTING.md,
-  tests/, web/, pages.yml) is left; README.md itself names only what the repository has.
+  bundle's judge, and it names nothing a student's copy lacks (pytest, --solutions,
+  CONTRIBUTING.md, tests/, web/, pages.yml); README.md itself names only what the repository has.
 * `release` says truly what it leaves out (with --github-classroom too).
 * docs/teaching.md counts no problems by hand, and every problem it names exists, with
   the requirements the specs give it.
 * `gradescope` refuses to invent a seed or to read one from inside --out, and writes the
-  seed nowhere but into the autograder zip.
-* The old name `python -m grader.classroom` still runs the tools, saying the new name."""
+  seed nowhere but into the autograder zip."""
 import contextlib
 import io
 import json
@@ -54,9 +53,9 @@ def test_the_student_readme_names_only_what_the_bundle_holds(bundle_files, stude
     bad = [(r.line, r.value, why) for r in refs
            if (why := readme.missing(r, bundle_files, release.repository_files(ROOT)))]
     assert not bad, bad
-    # what the issue found, by plain search (independent of the reference parser)
+    # what a student's copy lacks, by plain search (independent of the reference parser)
     for gone in ("-m pytest", "--solutions", "CONTRIBUTING", "tests/", "web/", "pages.yml", "solutions/",
-                 "docs/", "--run-slow", "grader.classroom", "-m classroom", "For teachers", "<!--", "student-only"):
+                 "docs/", "--run-slow", "-m classroom", "For teachers", "<!--", "student-only"):
         assert gone not in student_text, gone
     assert "Student edition" in student_text and "python practice/judge.py" in student_text
 
@@ -137,7 +136,7 @@ def test_release_says_truly_what_it_leaves_out(tmp_path):
     assert (bundle / ".github/workflows/classroom.yml").is_file()
     listed = re.sub(r" \([^)]*\)", "", line.split("not included: ", 1)[1])   # drop "(...)" notes
     named = [n.rstrip("/") for n in listed.split(", ")]
-    assert {"solutions", "tests", "docs", "classroom", "grader/classroom", "web", "CONTRIBUTING.md"} <= set(named), named
+    assert {"solutions", "tests", "docs", "classroom", "web", "CONTRIBUTING.md"} <= set(named), named
     assert "grader/problems/*" in named and "grader" not in named   # the problems' folders, in part
     for name in named:
         if name == "grader/problems/*":   # each ships its spec and its mistakes' recorded answers
@@ -278,17 +277,6 @@ def test_the_student_readme_commands_run_in_the_bundle(tmp_path, student_text):
         assert done.returncode in (0, 1) and "Traceback" not in done.stderr, (line, done.stdout[-1500:],
                                                                             done.stderr[-1500:])
         assert "problem 4" in done.stdout.lower() or "not started" in done.stdout, (line, done.stdout[-1500:])
-
-
-def test_the_old_name_runs_the_tools_and_says_the_new_one():
-    """One release of grace for scripts written before the move (grader/classroom/)."""
-    new = subprocess.run([sys.executable, "-m", "classroom", "guide", "--check"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=120)
-    old = subprocess.run([sys.executable, "-m", "grader.classroom", "guide", "--check"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=120)
-    assert (old.returncode, old.stdout) == (new.returncode, new.stdout) and new.stdout.strip(), (old, new)
-    assert "`python -m classroom`" in old.stderr and "grader.classroom" not in new.stderr
-    assert sorted(p.name for p in (ROOT / "grader" / "classroom").glob("*.py")) == ["__init__.py", "__main__.py"]
 
 
 def test_a_new_problem_fails_until_the_guide_and_the_workflow_are_regenerated(monkeypatch, capsys):

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from grader import runner
+from grader.records import Reason
 from classroom import gradebook, submissions
 from tests import synthetic_class as sy
 from classroom.grade import Settings, grade_class
@@ -144,7 +145,7 @@ def graded(tmp_path_factory, request):
     return subs, expected, runs
 
 
-def test_the_class_has_what_the_issue_asks_for(graded):
+def test_the_class_meets_the_common_reasons(graded):
     _, expected, runs = graded
     students = {s for s, _ in expected}
     assert len(students) >= 30
@@ -152,6 +153,12 @@ def test_the_class_has_what_the_issue_asks_for(graded):
     for need in ("", "wrong_answer", "missing", "timeout", "memory", "uses_reference", "exception",
                  "import_error", "not_started", "exit", "missing_function", "wrong_type"):
         assert need in reasons, need
+
+
+def test_the_gradebook_says_every_reason_in_words():
+    """Every Reason a verdict can carry has a teacher's phrase in summary.md (PASSED needs none)."""
+    assert set(gradebook.REASONS) == set(Reason) - {Reason.PASSED}
+    assert all(isinstance(words, str) and words for words in gradebook.REASONS.values())
 
 
 def test_verdicts_are_exactly_the_expected_ones(graded):

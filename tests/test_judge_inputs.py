@@ -4,7 +4,7 @@
   and after the call, and the words that say where it changed (``waiting[2]``,
   ``running``'s order, ``x[1, 2]``); runner.mutations: only what the contract forbids.
 - Problem.kernel, through the real child with a toy Triton problem: the judge launches the
-  file's kernel itself (grader/kernel_harness.py), so an answer computed outside the kernel
+  file's kernel itself (grader/child/kernel.py), so an answer computed outside the kernel
   fails however the file dresses it up, and a kernel that reaches beyond triton is refused.
 """
 from __future__ import annotations
@@ -104,8 +104,7 @@ def test_the_contract_decides_which_changes_fail():
     assert p13.may_change_inputs and runner.mutations(p13, rec) == ["seqlen was 3, now 4"]
     p14 = runner.find(14)
     assert runner.mutations(p14, rec) == rec
-    assert runner.mutations(p14, ["waiting"]) == ["waiting changed"]  # an older child's record
-    assert runner.mutations(p14, 7) == ["7 changed"] and runner.mutations(p14, None) == []  # forged
+    assert runner.mutations(p14, 7) == ["7"] and runner.mutations(p14, None) == []  # forged: shown, as text
 
 
 def test_the_read_only_rule_is_added_once():
@@ -191,7 +190,7 @@ KERNEL_ATTEMPTS = {  # name: (the kernel's stored value, the attempt's own funct
 PATCH = """
 import sys
 for name, mod in list(sys.modules.items()):
-    if name.endswith("kernel_harness") or name == "__main__":
+    if name.endswith("kernel") or name.startswith("child") or name == "__main__":
         for attr in ("launch_with", "kernel_module", "kernel_launcher"):
             if hasattr(mod, attr):
                 setattr(mod, attr, lambda *a, **k: None)

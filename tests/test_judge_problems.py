@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from grader.reasons import Reason
 from grader.records import ProblemStatus
 from grader import child, runner
 from grader.problems.p01_kv_cache_bytes import spec as p01_kv_cache_bytes
@@ -253,5 +254,9 @@ P8_MUTATE = attempt(8, "mutates", P8_HEAD + "    c_kv *= 1.0\n    k_rope[:] = k_
 
 
 def test_p08_input_mutation_is_reported(graded):
+    # The inputs arrive read-only (a sealed memfd), so the first in-place write
+    # raises where it is written; the verdict names that line, not a later diff.
     f = failure(graded[P8_MUTATE])
-    assert "changed its input in place: k_rope[0, 0]" in f.message
+    assert f.reason is Reason.MUTATED_INPUT, f.reason
+    assert "tried to change one of its input arrays in place" in f.message
+    assert "line 4, in absorb_decode" in f.message, f.message

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from grader import child, runner, sandbox
-from grader.records import CaseStatus, ProblemStatus
-from grader.spec import Case, Mistake, Problem, compare_arrays
+from grader.lang import said
+from grader.records import CaseOutcome, CaseStatus, ProblemResult, ProblemStatus, Reason
+from grader.spec import Case, Mistake, Problem, Verdict, compare_arrays, fail
 
 
 def _make_cases(seed):
@@ -256,7 +257,7 @@ def test_fake_result_markers_are_ignored(graded):
 
 
 def test_mutating_inputs_is_reported(graded):
-    """The sandboxed child hands arrays over read-only (grader/child.py freeze_arrays): the
+    """The sandboxed child hands arrays over read-only (grader/child/inputs.py freeze_arrays): the
     write itself fails, and the verdict says where."""
     f = first(graded["mutates input"])
     assert f.reason == "mutated_input" and f.mistake is None
@@ -545,3 +546,20 @@ def test_forged_start_events_cannot_extend_the_run(tmp_path, monkeypatch):
     # the attempt's budget (grader/plan.py): startup 3 + 1, the largest limit 1, a tenth of 2 x 1 = 5.2 s
     assert time.monotonic() - t0 < 12
     assert first(res).reason == "time_budget" and "whole time budget of 5 s" in first(res).message
+
+
+def test_a_reason_is_its_word_in_json_and_a_misspelt_one_raises():
+    """Reason is a str Enum: JSON, gradebooks and caches carry the same words as before; a
+    tag set as a string becomes the member, and a tag that is not one raises where it is set."""
+    assert fail(said("no"), "wrong_type").reason is Reason.WRONG_TYPE
+    assert json.dumps({"reason": Reason.NOT_FINITE}) == '{"reason": "not_finite"}'
+    assert Reason("time_budget") == "time_budget" and str(Reason.TIME_BUDGET) == "time_budget"
+    case = Case("c", "double", {})
+    assert CaseOutcome(case).fail("x", "memory").reason is Reason.MEMORY
+    assert CaseOutcome(case).reason is Reason.PASSED and ProblemResult(TOY, "f.py").reason is None
+    for bad in (lambda: fail(said("no"), "wrong type"), lambda: Verdict(False, "", "Wrong_Answer"),
+                lambda: CaseOutcome(case).fail("x", "oom"), lambda: CaseOutcome(case, reason="ok"),
+                lambda: ProblemResult(TOY, "f.py").broken("x", "import error"),
+                lambda: ProblemResult(TOY, "f.py", reason="import error")):
+        with pytest.raises(ValueError):
+            bad()

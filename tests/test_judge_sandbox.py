@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from grader import jail, limits, runner, sandbox
+from grader import plan, jail, limits, runner, sandbox
 from grader.records import ProblemStatus
 from tests.sandbox_support import require_sandbox
 from tests.test_judge_robustness import TOY, first
@@ -66,8 +66,9 @@ def test_it_sees_no_course_no_home_and_a_cleared_environment(tmp_path, monkeypat
     root, solutions, course, home, env, cwd, judge = eval(seen)
     assert not solutions and not course and not home
     assert "MLA_CLASS_SEED" not in env and not any(k.startswith("PYTHON") for k in env)
-    assert set(env) <= set(jail.environment(True, True)) | {"PWD"} and cwd == jail.WORK
-    assert sorted(judge) == ["child.py", "job.pkl"]
+    expected = plan.Plan((), {}, 0.0, 0.0, stack="torch", gpu=False).environment(jail.HOME, jail.TMP)
+    assert set(env) <= set(expected) | {"PWD"} and cwd == jail.WORK
+    assert sorted(judge) == ["child", "job.pkl"]
     assert set(root) <= {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "sys", "proc",
                          "dev", "tmp", "judge", *{p.split("/")[1] for p in [sys.base_prefix, *jail.site_dirs(),
                                                                              str(tmp_path)]}}
@@ -199,8 +200,8 @@ def test_the_record_from_the_pipe_is_checked_field_by_field():
 
 @pytest.mark.parametrize("status", ["timeout", "crashed", "out_of_memory", "too_large", "not_run", "exited"])
 def test_a_status_only_the_judge_gives_is_a_protocol_error_when_the_attempt_sends_it(status):
-    """A forged "timeout" with timeout_s "forever" once made the verdict's formatting raise,
-    so the attempt was 'not graded' forever: such a record is now the attempt's failure."""
+    """A forged "timeout" with timeout_s "forever" would make the verdict's formatting raise,
+    and the attempt 'not graded' on every run: such a record is the attempt's failure."""
     rec = sandbox.clean_record({"event": "done", "i": 0, "status": status, "timeout_s": "forever",
                                 "code": "x", "cap_mb": None, "signal": 9})
     assert rec == {"status": "error", "type": "ProtocolError",
@@ -253,8 +254,8 @@ def test_the_learners_judge_says_in_one_line_when_there_is_no_sandbox(monkeypatc
 
 
 def test_the_command_binds_no_course_file():
-    argv = jail.command(str(sandbox.CHILD), "/tmp/job.pkl", "/tmp/a/p01.py", 5, True, True,
-                        hide=[str(runner.ROOT)])
+    argv = jail.command(str(sandbox.CHILD), "/tmp/job.pkl", "/tmp/a/p01.py", 5,
+                        plan.Plan((), {}, 0.0, 0.0, stack="torch", gpu=False), hide=[str(runner.ROOT)])
     sources = [argv[i + 1] for i, a in enumerate(argv[:-2]) if a in ("--ro-bind", "--bind", "--dev-bind")]
     root = str(runner.ROOT)
     # A venv inside the repository (.venv, what setup.sh makes) is bound as its site-packages
@@ -279,7 +280,7 @@ def test_a_venv_under_tmp_stays_visible(monkeypatch, tmp_path):
     site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
     site.mkdir(parents=True)
     monkeypatch.setattr(jail, "site_dirs", lambda: [str(site)])
-    argv = jail.command(str(sandbox.CHILD), "/tmp/job.pkl", None, 5, False, False)
+    argv = jail.command(str(sandbox.CHILD), "/tmp/job.pkl", None, 5, plan.Plan((), {}, 0.0, 0.0))
     scratch = next(i for i, a in enumerate(argv) if a == "--tmpfs" and argv[i + 1] == jail.TMP)
     bind = next(i for i, a in enumerate(argv) if a == "--ro-bind" and argv[i + 1] == str(site))
     assert scratch < bind, "the site-packages under /tmp would be hidden by the scratch tmpfs"

@@ -1,4 +1,4 @@
-"""Problems 16, 17 and 18 (chapter 8) against issue 15's rules, in-process:
+"""Problems 16, 17 and 18 (chapter 8) against the rules every spec keeps (grader/spec.py), in-process:
 
 - on every seed the hidden cases repeat shapes and argument subsets with other values, and
   repeat an earlier call after a different one, so an attempt that caches its answer by
@@ -103,7 +103,7 @@ def test_model_answer_passes_many_seeds(number, seeds):
 
 @pytest.mark.parametrize("number", [16, 17, 18])
 def test_every_edge_is_in_the_hidden_cases_of_every_seed(number):
-    """Issue 15: a situation the statement promises is in every seed's HIDDEN cases (seeds 0-49),
+    """A situation the statement promises is in every seed's HIDDEN cases (seeds 0-49),
     so an attempt that passes the public cases alone cannot skip it."""
     p = PROBLEMS[number]
     for seed in range(50):

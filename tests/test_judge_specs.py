@@ -11,7 +11,7 @@
 - every kind of structural extreme (grader.spec.STRUCTURE: ids out of order, an empty tile
   first, rows hundreds apart, lengths past every budget, near-ties, ...) is declared for
   every problem: edges of that kind, which hold on every seed like the others, or the
-  reason its statement allows none (issue 25);
+  reason its statement allows none (grader/spec.py: "Structural extremes: the rule");
 - problems that normalise per row (softmax, log-sum-exp merge: ``normalises_rows``) test
   rows near +750 and near -750 in one case, a row whose scores are hundreds apart with the
   largest last, and say "stable";
@@ -236,7 +236,7 @@ def test_promised_situations_occur_on_every_seed(problem):
 
 @pytest.mark.parametrize("problem", _params())
 def test_every_structural_extreme_is_declared(problem):
-    """The rule of issue 25, for structure as the variety test is for parameters: for each
+    """The rule of structural extremes, for structure as the variety test is for parameters: for each
     kind of STRUCTURE the problem has edges of that kind (checked on every seed above) or
     says in no_structure why its statement allows no such extreme -- not both, and no kind
     the rule does not know."""

@@ -2,15 +2,15 @@
 
 - The case generators send only input their statements allow: every problem's cases are
   drawn on many seeds and the REFERENCE runs on each hidden case and passes its check
-  (reference only, in this process: fast). Problem 14 once drew max_running = 0 on 3.8% of
-  seeds, which its own reference rejects -- every right attempt failed there. On the same
-  cases, every edge of the spec (its promised situations and structural extremes, issue
-  25) holds on every seed.
+  (reference only, in this process: fast). A generator that draws input its own reference
+  rejects (problem 14's max_running = 0, say) fails every right attempt on those seeds. On
+  the same cases, every edge of the spec (its promised situations and structural extremes)
+  holds on every seed.
 - The model answers in solutions/ pass on hundreds of seeds, graded in-process by the
   runner (the same records and verdicts as from a child, input snapshots included), and
   on a few seeds through the real child.
 - A memoising attempt fails on every one of many seeds (test_judge_specs checks 3).
-- The corpus attempts of issue 25 -- slips that show only at a structural extreme (ids out
+- The corpus attempts of structural extremes -- slips that show only at one (ids out
   of order, an empty first tile or part, a row whose scores are hundreds apart, a prompt
   past the budget, a near-tie float16 cannot separate, a call at the pool's limit) -- fail
   on every one of 100 seeds, and the right attempts written against them pass on each.
@@ -87,7 +87,8 @@ def test_generators_send_valid_input_on_many_seeds(problem):
 
 
 def test_schedule_step_never_draws_max_running_zero():
-    """The slip issue 15 found: seed 7 (among 762 of 20,000) drew max_running = 0."""
+    """max_running = 0 is input the statement does not allow (the reference rejects it): none of
+    the first 300 seeds draws it (a generator that drew it did so on 762 of 20,000, seed 7 first)."""
     p = runner.find(14)
     for seed in range(300):
         for c in p.make_cases(seed):
@@ -165,7 +166,7 @@ def test_memoising_attempts_fail_on_many_seeds(problem):
                     f"{problem.slug} seed {seed}: {fn} memoised on every argument but {a} passes")
 
 
-# Issue 25: corpus attempts whose slip shows only at a structural extreme, and right ones
+# Corpus attempts whose slip shows only at a structural extreme, and right ones
 # written against the same extremes. Each problem's edges put the extreme into every seed;
 # here the attempts prove it: graded in this process (plain numpy files only), every wrong
 # one fails on each of STRUCTURE_SEEDS seeds and every right one passes on each. (Problem
@@ -203,7 +204,7 @@ def _structure_params():
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the wrong attempts' own overflows and NaNs
 @pytest.mark.parametrize("path", _structure_params())
 def test_structural_attempts_on_many_seeds(path):
-    """A wrong attempt of issue 25's kinds fails on every one of STRUCTURE_SEEDS seeds (the
+    """A wrong attempt of a STRUCTURE kind fails on every one of STRUCTURE_SEEDS seeds (the
     structural extreme is in every seed's hidden cases, not in some); a right one passes on
     every seed (the extreme is valid input, and no false fail)."""
     problem = runner.find(int(path.parent.name[1:3]))

@@ -50,7 +50,7 @@ def _grade(tmp_path, problem, src, seed=5, name="attempt.py"):
 
 
 def _reasons(res) -> set:
-    return {o.reason for o in res.outcomes if o.status.value == "fail"} | {res.reason}
+    return {o.reason for o in res.outcomes if o.status.value == "fail"} | {res.reason} - {None}
 
 
 # --------------------------------------------------------------------------- memory
@@ -168,7 +168,7 @@ def _peak_of_grading(tmp_path, src, number=1) -> tuple[dict, float]:
         r = runner.grade(runner.find({number}), {str(path)!r}, seed=3)
         out = report.to_json([r])
         print(json.dumps({{"json": out, "status": str(r.status),
-                          "reasons": sorted({{o.reason for o in r.outcomes}} | {{r.reason}}),
+                          "reasons": sorted({{o.reason for o in r.outcomes}} | {{r.reason}} - {{None}}),
                           "longest": max([len(o.message) + len(o.output) for o in r.outcomes] + [len(r.message)]),
                           "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
         """)

@@ -14,8 +14,6 @@ import pytest
 from kernels import mla_decode as md
 from tests import kernel_checklist as K
 
-TILED = md.VERSION_TABLE["tiled"]
-
 
 def _fake_launch(call):
     """Version 2's launches, labelled as the new version's (what a copied launcher must do)."""

@@ -78,7 +78,7 @@ def check_rows(rows, table):
                loop_local_ops=(wg0["loop_local_ops"], wg1["loop_local_ops"]),
                loop_instructions=(wg0["loop_instructions"], wg1["loop_instructions"]), spill_bytes=seesaw["spill_stores"])
     assert got == recorded, f"update mlacourse.seesaw.COMPILED_V6[{rows[0]['triton']!r}] and BENCHMARKS.md: {got}"
-    # what the report found in versions 2-4 at 64 rows and 8 warps (issue 10): QK^T computed by both
+    # what the report finds in versions 2-4 at 64 rows and 8 warps: QK^T computed by both
     # warpgroups -- if a triton release fixes this, this line fails and the chapter's text must change
     planned64 = next(r for r in rows if r["label"] == "planned bf16 BLOCK_M=64")
     assert planned64["ratio"] > 1.4, table

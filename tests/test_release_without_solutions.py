@@ -37,7 +37,7 @@ def _not_shipped(folder, names):
     does not ship (grader.problems.shipped)."""
     from grader.problems import shipped
     rel = Path(folder).resolve().relative_to(ROOT).as_posix()
-    return {n for n in names if n in ("__pycache__", ".judge_state.json") or not shipped(f"{rel}/{n}")}
+    return {n for n in names if n in ("__pycache__", ".judge_hints.txt") or not shipped(f"{rel}/{n}")}
 
 
 def judge(release: Path, *args: str) -> subprocess.CompletedProcess:

@@ -8,7 +8,7 @@ latent rows) or "expand" (multi-head attention over per-head K and V built from 
   "chosen"     decode absorbs; a prefill chunk takes the path with fewer FLOPs
                (mlacourse.flops.choose_path, chapter 4) -- what this engine does;
   "rule"       decode absorbs, every prefill chunk expands, whatever its length and context
-               (the first description of vLLM's MLA backends; kept as the baseline it was);
+               (a simple description of vLLM's MLA backends that its code does not follow; a baseline);
   "threshold"  vLLM's rule as its code has it (vllm/v1/attention/backends/mla/flashmla.py and
                utils.py, vllm-project/vllm at commit 01b1d34, 2026): a request that already has
                cached tokens and runs at most `threshold` new tokens this step goes to the

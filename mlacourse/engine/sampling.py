@@ -26,8 +26,6 @@ import numpy as np
 # something; it is not the tokenizer of any real model.
 TEXT_ALPHABET = "".join(chr(c) for c in range(32, 127)) + "\n"
 
-FINISH_REASONS = ("stop_token", "stop_string", "length")
-
 
 @dataclass(frozen=True)
 class SamplingParams:

@@ -20,8 +20,8 @@ in ``TENSOR_ATTRS``. No imports, no other names, no lambdas or comprehensions, n
 attribute that starts with an underscore: nothing in the kernel's body can reach a Python
 object beyond triton's own, in Triton's CPU interpreter either.
 
-This file is copied next to grader/child.py in the sandbox only for problems that launch a
-kernel (``Problem.kernel``).
+Part of the child's package; imported only for the problems that launch a kernel
+(``Problem.kernel``).
 """
 from __future__ import annotations
 
