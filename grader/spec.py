@@ -790,7 +790,8 @@ def load_mistakes(spec_file, *, models: dict | None = None, match: Callable | No
 
         mistake: <its name>
         message: <what the learner is told; continuation lines start with two spaces>
-        reason: <the verdict's reason, when it is not a plain wrong answer>   (optional)
+        reason: <the verdict's reason, when it is not a plain wrong answer: a Reason value>   (optional;
+                tests/test_judge_corpus.py grades the entry and checks its verdict says it)
         match: <a way to compare in MATCHES, when the exact output varies>   (optional)
 
     and defines the ONE function of the problem it imitates, written as a learner would.
@@ -820,6 +821,8 @@ def load_mistakes(spec_file, *, models: dict | None = None, match: Callable | No
                              f"{mistake_file_name(head['mistake'])}")
         if "match" in head and head["match"] not in MATCHES:
             raise ValueError(f"{where}: unknown 'match: {head['match']}' (known: {sorted(MATCHES)})")
+        if "reason" in head and head["reason"] not in {r.value for r in Reason}:
+            raise ValueError(f"{where}: unknown 'reason: {head['reason']}' (a grader.reasons.Reason value)")
         defines = tuple(re.findall(r"^(?:async\s+)?def\s+(\w+)", source, re.M))
         fn = None
         if models is not None:

@@ -123,6 +123,19 @@ def test_a_malformed_slip_file_is_refused(tmp_path, text, says):
             slips.expand(e, _home(tmp_path))
 
 
+def test_a_named_mistake_with_an_unknown_reason_is_refused_where_it_loads(tmp_path):
+    """A mistake's 'reason:' is what its verdict must say (tests/test_judge_corpus.py grades
+    it); a misspelt one stops the spec from loading, naming the entry."""
+    from grader.spec import load_mistakes
+    home = _home(tmp_path)
+    entry = "=== sums_rows.py\nmistake: sums rows\nmessage: m\nreason: {}\n@@\n-    return y.sum(axis=0)\n+    return y.sum(axis=1)\n"
+    (home / "mistakes.diff").write_text(entry.format("not_finite"))
+    assert [m.name for m in load_mistakes(home / "spec.py")] == ["sums rows"]
+    (home / "mistakes.diff").write_text(entry.format("not_finte"))
+    with pytest.raises(ValueError, match=r"sums_rows.py: unknown 'reason: not_finte'"):
+        load_mistakes(home / "spec.py")
+
+
 # --------------------------------------------------------------------------- a contract change
 
 def _with_new_argument(text: str, functions) -> str:

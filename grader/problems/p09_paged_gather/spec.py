@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.lang import said
-from grader.spec import (Case, Edge, Problem, Verdict, as_array, compare_arrays, fail, load_mistakes,
+from grader.spec import (Case, Edge, Problem, Reason, Verdict, as_array, compare_arrays, fail, load_mistakes,
                          memo_twins, new_values)
 from mlacourse.paged import gather_paged, make_paged_cache
 
@@ -163,7 +163,7 @@ def check(case, result):
                            missing=n - arr.shape[0], n=n, page=page, pages=-(-n // page))
         return fail(said("{fn} returned shape {shape}, expected [cache_seqlens[seq], h_kv, d] = {want}.{why}",
                          fn=FN, shape=str(tuple(arr.shape)), want=str(tuple(expected.shape)), why=why),
-                    "wrong_shape")
+                    Reason.WRONG_SHAPE)
     nan_rows = np.flatnonzero(np.isnan(arr).reshape(n, -1).any(axis=1)) if n else []
     if len(nan_rows):
         return fail(said("{fn}: row {row} of your result is NaN ({n} NaN rows). The cache holds NaN "
@@ -171,7 +171,7 @@ def check(case, result):
                          "this sequence's block table, and the pages that unused table entries point to. "
                          "Token t lives at kv_cache[block_table[seq, t // page_block_size], t % "
                          "page_block_size].", fn=FN, row=int(nan_rows[0]), n=len(nan_rows)),
-                    "not_finite")
+                    Reason.NOT_FINITE)
     return compare_arrays(FN, expected, arr, rtol=0.0, atol=0.0, dims="[cache_seqlens[seq], h_kv, d]")
 
 

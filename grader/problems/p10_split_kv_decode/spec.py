@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from grader.lang import said
-from grader.spec import (Case, Edge, PASS, Problem, another_int, compare_arrays, fail, load_mistakes,
+from grader.spec import (Case, Edge, PASS, Problem, Reason, another_int, compare_arrays, fail, load_mistakes,
                          memo_twins, new_values, row_offsets, shape_text, uneven_rows_edge, wide_row_edge)
 from mlacourse.attention import attention
 
@@ -161,7 +161,7 @@ def check(case, result):
     if not isinstance(result, (tuple, list)) or len(result) != 4:
         size = said(" of length {n}", n=len(result)) if isinstance(result, (tuple, list)) else ""
         return fail(said("{fn} should return four arrays (out, lse, o_parts, lse_parts); got a {type}{size}.",
-                         fn=FN, type=type(result).__name__, size=size), "wrong_type")
+                         fn=FN, type=type(result).__name__, size=size), Reason.WRONG_TYPE)
     names = ("out", "lse", "o_parts", "lse_parts")
     dims = ("[h_q, d_v]", "[h_q]", "[n_splits, h_q, d_v]", "[n_splits, h_q]")
     for name, dim, exp, got in zip(names, dims, reference(**case.args), result):

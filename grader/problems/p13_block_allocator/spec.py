@@ -11,7 +11,7 @@ import copy
 import numpy as np
 
 from grader.lang import said
-from grader.spec import Case, Edge, PASS, Problem, fail, load_mistakes, memo_twins
+from grader.spec import Case, Edge, PASS, Problem, Reason, fail, load_mistakes, memo_twins
 from mlacourse.engine import pages
 
 APPEND, RELEASE = "append_slots", "release"
@@ -336,7 +336,7 @@ def _int_list(x, what):
     if not isinstance(x, (list, tuple)) or not all(
             isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in x):
         return fail(said("{what} should be a list of integer page ids; got {value}.", what=what,
-                         value=f"{x!r:.120}"), "wrong_type")
+                         value=f"{x!r:.120}"), Reason.WRONG_TYPE)
     return [int(v) for v in x]
 
 
@@ -345,7 +345,7 @@ def _copies(x, fn):
         return None
     if not isinstance(x, (list, tuple)) or not all(isinstance(c, (list, tuple)) and len(c) == 3 for c in x):
         return fail(said("{fn}'s copies should be a list of (src, dst, n_slots) triples, or None when "
-                         "out of pages; got {value}.", fn=fn, value=f"{x!r:.120}"), "wrong_type")
+                         "out of pages; got {value}.", fn=fn, value=f"{x!r:.120}"), Reason.WRONG_TYPE)
     out = []
     for c in x:
         v = _int_list(c, said("{fn}'s copy {copy}", fn=fn, copy=repr(c)))
@@ -363,7 +363,7 @@ def check(case, result):
         return fail(said("{fn} should return a 4-tuple ({first}, table, refcount, free); got a {type}{size}. "
                          "The judge sees only what your function returns, so return the lists too, even "
                          "where you changed them in place.", fn=fn, first=first,
-                         type=type(result).__name__, size=size), "wrong_type")
+                         type=type(result).__name__, size=size), Reason.WRONG_TYPE)
     if fn == APPEND:
         exp = reference_append(**copy.deepcopy(case.args))
         want0 = None if exp[0] is None else [tuple(c) for c in exp[0]]

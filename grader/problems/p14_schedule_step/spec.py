@@ -10,7 +10,7 @@ import copy
 import numpy as np
 
 from grader.lang import said
-from grader.spec import Case, Edge, PASS, Problem, another_int, fail, load_mistakes, memo_twins
+from grader.spec import Case, Edge, PASS, Problem, Reason, another_int, fail, load_mistakes, memo_twins
 from mlacourse.engine import scheduler
 
 FN = "schedule_step"
@@ -283,12 +283,12 @@ def check(case, result):
     if not isinstance(result, (list, tuple)) or not all(
             isinstance(e, (list, tuple)) and len(e) == 2 for e in result):
         return fail(said("{fn} should return a list of (rid, n_tokens) pairs; got {value}.", fn=FN,
-                         value=f"{result!r:.120}"), "wrong_type")
+                         value=f"{result!r:.120}"), Reason.WRONG_TYPE)
     got = []
     for rid, n in result:
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
             return fail(said("{fn}: the token count for {rid} should be an int; got {n}.", fn=FN,
-                             rid=repr(rid), n=repr(n)), "wrong_type")
+                             rid=repr(rid), n=repr(n)), Reason.WRONG_TYPE)
         got.append((rid, int(n)))
     budget = case.args["token_budget"]
     if sum(n for _, n in got) > budget:

@@ -10,7 +10,7 @@ import copy
 import numpy as np
 
 from grader.lang import said
-from grader.spec import Case, Edge, PASS, Problem, another_int, fail, load_mistakes, memo_twins
+from grader.spec import Case, Edge, PASS, Problem, Reason, another_int, fail, load_mistakes, memo_twins
 from mlacourse.engine import radix
 
 FN = "evict_lru"
@@ -321,13 +321,13 @@ def check(case, result):
         result = result.tolist()
     if not isinstance(result, (list, tuple)):
         return fail(said("{fn} should return a list of node ids; got {value}.", fn=FN,
-                         value=f"{result!r:.120}"), "wrong_type")
+                         value=f"{result!r:.120}"), Reason.WRONG_TYPE)
     got = []
     for x in result:
         if isinstance(x, bool) or not isinstance(x, (int, np.integer)) and not (
                 isinstance(x, float) and x.is_integer()):
             return fail(said("{fn} should return node ids (ints); got {x} in {start}.", fn=FN, x=repr(x),
-                             start=str(list(result)[:10])), "wrong_type")
+                             start=str(list(result)[:10])), Reason.WRONG_TYPE)
         got.append(int(x))
     n = len(case.args["parent"])
     bad = [x for x in got if not 0 <= x < n]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.lang import said
-from grader.spec import (Case, Edge, PASS, Problem, Verdict, as_array, compare_arrays, fail, load_mistakes,
+from grader.spec import (Case, Edge, PASS, Problem, Reason, Verdict, as_array, compare_arrays, fail, load_mistakes,
                          memo_twins)
 from mlacourse.sparse import physical_indices
 
@@ -184,7 +184,7 @@ def check(case, result):
     raw = np.asarray(result)
     if raw.dtype.kind not in "iu" and arr.shape == expected.shape:
         return fail(said("{fn} returned {dtype} values; indices are integers (FlashMLA takes int32): keep "
-                         "the arithmetic in integers.", fn=FN, dtype=str(raw.dtype)), "wrong_type")
+                         "the arithmetic in integers.", fn=FN, dtype=str(raw.dtype)), Reason.WRONG_TYPE)
     minus = case.args["topk_pos"] == -1
     if arr.shape == expected.shape and not np.array_equal(arr == -1, minus):
         first = tuple(int(x) for x in np.argwhere((arr == -1) != minus)[0])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.lang import said
-from grader.spec import (Case, Edge, PASS, Problem, Verdict, another_int, as_array, compare_arrays, fail,
+from grader.spec import (Case, Edge, PASS, Problem, Reason, Verdict, another_int, as_array, compare_arrays, fail,
                          load_mistakes, memo_twins)
 from mlacourse.attention import causal_mask
 from mlacourse.sparse import index_scores, index_topk
@@ -210,7 +210,7 @@ def check(case, result):
         return arr
     if np.asarray(result).dtype.kind not in "iu" and arr.shape == expected.shape:
         return fail(said("{fn} returned {dtype} values; positions are integers.", fn=FN,
-                         dtype=str(np.asarray(result).dtype)), "wrong_type")
+                         dtype=str(np.asarray(result).dtype)), Reason.WRONG_TYPE)
     if arr.shape == expected.shape and not np.array_equal(arr, expected):
         t = int(np.argwhere(arr != expected)[0][0])
         same_set = set(arr[t].tolist()) == set(expected[t].tolist())
