@@ -14,7 +14,7 @@ same folder (``learner.py``, or a right attempt of the corpus) -- so that a cont
     message: You scaled by 1/sqrt(d_nope); the dot product runs over d_nope + d_rope dims.
     @@
     -    return s / np.sqrt(q_nope.shape[1] + q_rope.shape[1])
-    +    return s / np.sqrt(q_nope.shape[1])            # slip: the rope dims are left out
+    +    return s / np.sqrt(q_nope.shape[1])            # the rope dims are left out
 
     === wrong_memo_by_shape.py from corpus/right_per_head_loops.py
     ...
