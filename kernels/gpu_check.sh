@@ -69,6 +69,11 @@ PY="${PYTHON:-python}"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 export TRITON_DEFAULT_FP_FUSION="${TRITON_DEFAULT_FP_FUSION:-1}"
 export PYTHONUNBUFFERED=1
+# one BLAS / OpenMP thread per process, the course's rule (classroom/execute.py's ONE_BLAS_THREAD): the test
+# steps' references run on the CPU, the dry run times them so and the budget projects them per core; on a
+# shared CPU more threads only spin (the prefill cases' references took 6x as long with them, load average 4.5)
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}" OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" \
+  MKL_NUM_THREADS="${MKL_NUM_THREADS:-1}"
 unset CI  # the slow tests (sm_90 compile reports, the browser) are not GPU work
 # a fresh triton cache: the compile step fills it, the later steps read it, each step's row counts
 # what it had to add (GPU_CHECK_TRITON_CACHE: another folder, e.g. to keep it)
