@@ -240,6 +240,8 @@ def test_the_whole_dry_run(tmp_path):
         assert found and int(found.group(1)) == want, (step, want, found and found.group(0))
     compiled = json.loads((tmp_path / "compile.json").read_text())
     assert compiled["dry_run"] and compiled["specializations"] == len(G.specializations("cpu")[0])
+    # every core compiles (nproc, which one OpenMP thread per process must not shrink to 1 job)
+    assert compiled["jobs"] == min(len(os.sched_getaffinity(0)), compiled["specializations"])
     assert not any(r.get("error") for r in compiled["rows"]) and not compiled["errors"]
     budget = json.loads((tmp_path / "budget.json").read_text())
     assert budget["total_s"] < 480 and budget["limits_s"] == 480
