@@ -9,14 +9,14 @@
 #   bash kernels/gpu_check.sh --dry-run [OUT_DIR]  on a CPU: every step in Triton's interpreter on the
 #                                                  cases shrunk, the compile step for real (sm_90), the budget
 #
-# Steps, each under its own limit (seconds on one H200; the limits add up to 480 with the 45 s
-# reserved for a future prefill step). A step that fails or runs out of time fails the run, and
-# the next step runs all the same:
+# Steps, each under its own limit (seconds on one H200; the limits add up to 480). A step that
+# fails or runs out of time fails the run, and the next step runs all the same:
 #   env           the GPU, driver, torch, triton, flash_mla
 #   compile       every kernel specialization the later steps launch, compiled once, in parallel, into a
 #                 fresh triton cache (python -m tests.gpu_check compile): the case matrix (the sparse
 #                 kernel with several top-k pieces and the combine, and with one piece), the batch-
-#                 invariance test, bench.py --quick, bench_sparse.py --quick. The test and bench steps then
+#                 invariance test, bench.py --quick, bench_sparse.py --quick, bench_prefill.py --quick (and the
+#                 prefill cases' launches). The test and bench steps then
 #                 load kernels, and each step's row counts the kernels it still had to compile (0 when
 #                 the list was right)
 #   tests         pytest -m gpu_check: versions 1-4 on the case matrix of tests/gpu_check.py (FlashMLA's
@@ -25,16 +25,22 @@
 #                 and the GPU-like reference at FlashMLA's tolerances, and batch invariance, bit for bit
 #   hopper        versions 5 and 6 on their cases (their first GPU run: a hang or a fault costs this step)
 #   sparse        version 7 on its cases (top-k 2048, -1 entries, an empty sequence; split and one piece)
+#   prefill       the prefill kernels on theirs (tests/gpu_check_prefill.py: every row of PREFILL_TABLE and
+#                 the chunked prefix context; ragged and empty prompts, extends after a prefix, queries
+#                 without keys, NaN-poisoned rows and workspace, FlashMLA's sparse prefill shapes with -1
+#                 entries), at FlashMLA's prefill tolerances -- checked before the prefill bench times them
 #   bench         python kernels/bench.py --quick --versions portable: every version whose row of the
 #                 version table is not hopper_only, every sequence checked (out and lse) before any timing
 #   bench-gluon   the same for the hopper_only versions
 #   A new version is in the test and bench steps through its row, never through this script.
 #   sparse-bench  python kernels/bench_sparse.py --quick: every query token checked, then timed
+#   prefill-bench python kernels/bench_prefill.py --quick: every query row checked, then timed
 #   host, budget  (dry run) the host work timed, the one-H200 budget projected (fails the run over 480 s)
 # In the dry run the bench steps run --smoke (Triton's interpreter, tiny shapes: the gates, no times).
 # After every step OUT_DIR/steps.tsv gets its row and OUT_DIR/GPU_CHECK.md is written again, so a
 # run that is cut short leaves every finished step's numbers on disk. Also OUT_DIR/<step>.log,
-# bench_quick.md, bench_gluon.md, bench_sparse.md, compile.json; exits 1 if any step failed.
+# bench_quick.md, bench_gluon.md, bench_sparse.md, bench_prefill.md, compile.json; exits 1 if any step
+# failed.
 # GPU_CHECK_BENCH_ARGS adds arguments to the bench step (e.g. "--versions planned,seesaw");
 # GPU_CHECK_ONLY=step,step runs only those steps (to rerun one); GPU_CHECK_PYTEST_ARGS adds
 # arguments to the test steps' pytest (CI's dry run passes --collect-only: it runs the same tests
@@ -63,12 +69,17 @@ PY="${PYTHON:-python}"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 export TRITON_DEFAULT_FP_FUSION="${TRITON_DEFAULT_FP_FUSION:-1}"
 export PYTHONUNBUFFERED=1
+# one BLAS / OpenMP thread per process, the course's rule (classroom/execute.py's ONE_BLAS_THREAD): the test
+# steps' references run on the CPU, the dry run times them so and the budget projects them per core; on a
+# shared CPU more threads only spin (the prefill cases' references took 6x as long with them, load average 4.5)
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}" OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" \
+  MKL_NUM_THREADS="${MKL_NUM_THREADS:-1}"
 unset CI  # the slow tests (sm_90 compile reports, the browser) are not GPU work
 # a fresh triton cache: the compile step fills it, the later steps read it, each step's row counts
 # what it had to add (GPU_CHECK_TRITON_CACHE: another folder, e.g. to keep it)
 export TRITON_CACHE_DIR="${GPU_CHECK_TRITON_CACHE:-$(mktemp -d "${TMPDIR:-/tmp}/gpu-check-triton.XXXXXX")}"
 mkdir -p "$TRITON_CACHE_DIR"
-JOBS="$(nproc 2>/dev/null || echo 2)"
+JOBS="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)"  # (nproc obeys OMP_NUM_THREADS)
 BUDGET=480  # seconds on one H200
 SELF_LIMIT=$BUDGET  # what this run may take: the H200 budget, or on a CPU the dry run's own
 if [ "$DRY" = 1 ]; then
@@ -162,6 +173,9 @@ summary() {
     if [ -f "$OUT/bench_sparse.md" ]; then
       echo; echo "### Sparse decode"; echo; cat "$OUT/bench_sparse.md"
     fi
+    if [ -f "$OUT/bench_prefill.md" ]; then
+      echo; echo "### Prefill"; echo; cat "$OUT/bench_prefill.md"
+    fi
   } > "$OUT/GPU_CHECK.md.tmp" && mv "$OUT/GPU_CHECK.md.tmp" "$OUT/GPU_CHECK.md"
 }
 
@@ -200,21 +214,27 @@ PYTEST=("$PY" -m pytest -q -p no:cacheprovider -m gpu_check -rs)
 run tests 75 600 "${PYTEST[@]}" tests/test_kernel_gpu_matrix.py::test_dense tests/test_kernel_batch_invariant.py
 run hopper 45 120 "${PYTEST[@]}" tests/test_kernel_gpu_matrix.py::test_hopper
 run sparse 30 300 "${PYTEST[@]}" tests/test_kernel_gpu_matrix.py::test_sparse
+run prefill 40 600 "${PYTEST[@]}" tests/test_kernel_gpu_matrix.py::test_prefill
 
 # ---- bench
 if [ "$DRY" = 1 ]; then
-  run bench 120 300 "$PY" kernels/bench.py --smoke --b 2 --versions tiled,planned --out "$OUT/bench_quick.md" \
+  run bench 90 300 "$PY" kernels/bench.py --smoke --b 2 --versions tiled,planned --out "$OUT/bench_quick.md" \
     ${GPU_CHECK_BENCH_ARGS:-}
-  run bench-gluon 50 120 "$PY" kernels/bench.py --smoke --b 2 --versions hopper --out "$OUT/bench_gluon.md"
+  run bench-gluon 40 120 "$PY" kernels/bench.py --smoke --b 2 --versions hopper --out "$OUT/bench_gluon.md"
 else
-  run bench 120 120 "$PY" kernels/bench.py --quick --out "$OUT/bench_quick.md" \
+  run bench 90 90 "$PY" kernels/bench.py --quick --out "$OUT/bench_quick.md" \
     --versions portable,torch,flashmla ${GPU_CHECK_BENCH_ARGS:-}
-  run bench-gluon 50 50 "$PY" kernels/bench.py --quick --out "$OUT/bench_gluon.md" --versions hopper
+  run bench-gluon 40 40 "$PY" kernels/bench.py --quick --out "$OUT/bench_gluon.md" --versions hopper
 fi
 if [ "$DRY" = 1 ]; then
   run sparse-bench 35 300 "$PY" kernels/bench_sparse.py --smoke --out "$OUT/bench_sparse.md"
 else
   run sparse-bench 35 35 "$PY" kernels/bench_sparse.py --quick --out "$OUT/bench_sparse.md"
+fi
+if [ "$DRY" = 1 ]; then
+  run prefill-bench 45 300 "$PY" kernels/bench_prefill.py --smoke --out "$OUT/bench_prefill.md"
+else
+  run prefill-bench 45 45 "$PY" kernels/bench_prefill.py --quick --out "$OUT/bench_prefill.md"
 fi
 
 # ---- the one-H200 budget, projected from this dry run's measurements

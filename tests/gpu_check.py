@@ -24,6 +24,11 @@ The matrix (why each shape is there is in its `why`):
           (s_q 1), an empty sequence (every index -1), lists with -1 tails; each case twice
           (variants): with the default top-k split (at these small batches: several pieces and
           the combine) and with batch_invariant=True (one program per list).
+  prefill the prefill kernels of chapter 9 (kernels.mla_prefill.PREFILL_TABLE, the chunked prefix
+          context): their cases are tests/gpu_check_prefill.py's (ragged and empty prompts about
+          the tiles, extends after a prefix, queries that see no key, NaN-poisoned rows and
+          workspace, a prefix in several chunks of a paged cache, FlashMLA's sparse prefill
+          shapes with invalid entries), checked with the prefill tolerance kinds.
 Every case runs on a cache whose unused slots are NaN and whose unused table entries are out of
 range (tests.test_kernels.make_case / tests.test_kernel_sparse.served_case), FP8 rows with
 power-of-two scales (FlashMLA's, the default), and is checked against both references --
@@ -34,11 +39,11 @@ dry run, CI) each case is checked at its GPU size in emulation (the GPU-like ref
 the GPU's tolerances of float64), and, where the version runs there, shrunk (shrunk()): the
 same edges, a few hundred keys, at most 16 heads.
 
-The specializations: every kernel launch of the matrix, of the batch-invariance test (marked
-gpu_check), of `kernels/bench.py --quick` (its quick cases, its versions) and of
-`kernels/bench_sparse.py --quick`, deduplicated by what triton's launcher specializes on
-(kernels.compile_report.specialize: dtypes, 16-byte alignment, integers divisible by 16 or equal
-to 1, constexprs, compile options)."""
+The specializations: every kernel launch of the matrix (the prefill cases included), of the
+batch-invariance test (marked gpu_check), of `kernels/bench.py --quick` (its quick cases, its
+versions), of `kernels/bench_sparse.py --quick` and of `kernels/bench_prefill.py --quick`,
+deduplicated by what triton's launcher specializes on (kernels.compile_report.specialize: dtypes,
+16-byte alignment, integers divisible by 16 or equal to 1, constexprs, compile options)."""
 from __future__ import annotations
 
 import argparse
@@ -50,6 +55,8 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests import gpu_check_prefill as P
 
 ROOT = Path(__file__).resolve().parent.parent
 SCALE = 192 ** -0.5  # what DeepSeek's MLA passes (FlashMLA's tests too)
@@ -311,6 +318,8 @@ def sources(device="cpu"):
     out.append(("bench", "bench.py --quick --versions portable", lambda: bench_launches(False, device)))
     out.append(("bench-gluon", "bench.py --quick --versions hopper", lambda: bench_launches(True, device)))
     out.append(("sparse-bench", "bench_sparse.py --quick", lambda: sparse_bench_launches(device)))
+    out += [("prefill", c.id, (lambda c=c: P.case_launches(c, device))) for c in P.cases()]
+    out.append(("prefill-bench", "bench_prefill.py --quick", lambda: P.bench_launches(device)))
     return out
 
 
@@ -482,6 +491,7 @@ def host_times(path: str) -> dict:
             print(f"{step:7s} {case.id:40s} build {t_in:6.2f} s  float64 reference {t_ref:6.2f} s  GPU-like "
                   f"({len(ops)}) {t_gpu:6.2f} s", flush=True)
         out["steps"][step] = rows
+    out["steps"]["prefill"] = P.host_rows()
     t = time.perf_counter()
     from tests import test_kernel_batch_invariant as B
     for lens, where in ((B.BATCH_A, 0), (B.BATCH_B, 3)):
@@ -512,8 +522,17 @@ H2D_BYTES = 10e9  # pageable host-to-device copies
 FP64_FLOPS = 30e12  # torch float64 products on an H200 (datasheet: 67 TFLOPS fp64 tensor): half assumed
 DO_BENCH_S = 0.25  # triton.testing.do_bench: 25 ms warm-up + 100 ms of repetitions + its estimate, rounded up
 PROFILER_S = 1.5  # bench.kernel_time_ms: torch.profiler set-up and 10 profiled calls
-PREFILL_RESERVE_S = 45  # a future prefill step: reserved, nothing runs yet
+REF_PASSES = 10  # the benchmarks' float64 references on the GPU: elementwise passes over their scores (mask,
+#                 max, exp, sum, rounding), each reading and writing them once
 BUDGET_S = 480  # 8 minutes on one H200
+
+
+def _prefill_kernel_estimate(case) -> float:
+    """A prefill case's calls on an H200: roofline floor of its work (gpu_check_prefill.work) x slack,
+    every variant, plus the host cost of its launches."""
+    flop, nbytes = P.work(case)
+    floor = max(flop / H200_BF16_FLOPS, nbytes / H200_COPY_BYTES)
+    return len(P.variants(case)) * KERNEL_SLACK * floor + len(P.case_launches(case)) * LAUNCH_S
 
 
 def _kernel_estimate(case: Case) -> float:
@@ -563,6 +582,53 @@ def _bench_estimate(hopper: bool) -> tuple[float, str]:
     return total, how
 
 
+def _prefill_reference_work(c: dict) -> tuple[float, float]:
+    """(FLOP, bytes of one pass over the scores) of one of kernels/bench_prefill.py's references on
+    the device (kernels.reference *_batched, float64): the expand path's score every (query, key)
+    pair, masked afterwards (the prefix: its whole context, plus the float64 expansion); the
+    sparse prefill's every entry, on gathered rows."""
+    b, h, s_q, s_k = c["b"], c["h"], c["s_q"], c["s_k"]
+    if c["kind"] == "sparse":
+        return 2 * s_q * h * c["topk"] * (576 + 512), 8 * s_q * c["topk"] * (576 + h)
+    flop = 2 * b * h * s_q * s_k * (192 + 128)
+    if c["kind"] == "prefix":
+        flop += 2 * b * s_k * 512 * h * (128 + 128)
+    return flop, 8 * b * h * s_q * s_k
+
+
+def _prefill_bench_estimate() -> tuple[float, str]:
+    """kernels/bench_prefill.py --quick on an H200, from its case list (a model, not a measurement):
+    per case both references on the device, then every implementation that runs there checked and
+    timed (FlashAttention, FlashInfer and FlashMLA are not on the H200 machine: KINDS.md's package
+    list; they cost an import attempt)."""
+    from kernels import bench_prefill as B
+    from kernels.mla_prefill import PREFILL_TABLE
+    from mlacourse.prefill import fa_flops, prefill_attention_bytes
+    not_there = ("fa2", "fa3", "flashinfer", "flashmla")
+    total, timed = 0.0, 0
+    for c in B.bench_cases(quick=True):
+        ref_flop, ref_bytes = _prefill_reference_work(c)
+        total += 2 * (ref_flop / FP64_FLOPS + REF_PASSES * ref_bytes / H200_COPY_BYTES)  # float64 and GPU-like
+        nbytes = (c["s_q"] * c["topk"] * 1152 if c["kind"] == "sparse" else
+                  c["b"] * prefill_attention_bytes(c["s_q"], c["s_k"], c["h"], 192, 128))
+        for name in B.implementations(c["kind"]):
+            if name in not_there:
+                continue
+            flop = B.case_flop(c)
+            if name in PREFILL_TABLE and PREFILL_TABLE[name].causal_tiles == "all":  # every tile, masked
+                flop *= fa_flops(c["b"], c["h"], c["s_q"], c["s_k"], 192, 128, False) / fa_flops(
+                    c["b"], c["h"], c["s_q"], c["s_k"], 192, 128, True)
+            call_s = KERNEL_SLACK * max(flop / H200_BF16_FLOPS, nbytes / H200_COPY_BYTES)
+            total += DO_BENCH_S + PROFILER_S + 15 * call_s  # the gate's call, do_bench, 10 profiled calls
+            timed += 1
+    how = (f"{len(B.bench_cases(quick=True))} cases: float64 and GPU-like references on the device at "
+           f"{FP64_FLOPS / 1e12:.0f} TFLOP/s + {REF_PASSES} passes over their float64 scores at "
+           f"{H200_COPY_BYTES / 1e12:.1f} TB/s; {timed} (case, implementation) pairs x (do_bench {DO_BENCH_S} s + "
+           f"profiler {PROFILER_S} s + 15 calls at {KERNEL_SLACK:.0f}x the roofline floor; version 1 at every "
+           f"tile's FLOP); FlashAttention, FlashInfer, FlashMLA not installed there")
+    return total, how
+
+
 def budget(out_dir: str) -> str:
     """The budget table: each step's limit and its projected seconds on one H200, and how."""
     out = Path(out_dir)
@@ -603,10 +669,11 @@ def budget(out_dir: str) -> str:
         per_step = {}
     if host:
         start = host["pytest_startup_s"]
-        names = {"dense": "tests", "hopper": "hopper", "sparse": "sparse"}
+        names = {"dense": "tests", "hopper": "hopper", "sparse": "sparse", "prefill": "prefill"}
         for step, rows_h in host["steps"].items():
             h = sum(r["build_s"] + r["reference_s"] + r.get("gpu_reference_s", 0) for r in rows_h)
-            k = sum(_kernel_estimate(c) for c in cases(step))
+            k = (sum(_prefill_kernel_estimate(c) for c in P.cases()) if step == "prefill" else
+                 sum(_kernel_estimate(c) for c in cases(step)))
             x = sum(r["bytes"] for r in rows_h) / H2D_BYTES
             extra = host.get("batch_invariance_build_s", 0) if step == "dense" else 0
             n_specs = per_step.get(step, 0)
@@ -624,8 +691,10 @@ def budget(out_dir: str) -> str:
     add("sparse-bench", 0.0, float(sb.get("limit", 0)),
         f"kernels/bench_sparse.py --quick ({per_step.get('sparse-bench', 0)} kernels from the cache): not "
         f"modelled; projected at its limit, where the step is stopped")
-    rows.append(("prefill (future)", PREFILL_RESERVE_S, 0.0, float(PREFILL_RESERVE_S),
-                 "reserved for a prefill step; nothing runs"))
+    est, how = _prefill_bench_estimate()
+    n_specs = per_step.get("prefill-bench", 0)
+    add("prefill-bench", 0.0, host["pytest_startup_s"] + CUDA_INIT_S + n_specs * LOAD_S + est if host else est,
+        f"model: python start + CUDA start + {n_specs} kernels from the cache + {how}")
     total = sum(c + r for _, _, c, r, _ in rows)
     limits = sum(lim for _, lim, _, _, _ in rows)
     lines = [f"## Budget for one H200 ({'projected from this dry run' if dry else 'this run'})", "",
@@ -663,6 +732,8 @@ def main(argv=None):
         for step in STEPS:
             for case in cases(step):
                 print(f"{step:7s} {case.id:45s} {case.shape.why}")
+        for case in P.cases():
+            print(f"prefill {case.id:45s} {case.shape.why}")
         specs, errors = specializations("cpu")
         for key, label, _, steps, _ in specs:
             print(f"spec  {label:28s} {','.join(sorted(steps))}")

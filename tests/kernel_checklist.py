@@ -18,8 +18,10 @@ per gap, each starting with its step: "step 4 (kernels/BENCHMARKS.md): ...". The
   7 gpu_check.sh       a dense version is timed by one of its GPU bench steps
 
 The prefill versions (kernels/mla_prefill.py's PREFILL_TABLE, a sibling table in the same style)
-go through steps 1-5 the same way (prefill_problems); steps 6 and 7 wait for chapter 9 and for
-gpu_check.sh's prefill step.
+go through steps 1-5 the same way (prefill_problems); step 6 waits for chapter 9. Step 7 needs no
+edit for them: gpu_check.sh's prefill step runs the prefill matrix (tests/gpu_check_prefill.py,
+made from the table's rows) and its prefill-bench step `bench_prefill.py --quick`, which times
+every row with call "expand" (tests/test_kernel_checklist.py checks both).
 
 tests/test_kernel_checklist.py holds every real version to no problem at all, and a fake
 version, registered in a fixture, to one named problem per forgotten step."""
@@ -282,8 +284,8 @@ def problems(name: str, docs: Docs | None = None, run: bool = True) -> list[str]
 
 
 # ---- the prefill versions (kernels/mla_prefill.py's PREFILL_TABLE, chapter 9) -------------------------
-# The same steps for a row of the sibling table, each checked the same way; steps 6 and 7 wait for
-# chapter 9 and for the prefill step of gpu_check.sh, which will name the table's rows.
+# The same steps for a row of the sibling table, each checked the same way; step 6 waits for
+# chapter 9; step 7 is the prefill steps of gpu_check.sh, which take the table's rows (module docstring).
 
 def build_prefill(v, cache: str = "bf16", dtype: str = "bfloat16", **options):
     """The launches of one small call of prefill version v (gpu=True: nothing runs)."""

@@ -129,6 +129,20 @@ def test_no_speed_is_claimed():
     assert not re.search(r"\d TFLOPS \(measured", text)
 
 
+def test_the_gpu_check_budget_is_benchmarks_md():
+    """The GPU check's projected budget and its prefill steps, as kernels/BENCHMARKS.md records the
+    dry run (with its command); each prefill step projected within its limit."""
+    bench = (ROOT / "kernels" / "BENCHMARKS.md").read_text()
+    total = int(re.search(r"Projected total: \*\*(\d+) s\*\* of the 480 s budget", bench).group(1))
+    rows = {name: (int(limit), float(projected)) for name, limit, projected in re.findall(
+        r"^\| (prefill|prefill-bench) \| (\d+) \| [\d.]+ \| [\d.]+ \| ([\d.]+)", bench, re.M)}
+    got = grab(r"projected by its dry run: (\d+) s of the 480 s budget; its prefill step (\d+) s of a (\d+) s "
+               r"limit, its prefill-bench step (\d+) s of a (\d+) s limit")
+    assert got == [total, round(rows["prefill"][1]), rows["prefill"][0], round(rows["prefill-bench"][1]),
+                   rows["prefill-bench"][0]] and total < 480
+    assert all(p <= limit for limit, p in rows.values())
+
+
 @pytest.mark.skipif(not RUNS_KERNELS, reason="needs torch and triton (the kernel cells are skipped without them)")
 def test_the_kernels_ran_and_passed_their_references():
     text = printed()

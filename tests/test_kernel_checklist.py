@@ -152,14 +152,19 @@ def test_gpu_check_runs_the_matrix_of_every_version():
     from tests import gpu_check as G
     script = K.Docs.read().gpu_check
     steps = {m.group(1): m.group(2) for m in re.finditer(r'^run (\w[\w-]*) .*"\$\{PYTEST\[@\]\}" (.*)$', script, re.M)}
-    assert "-m gpu_check" in script and set(steps) == {"tests", "hopper", "sparse"}, steps
-    for step, test in (("tests", "test_dense"), ("hopper", "test_hopper"), ("sparse", "test_sparse")):
+    assert "-m gpu_check" in script and set(steps) == {"tests", "hopper", "sparse", "prefill"}, steps
+    for step, test in (("tests", "test_dense"), ("hopper", "test_hopper"), ("sparse", "test_sparse"),
+                       ("prefill", "test_prefill")):
         assert f"tests/test_kernel_gpu_matrix.py::{test}" in steps[step]
     for name, v in md.VERSION_TABLE.items():
         mine = [c for c in G.cases() if c.version == name]
         assert {c.cache for c in mine} == set(v.caches) and {G.step_of(v)} == {G.step_of(md.VERSION_TABLE[c.version])
                                                                              for c in mine}, name
     assert K.bench_steps(script) == ["portable,torch,flashmla", "hopper"]
+    from tests import gpu_check_prefill as P  # the prefill rows: the same, from PREFILL_TABLE
+    for name, v in mp.PREFILL_TABLE.items():
+        assert {c.cache for c in P.cases() if c.version == name} == set(v.caches), name
+    assert re.search(r"^ *run prefill-bench .*kernels/bench_prefill\.py --quick", script, re.M)  # every expand row
 
 
 def test_contributing_numbers_and_names_the_same_steps():

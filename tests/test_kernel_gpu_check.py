@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests import gpu_check as G
+from tests import gpu_check_prefill as P
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "kernels" / "gpu_check.sh"
@@ -92,15 +93,16 @@ def _fabricated(tmp_path, compile_seconds, pytest_start=5.0, reference=2.0):
                  seconds=s) for i, s in enumerate(compile_seconds)]
     (tmp_path / "compile.json").write_text(json.dumps(dict(dry_run=True, jobs=2, specializations=len(rows),
                                                            enumerate_s=1.0, rows=rows, errors=[], triton="3.6.0")))
-    steps = {step: [dict(inputs="x", build_s=1.0, reference_s=reference, bytes=10**6)] for step in G.STEPS}
+    steps = {step: [dict(inputs="x", build_s=1.0, reference_s=reference, bytes=10**6)] for step in (*G.STEPS, "prefill")}
     (tmp_path / "host.json").write_text(json.dumps(dict(steps=steps, pytest_startup_s=pytest_start,
                                                         batch_invariance_build_s=0.5)))
 
 
 def test_the_budget_is_the_measurements_plus_stated_assumptions(tmp_path):
     """Compile: the measured compile times scheduled longest first on the H200's 16 cores, plus a
-    worker's start and the enumeration; each test step: its measured start and host work plus the
-    assumed CUDA start and kernel loads; the prefill reserve; over 480 s the budget fails."""
+    worker's start and the enumeration; each test step (the prefill one too): its measured start
+    and host work plus the assumed CUDA start, kernel loads and kernels; the prefill bench: python
+    and CUDA start plus its model; over 480 s the budget fails."""
     _fabricated(tmp_path, [10.0] * 16 + [20.0])
     G.budget(str(tmp_path))
     b = json.loads((tmp_path / "budget.json").read_text())
@@ -110,7 +112,14 @@ def test_the_budget_is_the_measurements_plus_stated_assumptions(tmp_path):
     dense = rows["tests"]["run_s"]
     assert dense == pytest.approx(5.0 + G.CUDA_INIT_S + 17 * G.LOAD_S + 3.0 + 0.5
                                   + sum(G._kernel_estimate(c) for c in G.cases("dense")) + 1e6 / G.H2D_BYTES, abs=0.01)
-    assert rows["prefill (future)"]["run_s"] == G.PREFILL_RESERVE_S and rows["sparse-bench"]["run_s"] == 35
+    prefill = rows["prefill"]["run_s"]
+    assert prefill == pytest.approx(5.0 + G.CUDA_INIT_S + 3.0 + sum(G._prefill_kernel_estimate(c) for c in P.cases())
+                                    + 1e6 / G.H2D_BYTES, abs=0.01)
+    assert 0 < sum(G._prefill_kernel_estimate(c) for c in P.cases()) < 1  # small cases: well under a second on a GPU
+    est, how = G._prefill_bench_estimate()
+    assert rows["prefill-bench"]["run_s"] == pytest.approx(5.0 + G.CUDA_INIT_S + est, abs=0.01)
+    assert "do_bench" in how and "not installed there" in rows["prefill-bench"]["how"]
+    assert rows["sparse-bench"]["run_s"] == 35 and "prefill (future)" not in rows
     assert b["total_s"] == pytest.approx(sum(r["compile_s"] + r["run_s"] for r in b["rows"]), abs=0.2)
     assert b["total_s"] < G.BUDGET_S and "OVER BUDGET" not in (tmp_path / "budget.md").read_text()
     assert G.main(["budget", str(tmp_path)]) == 0
@@ -128,9 +137,12 @@ def test_the_specializations_include_every_case_and_the_bench():
     assert len(keys) == len(specs)
     for case in G.cases():
         assert {G.spec_key(lc) for lc in G.case_launches(case)} <= keys, case.id
+    for case in P.cases():
+        assert {G.spec_key(lc) for lc in P.case_launches(case)} <= keys, case.id
     assert {G.spec_key(lc) for lc in G.sparse_bench_launches()} <= keys
+    assert {G.spec_key(lc) for lc in P.bench_launches()} <= keys
     steps = {st for s in specs for st in s[3]}
-    assert steps == {"dense", "hopper", "sparse", "bench", "bench-gluon", "sparse-bench"}
+    assert steps == {"dense", "hopper", "sparse", "prefill", "bench", "bench-gluon", "sparse-bench", "prefill-bench"}
     sparse = [s for s in specs if s[1].startswith("sparse")]
     pieces = {s[2].args["num_splits"] for s in sparse}
     assert 1 in pieces and max(pieces) > 1, pieces
@@ -162,21 +174,54 @@ def test_the_sparse_bench_launches_specialize_as_its_own_inputs():
 def test_zero_tensors_of_the_test_shapes_specialize_as_the_test_inputs():
     """The compile step builds each case's launches on zeros of its shapes; the test runs it on
     NaN-poisoned caches and random q. Same dtypes, alignment, table width and integers: the same
-    specializations (one case per shape and cache)."""
+    specializations (one case per shape and cache; the prefill cases' too)."""
     seen = set()
-    for case in G.cases():
+    for case, launches in [(c, G.case_launches) for c in G.cases()] + [(c, P.case_launches) for c in P.cases()]:
         if (case.shape, case.cache) in seen:
             continue
         seen.add((case.shape, case.cache))
-        real = [G.spec_key(lc) for lc in G.case_launches(case, contents=True)]
-        assert real == [G.spec_key(lc) for lc in G.case_launches(case, contents=False)], case.id
+        real = [G.spec_key(lc) for lc in launches(case, contents=True)]
+        assert real == [G.spec_key(lc) for lc in launches(case, contents=False)], case.id
+
+
+def test_the_prefill_bench_launches_are_the_benchs_own():
+    """P.bench_launches builds what `kernels/bench_prefill.py --quick` launches without running it:
+    on the bench's own smoke inputs (bench_prefill.build_*), its implementations of ours launch
+    exactly what P.bench_case_launches builds (recorded, not run: in the interpreter, where the
+    bench runs them), and the stand-ins P.bench_inputs specialize as the bench's inputs do (the
+    launches a GPU ships)."""
+    import torch
+
+    from kernels import bench_prefill as B
+    from kernels.launch import Launch
+    gen = torch.Generator().manual_seed(0)
+    builders = {"expand": B.build_expand, "prefix": B.build_prefix, "sparse": B.build_sparse}
+    recorded = []
+    real_call = Launch.__call__
+    Launch.__call__ = lambda self: recorded.append(self)
+    try:
+        for c in B.bench_cases(smoke=True):
+            data = builders[c["kind"]](torch, gen, c, "cpu")
+            recorded.clear()
+            for name, make in B.implementations(c["kind"]).items():
+                if name not in B.OTHERS[c["kind"]]:
+                    make(data, c)()
+            assert [G.spec_key(lc) for lc in recorded] == [G.spec_key(lc) for lc in P.bench_case_launches(c, data, False)]
+            stand_in = P.bench_inputs(c)
+            assert [(t.shape, t.dtype) for t in stand_in] == [(t.shape, t.dtype) for t in data], c
+            assert ([G.spec_key(lc) for lc in P.bench_case_launches(c, data)]
+                    == [G.spec_key(lc) for lc in P.bench_case_launches(c, stand_in)]), c
+    finally:
+        Launch.__call__ = real_call
+    assert len(P.bench_launches()) >= len(B.bench_cases(quick=True))
 
 
 @pytest.mark.slow
 def test_the_whole_dry_run(tmp_path):
     """Every step of the dry run on a CPU (minutes on two busy cores: the sm_90 compiles are real):
     the compile list compiles, the host work is timed, the budget is projected under 8 minutes,
-    the bench steps' gates pass in the interpreter. The three test steps only collect here
+    the bench steps' gates pass in the interpreter (the prefill bench's too). The four test steps
+    only collect here
     (GPU_CHECK_PYTEST_ARGS=--collect-only): each selects exactly the case matrix of its step,
     and CI runs those same tests itself (tests/test_kernel_gpu_matrix.py, the gpu_check test of
     tests/test_kernel_batch_invariant.py), so running them twice would only double their time.
@@ -186,15 +231,17 @@ def test_the_whole_dry_run(tmp_path):
     summary = (tmp_path / "GPU_CHECK.md").read_text()
     print(summary)
     assert r.returncode == 0, summary + r.stderr
-    for step in ("env", "compile", "host", "tests", "hopper", "sparse", "bench", "bench-gluon", "sparse-bench",
-                 "budget"):
+    for step in ("env", "compile", "host", "tests", "hopper", "sparse", "prefill", "bench", "bench-gluon",
+                 "sparse-bench", "prefill-bench", "budget"):
         assert f"| {step} | ok |" in summary, step
     for step, want in (("tests", len(G.cases("dense")) + len(GPU_CHECK_VERSIONS)), ("hopper", len(G.cases("hopper"))),
-                       ("sparse", len(G.cases("sparse")))):
+                       ("sparse", len(G.cases("sparse"))), ("prefill", len(P.cases()))):
         found = re.search(r"(\d+)(?:/\d+)? tests? collected", (tmp_path / f"{step}.log").read_text())
         assert found and int(found.group(1)) == want, (step, want, found and found.group(0))
     compiled = json.loads((tmp_path / "compile.json").read_text())
     assert compiled["dry_run"] and compiled["specializations"] == len(G.specializations("cpu")[0])
+    # every core compiles (nproc, which one OpenMP thread per process must not shrink to 1 job)
+    assert compiled["jobs"] == min(len(os.sched_getaffinity(0)), compiled["specializations"])
     assert not any(r.get("error") for r in compiled["rows"]) and not compiled["errors"]
     budget = json.loads((tmp_path / "budget.json").read_text())
     assert budget["total_s"] < 480 and budget["limits_s"] == 480
@@ -206,3 +253,7 @@ def test_the_whole_dry_run(tmp_path):
     sparse_bench = (tmp_path / "bench_sparse.md").read_text()
     assert "kernels/bench_sparse.py --smoke" in sparse_bench and "every checked row passed" in sparse_bench
     assert "### Sparse decode" in summary
+    prefill_bench = (tmp_path / "bench_prefill.md").read_text()
+    assert "--smoke" in prefill_bench and "every checked row passed" in prefill_bench and "### Prefill" in summary
+    rows = {r["step"]: r for r in budget["rows"]}
+    assert {"prefill", "prefill-bench"} <= set(rows) and all(rows[s]["limit"] > 0 for s in ("prefill", "prefill-bench"))

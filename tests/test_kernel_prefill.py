@@ -1,15 +1,16 @@
 """The expand path's prefill kernels (kernels/mla_prefill.py, the rows of PREFILL_TABLE with
 call="expand") against their two references (CPU: Triton's interpreter; compiled on a GPU).
 
-Cases in FlashMLA's and FlashAttention's test style: ragged batches with lengths 0, 1, a tile
-boundary - 1 / + 1 and longer, queries after a cached prefix (an extend), more queries than keys
-(rows that see no key), not causal, NaN-poisoned rows between the sequences' keys (seqused_k) and
-after the last query, fp16, 128 heads. Every case is checked three ways (kernels.reference.
-check_against_references, kind "prefill": FlashMLA's dense prefill tolerances): the GPU-like
-reference against float64 at the tolerances a GPU run is held to, and the kernel against both.
-The interpreter's tiles are 32 x 32 (kernels.mla_prefill._tiles), so 31/32/33 and 63/64/65 cross
-them."""
-import math
+The GPU check's prefill matrix (tests/gpu_check_prefill.py, run by tests/test_kernel_gpu_matrix.py::
+test_prefill) holds the kernels' cases in FlashMLA's and FlashAttention's style -- ragged batches
+with lengths 0, 1, on both sides of a tile and long, extends after a cached prefix, queries that
+see no key, not causal, NaN-poisoned rows after the sequences' keys (seqused_k) and after the last
+query, 128 heads -- at their GPU size in emulation and shrunk in Triton's interpreter (its tiles
+are 32 x 32, kernels.mla_prefill._tiles). This file holds what is the call's own: fp16 and another
+softmax scale, a float32 out buffer, bitwise batch invariance, the input checks, an empty call.
+Every kernel result is checked three ways (kernels.reference.check_against_references, kind
+"prefill": FlashMLA's dense prefill tolerances): the GPU-like reference against float64 at the
+tolerances a GPU run is held to, and the kernel against both."""
 
 import numpy as np
 import pytest
@@ -76,47 +77,6 @@ def check(q, k, v, cu_q, cu_k, used, causal=True, version="prefill_causal", soft
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_ragged_lengths_around_the_tile(version):
-    """0, 1, 31, 32, 33 and 70 queries, each a fresh prompt (n_k = n_q) or after a short prefix."""
-    n_q = [0, 1, 31, 32, 33, 70]
-    n_k = [0, 1, 31, 33, 65, 70]
-    out, lse = check(*make_case(n_q, n_k, seed=1), version=version)
-    assert torch.isfinite(out).all() and torch.isfinite(lse).all()
-
-
-@pytest.mark.parametrize("version", VERSIONS)
-def test_extend_after_a_prefix(version):
-    """Queries that start after a cached prefix: query j at position n_k - n_q + j."""
-    check(*make_case([3, 40, 17, 1], [29, 104, 117, 64], seed=2), version=version)
-
-
-@pytest.mark.parametrize("version", VERSIONS)
-def test_queries_before_every_key_get_zero_and_minus_infinity(version):
-    q, k, v, cu_q, cu_k, used = make_case([5, 40], [3, 2], seed=3)
-    out, lse = check(q, k, v, cu_q, cu_k, used, version=version)
-    assert torch.all(out[:2] == 0) and torch.all(lse[:, :2] == -math.inf)  # 5 queries, 3 keys: 2 see none
-    assert torch.all(out[5:5 + 38] == 0) and torch.all(lse[:, 5:5 + 38] == -math.inf)
-    assert torch.isfinite(lse[:, 2:5]).all() and torch.isfinite(lse[:, 43:]).all()
-
-
-@pytest.mark.parametrize("version", VERSIONS)
-def test_not_causal(version):
-    """A prefix chunk: every query sees every key (the chunked prefix context's call)."""
-    check(*make_case([7, 33, 0], [50, 20, 9], seed=4), causal=False, version=version)
-
-
-@pytest.mark.parametrize("version", VERSIONS)
-def test_poisoned_rows_are_never_read(version):
-    """NaN rows after every sequence's keys (named only by cu_seqlens_k, not by seqused_k) and after
-    the last query; out starts as NaN, so every row of every sequence must be written."""
-    case = make_case([1, 31, 33, 20], [40, 31, 64, 20], seed=5, gap=7, q_tail=3)
-    assert torch.isnan(case[1]).any() and torch.isnan(case[0]).any()
-    for causal in (True, False):
-        out, lse = check(*case, causal=causal, version=version)
-        assert torch.isfinite(out).all() and torch.isfinite(lse).all()
-
-
-@pytest.mark.parametrize("version", VERSIONS)
 def test_fp16_and_another_scale(version):
     check(*make_case([9, 33], [20, 40], dtype=torch.float16, seed=6), version=version, softmax_scale=0.05)
 
@@ -145,12 +105,6 @@ def test_a_sequence_is_bitwise_the_same_in_any_batch(version):
     alone = mp.mla_prefill(q[a:a + 33], k[c:c + 40], v[c:c + 40], torch.tensor([0, 33], **one),
                            torch.tensor([0, 40], **one), 33, version=version)
     assert torch.equal(out[a:a + 33], alone[0]) and torch.equal(lse[:, a:a + 33], alone[1])
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("version", VERSIONS)
-def test_128_heads_and_a_long_sequence(version):
-    check(*make_case([2, 150], [300, 150], h=128, seed=9), version=version)
 
 
 def test_the_input_checks():

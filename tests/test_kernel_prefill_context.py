@@ -3,11 +3,14 @@ paged latent cache chunk by chunk, attended (not causal) and merged by log-sum-e
 tokens' causal part -- against float64 (mlacourse.layer's expand path over the whole context) and
 the GPU-like reference (CPU: Triton's interpreter; compiled on a GPU).
 
-Cases: several chunks per sequence, prefixes of 0, of a chunk -1 / exactly / +1, a sequence with
-no new tokens, a query-heavy and a prefix-heavy sequence in one batch; the cache's unused slots
-NaN and its unused table entries out of range (mlacourse.paged.make_paged_cache), the workspace
-NaN-filled before the call (every number the attention reads must have been written by the
-expansion), the workspace's bytes equal to mlacourse.prefill.chunked_prefix_workspace.
+The GPU check's prefill matrix (tests/gpu_check_prefill.py, run by tests/test_kernel_gpu_matrix.py::
+test_prefill) holds the kernel's cases -- prefixes of 0 and on both sides of a chunk, several
+chunks, a sequence with no new tokens, every attention version, 128-head and paged shapes at GPU
+size in emulation -- on a cache whose unused slots are NaN and unused table entries out of range
+(mlacourse.paged.make_paged_cache), with the workspace NaN-filled. This file holds what is the
+chunked prefix's own: which workspace rows the chunks write (and which stay NaN, never read), the
+launches of a call without a prefix, the expansion kernel alone, what the bf16 expansion costs,
+the workspace's bytes equal to mlacourse.prefill.chunked_prefix_workspace, the input checks.
 
 Which references, where. The expanded K and V are what the attention's dots take: on a GPU they
 are stored in bf16 (kernels.prefill_context.workspace_dtype), so there the float64 reference is the
@@ -102,28 +105,12 @@ def test_several_chunks_per_sequence():
     assert torch.isnan(ws.k_chunk[64:]).all()  # past b * per_seq: never written
 
 
-def test_prefixes_around_a_chunk():
-    """per_seq = 32: prefixes of 31, 32 and 33 tokens take 1, 1 and 2 iterations."""
-    run(make_case([4, 9, 2], [31, 32, 33], seed=2), 96)
-
-
 def test_no_prefix_writes_the_causal_part_directly():
     case = make_case([7, 33], [0, 0], seed=3)
     launches = pc.prepare(*case[:5], 33, *case[5:])[0]
     assert [lc.label for lc in launches] == ["prefix_expand", "prefix_new prefill_causal BLOCK_M=32"]
     assert launches[1].args["out_ptr"].dtype == case[0].dtype  # no chunk to merge: the final out directly
     run(case, 64)
-
-
-def test_every_attention_version_and_another_page_size():
-    case = make_case([3, 20], [50, 17], page=32, seed=4)
-    for version in ("prefill_tiled", "prefill_causal"):
-        run(case, 64, version=version)
-
-
-@pytest.mark.slow
-def test_128_heads_and_a_longer_prefix():
-    run(make_case([40, 3], [300, 129], h=128, page=64, seed=5), 256)
 
 
 def test_the_expansion_kernel_writes_what_the_layer_expands():

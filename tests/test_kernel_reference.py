@@ -190,3 +190,24 @@ def test_our_cases_need_the_abs_tolerance_in_units_of_v():
     assert not raw.ok and raw.cos_diff <= FLASHMLA_OUT_TOL["max_cos_diff"], raw.message  # only the abs figure
     scaled = compare("GPU-like out, atol in units of V", og, o64, **gpu_tolerances(1.0)[0])
     assert scaled.ok, scaled.message
+
+
+
+def test_in_the_interpreter_the_kernel_may_differ_from_the_gpu_like_reference_by_both_atols():
+    """The interpreter's kernel rounds no P, so it sits near float64; the GPU-like reference may sit
+    up to the GPU's out tolerance away from float64 (check 1). Against each other, check 3 allows
+    the interpreter's atol plus the GPU's (the triangle inequality), and no more. The figures are
+    the GPU check's sparse prefill on FP8 rows (V rms 1.4): an out of -0.0411 that the GPU's
+    roundings move by 6e-3, which the interpreter's atol alone refused."""
+    from kernels.reference import INTERPRETER_OUT_TOL, check_against_references
+    kernel = (torch.tensor([[-0.0411, 1.0]], dtype=torch.float64), torch.tensor([[2.0]], dtype=torch.float32))
+    ref64 = (kernel[0].clone(), kernel[1].double())
+    both = INTERPRETER_OUT_TOL["atol"] + gpu_tolerances(1.4, kind="sparse_prefill")[0]["atol"]  # 5e-3 + 8e-4 x 14
+    for moved, ok in ((0.006, True), (both + 0.01, False)):
+        ref_gpu = (ref64[0] + torch.tensor([[moved, 0.0]], dtype=torch.float64), kernel[1].clone())
+        checks = {c.name: c for c in check_against_references("[t]", *kernel, ref64, ref_gpu, False, 1.4,
+                                                                kind="sparse_prefill")}
+        assert checks["out (interpreter) vs float64 [t]"].ok
+        assert checks["out (interpreter) vs GPU-like reference [t]"].ok == ok, (moved, ok)
+    alone = compare("the interpreter's atol alone", kernel[0], kernel[0] + 0.006, **INTERPRETER_OUT_TOL)
+    assert not alone.ok

@@ -3,11 +3,13 @@ chapter 8's sparse decode kernel) against float64 (mlacourse.prefill.sparse_pref
 GPU-like reference (CPU: Triton's interpreter; compiled on a GPU), at FlashMLA's sparse prefill
 tolerances (kernels.reference, kind "sparse_prefill").
 
-Cases in FlashMLA's test style: rows in bf16 and FlashMLA's FP8 rows; every row no index names
-poisoned (NaN, or 0xFF bytes for FP8); -1, other negatives and indices >= s_kv (FlashMLA's "no
-key"), a query whose every index is invalid, duplicates, top-k lists shorter than a tile, the
-top-k split at few query tokens, 128 heads; a prompt past 65,535 tokens cut into launches."""
-import math
+The GPU check's prefill matrix (tests/gpu_check_prefill.py, run by tests/test_kernel_gpu_matrix.py::
+test_prefill) holds FlashMLA's sparse prefill cases: rows in bf16 and FP8, every row no index names
+poisoned (NaN, or 0xFF bytes for FP8), -1, other negatives and indices >= s_kv (FlashMLA's "no
+key"), a query whose every index is invalid, duplicates, a top-k longer than the rows, 128 and 64
+heads, the default top-k split and one piece. This file holds the call's own: top-k lists shorter
+than a tile and an explicit split, that it is the sparse decode kernel bit for bit, bitwise
+batch invariance, a prompt past 65,535 tokens cut into launches, the input checks."""
 
 import numpy as np
 import pytest
@@ -74,15 +76,6 @@ def check(q, kv, idx, sm_scale=None, **options):
     return found, out, lse
 
 
-@pytest.mark.parametrize("fp8", [False, True], ids=["bf16", "fp8"])
-def test_rows_named_by_index_and_the_ones_that_are_not(fp8):
-    found, out, lse = check(*make_case(6, 90, 16, 40, fp8=fp8, seed=1))
-    assert torch.all(out[0] == 0) and torch.all(lse[0] == -math.inf)  # every index invalid
-    assert torch.isfinite(out[1:]).all() and torch.isfinite(lse[1:]).all()
-    assert lse.shape == (6, 16) and out.shape == (6, 16, 512)
-    assert found[0].label.startswith("prefill_sparse") and found[0].constexprs["IS_FP8"] == fp8
-
-
 def test_short_lists_and_a_split_over_the_list():
     check(*make_case(3, 50, 16, 20, seed=2))  # top-k 20: shorter than one tile
     found, _, _ = check(*make_case(2, 300, 16, 150, seed=3), num_splits=3)
@@ -104,11 +97,6 @@ def test_a_token_is_bitwise_the_same_in_any_prompt():
     out, lse = sp.sparse_mla_prefill(q, kv, idx, batch_invariant=True)
     alone = sp.sparse_mla_prefill(q[3:4], kv, idx[3:4], batch_invariant=True)
     assert torch.equal(out[3:4], alone[0]) and torch.equal(lse[3:4], alone[1])
-
-
-@pytest.mark.slow
-def test_128_heads():
-    check(*make_case(3, 200, 128, 96, seed=6))
 
 
 def test_a_long_prompt_is_cut_into_launches():

@@ -203,6 +203,9 @@ def translation_problems(source: str, rel: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def files():
+    # The lint reads what git tracks; a course unpacked from a zip has no history to ask.
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout: the lint reads `git ls-files` (CI runs it in a clone)")
     return tracked_files()
 
 

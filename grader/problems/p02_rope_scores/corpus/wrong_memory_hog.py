@@ -1,5 +1,5 @@
 """expect: fail
-slip: caches every rotated key at every position 0..4999 "to be fast" -- gigabytes of tables.
+slip: precomputes the rotation of every position 0..4999 for a 4096-wide table "to be fast" -- 640 GB.
 reason: memory
 """
 import numpy as np
@@ -8,12 +8,13 @@ import numpy as np
 def rope_scores(q_nope, q_rope, k_nope, k_rope, q_pos, k_pos, theta=10000.0):
     d = k_rope.shape[1]
     inv_freq = theta ** (-np.arange(0, d, 2) / d)
-    table = []                                   # slip: grows without bound
-    for p in range(5000):
-        ang = np.full((4096, 1), float(p)) * inv_freq
-        block = np.empty((4096, 4096))           # 128 MB per position, written below
-        block[:] = np.cos(ang).sum()
-        table.append(block)
-    k_rot = np.stack([table[int(p)][0, :d] for p in k_pos])
+    # slip: one [5000, 4096, 4096] table of angles, whatever the sizes asked for
+    table = np.empty((5000, 4096, 4096))
+    table[:, :, : d // 2] = np.arange(5000)[:, None, None] * inv_freq
+    ang = table[np.asarray(k_pos), 0, : d // 2]                      # [T, d/2]
+    cos, sin = np.cos(ang), np.sin(ang)
+    x1, x2 = k_rope[:, 0::2], k_rope[:, 1::2]
+    k_rot = np.empty_like(k_rope)
+    k_rot[:, 0::2], k_rot[:, 1::2] = x1 * cos - x2 * sin, x1 * sin + x2 * cos
     s = np.einsum("hd,thd->ht", q_nope, k_nope) + q_rope @ k_rot.T
     return s / np.sqrt(q_nope.shape[1] + d)
