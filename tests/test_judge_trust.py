@@ -163,14 +163,6 @@ def _peak_of_grading(tmp_path, src, number=1) -> tuple[dict, float]:
     path.write_text(textwrap.dedent(src))
     code = textwrap.dedent(f"""
         import json, resource, sys
-        def peak_mb():
-            # Linux: VmHWM, this process's own peak; ru_maxrss would carry the peak of the
-            # process that started it (kept across exec), here the test session's
-            try:
-                with open("/proc/self/status") as f:
-                    return next(int(l.split()[1]) for l in f if l.startswith("VmHWM:")) / 1024
-            except OSError:
-                return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1 << 20)   # macOS: bytes
         sys.path.insert(0, {str(ROOT)!r})
         from grader import report, runner
 
