@@ -117,7 +117,7 @@ def make_cases(seed):
     bm, bn = tiles()
     n_k = draw(bn + 1, 4 * bn)
     add("more queries than keys: the first query blocks see no key",
-        _args(n_k + draw(bm + bn, 3 * (bm + bn)), n_k, bm, bn))
+        _args(n_k + draw(bm + bn, bm + 2 * bn), n_k, bm, bn))   # block 0 ends a tile before the keys
     bm, bn = tiles()
     add("no keys at all (n_k = 0)", _args(draw(1, 4 * bm), 0, bm, bn))
     bm, bn = tiles()
@@ -208,8 +208,11 @@ def _first_block_sees_nothing(a):
 
 
 def _block_a_tile_before_the_keys(a):
-    """Some query block's first query more than a whole tile before the first key (lo <= -block_n)."""
-    return a.get("causal", True) and a["n_q"] > 0 and a["n_k"] - a["n_q"] + 1 <= -a["block_n"]
+    """The first query block ends one tile before the first key, in a plan of two tiles or more:
+    both unclipped bounds are negative, and a slice by them (plan[0, :-1]) reaches real tiles."""
+    n_q, n_k, bm, bn = a["n_q"], a["n_k"], a["block_m"], a["block_n"]
+    hi = n_k - n_q + min(bm, n_q)   # the keys its last query would see, unclipped
+    return a.get("causal", True) and n_q > 0 and n_k > bn and -2 * bn < hi <= -bn
 
 
 def _last_block_partial_with_whole_tiles(a):
@@ -235,7 +238,7 @@ EDGES = [
     Edge("n_q = 1", lambda a: a["n_q"] == 1 and a["n_k"] > 0, kind="one"),
     Edge("1 x 1 tiles", lambda a: a["block_m"] == 1 and a["block_n"] == 1 and a["n_q"] > 1, kind="one"),
     Edge("a first query block that sees no key (n_q > n_k)", _first_block_sees_nothing, kind="none first"),
-    Edge("a query block more than a tile before the first key (a negative bound)", _block_a_tile_before_the_keys),
+    Edge("a first query block that ends a tile before the first key (negative bounds)", _block_a_tile_before_the_keys),
     Edge("a fresh prompt (n_k = n_q)", lambda a: a["n_q"] == a["n_k"] > 0 and a.get("causal", True)),
     Edge("a long extend (n_k >= 10 n_q)", lambda a: a["n_q"] > 0 and a["n_k"] >= 10 * a["n_q"]
          and a.get("causal", True)),
