@@ -121,6 +121,9 @@ def tile_classes(n_q: int, n_k: int, block_m: int, block_n: int, causal: bool = 
     entry SKIPPED (0), MASKED (1) or FULL (2) as block_tile_ranges decides. Version 1 of the
     kernel loads every tile a block could see (all of them, each masked); version 2 loads the
     FULL ones without a mask, the MASKED ones with one, and never the SKIPPED ones."""
+    if n_q < 0 or n_k < 0 or block_m < 1 or block_n < 1:
+        raise ValueError(f"need n_q, n_k >= 0 and tiles of at least 1, got n_q={n_q}, n_k={n_k}, "
+                         f"tiles {block_m}x{block_n}")
     m_blocks, n_tiles = -(-n_q // block_m), -(-n_k // block_n)
     out = np.zeros((m_blocks, n_tiles), dtype=np.int64)
     for mb in range(m_blocks):
