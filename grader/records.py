@@ -69,6 +69,12 @@ class ProblemStatus(str, Enum):
                 "unavailable": "-"}[self.value]
 
 
+def _bounded(message) -> str:
+    """A verdict's text, cut to MESSAGE_CAP. A short Said stays a Said (str() would make
+    it plain English, and the verdict would no longer show in the learner's language)."""
+    return cut(message if isinstance(message, str) else str(message), MESSAGE_CAP)
+
+
 @dataclass
 class CaseOutcome:
     case: Case
@@ -88,11 +94,11 @@ class CaseOutcome:
         self.reason = Reason(self.reason)
 
     def fail(self, message: str, reason: Reason = Reason.WRONG_ANSWER) -> "CaseOutcome":
-        self.status, self.message, self.reason = CaseStatus.FAIL, cut(str(message), MESSAGE_CAP), Reason(reason)
+        self.status, self.message, self.reason = CaseStatus.FAIL, _bounded(message), Reason(reason)
         return self
 
     def not_started(self, message: str) -> "CaseOutcome":
-        self.status, self.message = CaseStatus.NOT_STARTED, cut(str(message), MESSAGE_CAP)
+        self.status, self.message = CaseStatus.NOT_STARTED, _bounded(message)
         self.reason = Reason.NOT_STARTED
         return self
 
@@ -140,7 +146,7 @@ class ProblemResult:
 
     def broken(self, message: str, reason: Reason = Reason.IMPORT_ERROR) -> "ProblemResult":
         """The file as a whole could not be graded (it did not import, ...)."""
-        self.status, self.message, self.reason = ProblemStatus.FAILED, cut(str(message), MESSAGE_CAP), Reason(reason)
+        self.status, self.message, self.reason = ProblemStatus.FAILED, _bounded(message), Reason(reason)
         return self
 
     def add(self, outcome: CaseOutcome):

@@ -9,6 +9,7 @@ import inspect
 import io
 import json
 import re
+import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -474,6 +475,29 @@ def test_a_verdict_is_english_text_that_can_be_said_again():
     back = pickle.loads(pickle.dumps(w.message))
     assert back == w.message and lang.say(back) == lang.say(w.message) and "2,302,672,896" in lang.say(back)
     assert lang.say("a plain string") == "a plain string" and lang.say(None) is None
+
+
+def test_a_verdict_keeps_its_language_through_the_records_and_the_judge(tmp_path):
+    """Records cut every text to a cap; a short Said must come out a Said (a str() there
+    made every check's message English under --lang zh), and a huge one plain text."""
+    from grader.lang import Said, said
+    from grader.records import MESSAGE_CAP, CaseOutcome, ProblemResult
+    problem = runner.find(19)
+    case = problem.make_cases(0)[0]
+    short = said("your file could not be imported:\n{message}", message="boom")
+    o, r = CaseOutcome(case).fail(short), ProblemResult(problem, "x.py").broken(short)
+    huge = CaseOutcome(case).fail(said("{fn} raised an exception:\n{message}", fn="f", message="x" * (2 * MESSAGE_CAP)))
+    assert isinstance(o.message, Said) and isinstance(r.message, Said) and not isinstance(huge.message, Said)
+    assert len(huge.message) < MESSAGE_CAP + 100
+    lang.use("zh")
+    assert lang.say(o.message).startswith("无法导入你的文件") and lang.say(r.message) == lang.say(o.message)
+    # end to end: a check's message, graded by the judge's command in Chinese
+    wrong = tmp_path / "p19_tile_plan.py"
+    wrong.write_text(_mistake_source(19, "mask aligned top-left"))
+    out = subprocess.run([sys.executable, str(ROOT / "practice" / "judge.py"), "19", "--file", str(wrong),
+                          "--lang", "zh", "--seed", "3"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    first = next(l for l in out.stdout.splitlines() if l.strip().startswith("tile_plan"))
+    assert "entries differ" not in first and ZH.search(first), out.stdout
 
 
 def test_hints_in_chinese_count_like_english_ones(tmp_path):

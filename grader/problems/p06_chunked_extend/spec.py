@@ -5,6 +5,7 @@ import numpy as np
 
 from grader.spec import (Case, Edge, Problem, compare_out_lse, load_mistakes, memo_twins, new_values,
                          row_offsets, shape_text, uneven_rows_edge, wide_row_edge)
+from grader.lang import said
 from mlacourse.attention import causal_mask
 from mlacourse.layer import absorbed_scores, attend_chunked_prefix, attend_expand
 
@@ -115,13 +116,13 @@ def make_cases(seed):
               _args(fixed, LONG["n_tok"], LONG["n_new"], LONG["n_heads"], LONG["d_latent"],
                     LONG["d_nope"], LONG["d_rope"], LONG["d_v"], LONG["chunk"]),
               memory_mb=LONG_CAP_MB, timeout_s=20.0,
-              memory_error_message=(
-                  f"{FN} ran out of memory on a {LONG['n_tok']:,}-token prefix (cap "
-                  f"{LONG_CAP_MB} MB): expanding the whole prefix at once takes n_heads * T * "
-                  f"(d_nope + d_v) * 8 bytes, about {_mb(LONG['n_heads'] * (LONG['d_nope'] + LONG['d_v']))} MB "
-                  f"here, one head's keys alone {_mb(LONG['d_nope'])} MB. "
-                  "Expand `chunk` rows at a time (all heads, or one head at a time) and merge "
-                  "the parts by their log-sum-exp.")),
+              memory_error_message=said(
+                  "{fn} ran out of memory on a {n_tok}-token prefix (cap {cap} MB): expanding the "
+                  "whole prefix at once takes n_heads * T * (d_nope + d_v) * 8 bytes, about {whole} MB "
+                  "here, one head's keys alone {one_head} MB. Expand `chunk` rows at a time (all "
+                  "heads, or one head at a time) and merge the parts by their log-sum-exp.",
+                  fn=FN, n_tok=f"{LONG['n_tok']:,}", cap=LONG_CAP_MB,
+                  whole=_mb(LONG['n_heads'] * (LONG['d_nope'] + LONG['d_v'])), one_head=_mb(LONG['d_nope']))),
     ]
     rng = np.random.default_rng(seed)
     # each shape takes several values within one seed: hard-coding one cannot pass

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import numpy as np
 
+from grader.lang import said
 from mlacourse.layer import attend_absorb
 from grader.spec import (Case, Edge, Problem, compare_arrays, load_mistakes, memo_twins, new_values,
                          row_offsets, shape_text, uneven_rows_edge, wide_row_edge)
@@ -23,19 +24,18 @@ from grader.spec import (Case, Edge, Problem, compare_arrays, load_mistakes, mem
 TRAP = dict(n_heads=2, d_latent=8, d_rope=4, d_nope=65536, d_v=65536, T=65536)
 TRAP_MB = 256
 TRAP_S = 3.0  # the absorbed path takes ~20 ms here; any expansion, seconds
-MATERIALIZE_MSG = (
-    "absorb_decode ran out of memory on the case built to catch expansion "
-    f"(n_heads={TRAP['n_heads']}, d_latent={TRAP['d_latent']}, d_nope=d_v={TRAP['d_nope']}, "
-    f"T={TRAP['T']}, under a {TRAP_MB} MB cap): your code materializes per-head keys or values "
-    f"of the cached tokens. One head's c_kv @ w_uk[h] is [{TRAP['T']}, {TRAP['d_nope']}] -- "
-    "32 GiB in float64 -- while the absorbed path needs only w_uk[h] @ q_nope[h] "
-    f"([{TRAP['d_latent']}] numbers per head). Fold W_UK into the query, weight the latents "
-    "with the softmax, and apply W_UV last.")
-TOO_SLOW_MSG = (
-    f"on the case built to catch expansion (d_nope = d_v = {TRAP['d_nope']}, T = {TRAP['T']}): "
-    "the absorbed path takes milliseconds here, while expanding keys or values -- even a few "
-    "tokens at a time -- is hundreds of GFLOP. Fold W_UK into the query, weight the latents with "
-    "the softmax, and apply W_UV last.")
+MATERIALIZE_MSG = said(
+    "absorb_decode ran out of memory on the case built to catch expansion (n_heads={n_heads}, "
+    "d_latent={d_latent}, d_nope=d_v={d_nope}, T={T}, under a {cap} MB cap): your code materializes "
+    "per-head keys or values of the cached tokens. One head's c_kv @ w_uk[h] is [{T}, {d_nope}] -- "
+    "32 GiB in float64 -- while the absorbed path needs only w_uk[h] @ q_nope[h] ([{d_latent}] numbers "
+    "per head). Fold W_UK into the query, weight the latents with the softmax, and apply W_UV last.",
+    n_heads=TRAP["n_heads"], d_latent=TRAP["d_latent"], d_nope=TRAP["d_nope"], T=TRAP["T"], cap=TRAP_MB)
+TOO_SLOW_MSG = said(
+    "on the case built to catch expansion (d_nope = d_v = {d_nope}, T = {T}): the absorbed path takes "
+    "milliseconds here, while expanding keys or values -- even a few tokens at a time -- is hundreds "
+    "of GFLOP. Fold W_UK into the query, weight the latents with the softmax, and apply W_UV last.",
+    d_nope=TRAP["d_nope"], T=TRAP["T"])
 
 STATEMENT = r"""
 ## Problem 8 — decode by the absorbed path
