@@ -341,7 +341,7 @@ def _compare(attempts, en: dict, zh: dict, regrade, seed) -> list[str]:
                 else:
                     details = []
         if details or not ZH.search(b["lines"]) or a["lines"] == b["lines"]:
-            bad.append(f"{path.relative_to(ROOT)}: {details or 'lines'}: en {[a[k] for k in verdict]}, "
+            bad.append(f"{path.name}: {details or 'lines'}: en {[a[k] for k in verdict]}, "
                        f"zh {[b[k] for k in verdict]}")
     lang.forget()
     return bad
@@ -384,17 +384,47 @@ def test_same_verdicts_in_both_languages_on_a_sample():
 
 
 @pytest.mark.slow
-def test_same_verdicts_in_both_languages_on_the_whole_corpus():
-    """Every corpus attempt and every named mistake, graded on the corpus test's seeds in
-    Chinese and compared with that test's English grading (tests/test_judge_corpus.py's
-    graded_in: one English grading per session serves both tests)."""
+def test_every_problem_grades_the_same_in_both_languages(tmp_path):
+    """Each problem's first named mistake and its model answer, graded in English and again
+    in Chinese (the sample above does every attempt of problem 16)."""
+    attempts = []
+    for p in PROBLEMS:
+        if runner.missing_requirements(p) or not p.mistakes:
+            continue
+        mistake = tmp_path / f"p{p.number:02d}_{p.slug}.py"
+        mistake.write_text(p.mistakes[0].source)
+        attempts.append((mistake, p.number))
+        attempts.append((ROOT / "solutions" / f"p{p.number:02d}_{p.slug}.py", p.number))
+    bad, took = same_verdicts_in_both(attempts)
+    print(f"{len(attempts)} attempts of {len(attempts) // 2} problems graded in both languages in {took:.1f} s")
+    assert len(attempts) >= 2 * 17 and not bad, bad[:10]
+
+
+@pytest.mark.slow
+def test_every_corpus_verdict_reads_in_chinese():
+    """Every corpus attempt and named mistake, graded once on the corpus test's seeds
+    (tests/test_judge_corpus.py's English grading: a verdict is composed once, in English,
+    and only shown in a language), then shown in both: the Chinese report is Chinese, and
+    every failing case's message the catalogue translates is shown translated."""
+    from grader.lang import Said
     from tests import test_judge_corpus as corpus_test
-    en, zh = corpus_test.graded_in("en"), corpus_test.graded_in("zh")
-    by_path = {a.path: a for a in corpus_test.RUNNABLE}
-    attempts = [(a.name, (a.path, a.number)) for a in corpus_test.RUNNABLE]
-    bad = _compare(attempts, en, zh, lambda item: corpus_test._grade(by_path[item[0]]), corpus_test.SEEDS[0])
-    print(f"{len(attempts)} attempts graded in English and in Chinese on seeds {corpus_test.SEEDS}")
-    assert len(attempts) >= 300 and not bad, bad[:10]
+    en = corpus_test.graded_in("en")
+    bad, said_messages = [], 0
+    for a in corpus_test.RUNNABLE:
+        r = en[a.name]
+        lang.use("en", remember=True)
+        english = _render(r, corpus_test.SEEDS[0])
+        messages = [o.message for o in r.outcomes if o.message] + ([r.message] if r.message else [])
+        lang.use("zh", remember=True)
+        chinese = _render(r, corpus_test.SEEDS[0])
+        untranslated = [m for m in messages if isinstance(m, Said) and lang._(m.template) != m.template
+                        and lang.say(m) == str(m)]
+        said_messages += sum(isinstance(m, Said) for m in messages)
+        if not ZH.search(chinese["lines"]) or chinese["lines"] == english["lines"] or untranslated:
+            bad.append(f"{a.name}: {untranslated[:1] or 'lines'}")
+    lang.forget()
+    print(f"{len(corpus_test.RUNNABLE)} attempts shown in both languages ({said_messages} catalogue messages)")
+    assert len(corpus_test.RUNNABLE) >= 300 and said_messages > 1000 and not bad, bad[:10]
 
 
 def test_the_teacher_s_gradebook_is_english_in_any_locale(monkeypatch, tmp_path):
