@@ -235,7 +235,7 @@ def batch_invariance_launches(device="cpu") -> list:
     out = []
     for version, opts in B.GPU_CHECK_VERSIONS:
         for lens, where in ((B.BATCH_A, 0), (B.BATCH_B, 3)):
-            q, cache, bt, sl = (t.to(device) for t in B._batch(lens, where))
+            q, cache, bt, sl = (t.to(device) for t in B.batch_with_followed_sequence(lens, where))
             for inv in (False, True):
                 out += md.prepare(q, cache, bt, sl, 512, gpu=True, version=version, batch_invariant=inv, **opts)[1]
     return out
@@ -495,7 +495,7 @@ def host_times(path: str) -> dict:
     t = time.perf_counter()
     from tests import test_kernel_batch_invariant as B
     for lens, where in ((B.BATCH_A, 0), (B.BATCH_B, 3)):
-        B._batch(lens, where)
+        B.batch_with_followed_sequence(lens, where)
     out["batch_invariance_build_s"] = round(time.perf_counter() - t, 3)
     t = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only", "-m",

@@ -19,7 +19,7 @@ BATCH_B = [500, 60, 20, SEQ]  # ... and last, after other lengths, here
 NUM_SMS = 4  # few "SMs": the default plan cuts sequences, as a 132-SM GPU does with a real batch
 
 
-def _batch(lens, where, seed=0):
+def batch_with_followed_sequence(lens, where, seed=0):
     """A case whose sequence `where` holds the same q rows and cache rows in every batch."""
     q, cache, bt, sl = make_case(lens, page=64, h_q=16, seed=seed)
     ref_q, ref_cache, ref_bt, ref_sl = make_case([SEQ], page=64, h_q=16, seed=99)
@@ -46,8 +46,8 @@ GPU_CHECK_VERSIONS = [("planned", dict(num_sms=NUM_SMS)), ("splitkv", {})]  # al
 @pytest.mark.gpu_check  # kernels/gpu_check.sh runs it on the GPU (its launches are in the compile step's list)
 @pytest.mark.parametrize("version, opts", GPU_CHECK_VERSIONS)
 def test_one_sequence_is_bitwise_identical_across_batches_only_when_asked(version, opts):
-    qa, ca, ba, sa = _batch(BATCH_A, 0, seed=1)
-    qb, cb, bb, sb = _batch(BATCH_B, 3, seed=2)
+    qa, ca, ba, sa = batch_with_followed_sequence(BATCH_A, 0, seed=1)
+    qb, cb, bb, sb = batch_with_followed_sequence(BATCH_B, 3, seed=2)
     results = {}
     for inv in (False, True):
         out_a, lse_a = check(qa, ca, ba, sa, version=version, batch_invariant=inv, **opts)  # and correct

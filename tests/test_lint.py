@@ -303,3 +303,43 @@ def test_untranslated_verdict_texts_are_found():
 
 def test_translated_verdict_texts_pass():
     assert translation_problems(GOOD_VERDICTS, "grader/x.py") == []
+
+
+# ---------------------------------------------------------------------------- the tests' own web
+
+def private_imports(source: str) -> list[str]:
+    """Names starting with _ that a tests/ file takes from a test module (tests/test_*.py): by
+    `from tests.test_x import _name`, or as `alias._name` of `from tests import test_x as
+    alias` (or `import tests.test_x as alias`). A helper two files share is public, or lives
+    in a support module (tests/gpu_check.py, tests/synthetic_class.py, ...)."""
+    tree = ast.parse(source)
+    aliases, out = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "tests":
+            for a in node.names:
+                if node.module == "tests":
+                    if a.name.startswith("test_"):
+                        aliases.add(a.asname or a.name)
+                elif node.module.split(".")[-1].startswith("test_") and a.name.startswith("_"):
+                    out.append(f"line {node.lineno}: from {node.module} import {a.name}")
+        elif isinstance(node, ast.Import):
+            aliases.update(a.asname for a in node.names if a.name.startswith("tests.test_") and a.asname)
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            out.append(f"line {node.lineno}: {node.value.id}.{node.attr}")
+    return out
+
+
+def test_no_test_file_takes_another_s_private_helpers():
+    found = [f"{p.relative_to(ROOT)} {hit}" for p in sorted((ROOT / "tests").rglob("*.py"))
+             for hit in private_imports(p.read_text(encoding="utf-8"))]
+    assert not found, "make the helper public or move it to a support module:\n" + "\n".join(found)
+
+
+def test_private_imports_are_found():
+    assert private_imports("from tests.test_x import _grade, make_case\n") == [
+        "line 1: from tests.test_x import _grade"]
+    assert private_imports("from tests import test_x as T\nT._batch(1)\nT.public(2)\n") == ["line 2: T._batch"]
+    assert private_imports("from tests.test_x import make_case\nfrom grader import _x\n") == []
+    assert private_imports("from tests import gpu_check as G\nG._estimate()\n") == []   # a support module
