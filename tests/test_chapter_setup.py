@@ -16,6 +16,7 @@ from tests.test_notebooks import NOTEBOOKS, run_chapter
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.smoke
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_first_code_cell_sets_one_blas_thread_before_numpy_loads(path):
     problems = checklist.blas_thread(checklist.Course(problems=[], figures={}), path)

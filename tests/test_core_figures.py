@@ -9,6 +9,8 @@ import pytest
 from mlacourse import cache, flops, hardware
 from mlacourse.config import DEEPSEEK_V2, DEEPSEEK_V3
 
+pytestmark = pytest.mark.smoke   # in the default run (tests/conftest.py)
+
 V3 = dict(n_heads=128, d_nope=128, d_rope=64, d_v=128, d_latent=512)
 
 

@@ -6,9 +6,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from grader import runner
 from grader.report import PROG
 from tests import chapter_checklist as checklist
+
+pytestmark = pytest.mark.smoke   # in the default run (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = runner.discover()

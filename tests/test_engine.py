@@ -124,6 +124,7 @@ def engine_for(s, model=MODEL, **kw):
                   on_full=s["on_full"], prefill_cap=s["cap"], **kw)
 
 
+@pytest.mark.smoke
 @settings(max_examples=160, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(streams())
 def test_engine_equals_each_request_alone(s):

@@ -37,6 +37,7 @@ def choose_path(n_new, n_ctx, **shapes):
 '''
 
 
+@pytest.mark.smoke
 def test_solutions_check_passes_and_reports_time(course_copy):
     t0 = time.monotonic()  # a copy of the course: practice/ as committed, not the learner's
     r = subprocess.run([PY, str(course_copy / "judge.py"), "--solutions", "--seed", "3"],
@@ -49,6 +50,7 @@ def test_solutions_check_passes_and_reports_time(course_copy):
     print(f"--solutions for {n} problems took {took:.1f} s")
 
 
+@pytest.mark.smoke
 def test_file_exit_codes(tmp_path, capsys):
     wrong = tmp_path / "mine.py"
     wrong.write_text(WRONG_P4)
@@ -90,6 +92,7 @@ def test_json_for_a_stub(capsys):
     assert data["tests"][0]["message"].startswith("not started")
 
 
+@pytest.mark.smoke
 def test_grade_all_lines_and_summary(capsys):
     rc = cli.main(["--seed", "2"])
     out = capsys.readouterr().out
@@ -115,6 +118,7 @@ def test_hints_are_revealed_one_at_a_time(tmp_path, monkeypatch, capsys):
     assert (tmp_path / ".judge_hints.txt").read_text() == "choose_path 4\n"  # never past the last
 
 
+@pytest.mark.smoke
 def test_one_hint_counter_for_the_command_line_and_check(tmp_path, monkeypatch, capsys):
     """check() in a notebook counts the hints the command line showed (it said "0 of 4")."""
     monkeypatch.setattr(hints, "_folder", tmp_path)
@@ -177,6 +181,7 @@ def _ns():
     return ns
 
 
+@pytest.mark.smoke
 def test_notebook_check_by_keyword_and_namespace(capsys):
     ns = _ns()
     res = notebook.check(4, attention_flops=ns["attention_flops"], choose_path=ns["choose_path"])

@@ -94,7 +94,8 @@ def check(q, cache, bt, sl, fp8=False, causal=False, softmax_scale=None, **optio
 EDGE_LENS = [0, 1, 63, 64, 65, 150]
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", [pytest.param(v, marks=pytest.mark.smoke) if v == "splitkv" else v
+                                     for v in VERSIONS])  # smoke: one kernel in the interpreter
 def test_edge_lengths(version):
     q, cache, bt, sl = make_case(EDGE_LENS, page=page_for(version, 64), h_q=heads_for(version, 16))
     out, lse = check(q, cache, bt, sl, version=version)

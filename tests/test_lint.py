@@ -37,6 +37,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.smoke   # in the default run (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # ---------------------------------------------------------------------------- the rules
@@ -280,6 +282,7 @@ def check(case, result, out, res, name):
 GOOD_VERDICTS = '''
 from grader.lang import N_, said
 from grader.spec import Verdict, fail
+
 
 def check(case, result, out, res, name, message):
     fail(said("{name} returned None", name=name), "wrong_type")

@@ -43,6 +43,7 @@ def test_there_are_chapters():
     assert len(NOTEBOOKS) >= 5, f"expected at least 5 chapters in notebooks/, found {NOTEBOOKS}"
 
 
+@pytest.mark.smoke
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_is_committed_clean(path):
     from tests import chapter_checklist as checklist
@@ -88,7 +89,8 @@ def run_as_in_browser(path: Path):
     return run_chapter(path, without=TORCH_STACK)
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.smoke) if p.stem == "01_kv_cache" else p
+                                  for p in NOTEBOOKS], ids=[p.stem for p in NOTEBOOKS])  # smoke: one chapter
 def test_notebook_executes(path):
     nb = run_chapter(path)
     errors = execute.errors(nb)

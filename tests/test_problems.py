@@ -193,6 +193,7 @@ def test_p07_statement_lists_every_gpu():
     assert all(f"`{name}`" in st for name in GPUS)
 
 
+@pytest.mark.smoke
 def test_stub_signatures_match_solutions():
     import inspect
     for n in NUMBERS:

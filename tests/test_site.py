@@ -26,6 +26,8 @@ from pyodide_dist import DistError  # noqa: E402
 
 from grader import browser, hints, runner  # noqa: E402
 
+pytestmark = pytest.mark.smoke   # in the default run (tests/conftest.py)
+
 
 # --------------------------------------------------------------------------- landing page
 
