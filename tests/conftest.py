@@ -235,26 +235,8 @@ if not HAS_CUDA:
 os.environ["LANGUAGE"] = "en"
 
 
-# Under pytest-xdist (CI: `-n 2 --dist loadgroup`), a test file runs whole in one worker, and
-# the files that share a session's work run in the same one: the executed chapters
-# (tests/test_notebooks.py executed_chapters, English and Chinese) and the corpus's English
-# grading (tests/test_judge_corpus.py graded_in) are made once, as in a serial run.
-SHARED_WORK = {
-    "chapters": ("test_notebooks", "test_i18n", "test_browser_ready", "test_chapter8", "test_chapter8_sparse",
-                 "test_chapter9", "test_chapter_figures", "test_chapter_setup", "test_classroom_slides",
-                 "test_engine_chapter", "test_kernel_chapter", "test_site", "test_site_browser"),
-    "corpus": ("test_judge_corpus", "test_judge_i18n"),
-}
-_GROUP_OF = {f"tests/{name}.py": group for group, names in SHARED_WORK.items() for name in names}
-
-
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     state = config._mla
-    if hasattr(config, "workerinput"):   # an xdist worker: group before xdist names the items
-        for item in items:
-            path = item.nodeid.split("::")[0]
-            item.add_marker(pytest.mark.xdist_group(_GROUP_OF.get(path, path)))
     if state["mode"] == "smoke":
         dropped = [it for it in items if not _in_smoke(it)]
         if dropped:

@@ -208,7 +208,7 @@ def test_fixed_parameters_say_why(problem):
         assert isinstance(why, str) and len(why) > 15, f"{problem.slug}: say why {key} is fixed"
 
 
-def _hidden_only(cases):
+def hidden_only(cases):
     """The hidden cases, without the ones built for a memory cap (large, and not twinned)."""
     return [c for c in cases if c.hidden and c.memory_mb is None]
 
@@ -303,14 +303,14 @@ def test_every_statement_says_inputs_are_read_only():
 
 # ------------------------------------------------------------------ memoising attempts
 
-def _exact(v):
+def exact(v):
     """A hashable stand-in for an argument's exact value."""
     if isinstance(v, np.ndarray):
         return ("nd", v.shape, v.dtype.str, v.tobytes())
     return repr(v)
 
 
-def _size(v):
+def size(v):
     """What a memo "by shapes" keys on: arrays by shape and dtype, lists by length,
     numbers and strings by value."""
     if isinstance(v, np.ndarray):
@@ -320,7 +320,7 @@ def _size(v):
     return repr(v)
 
 
-def _memo(reference, key):
+def memo(reference, key):
     cache = {}
 
     def attempt(**args):
@@ -331,10 +331,10 @@ def _memo(reference, key):
     return attempt
 
 
-def _fails_on_hidden(problem, seed, fn, attempt):
+def fails_on_hidden(problem, seed, fn, attempt):
     """Does the attempt (for function fn) fail some hidden case of this seed? The hidden
     cases alone, in the judge's order: what memo_twins promises."""
-    for c in _hidden_only(_cases(problem, seed)):
+    for c in hidden_only(_cases(problem, seed)):
         if c.function != fn:
             continue
         got = _plain(attempt(**copy.deepcopy(c.args)))
@@ -343,8 +343,8 @@ def _fails_on_hidden(problem, seed, fn, attempt):
     return False
 
 
-def _arg_names(problem, fn, seed):
-    return sorted({k for c in _hidden_only(_cases(problem, seed)) if c.function == fn for k in c.args})
+def arg_names(problem, fn, seed):
+    return sorted({k for c in hidden_only(_cases(problem, seed)) if c.function == fn for k in c.args})
 
 
 @pytest.mark.parametrize("problem", _params())
@@ -354,11 +354,11 @@ def test_memo_by_shapes_fails_on_every_seed(problem):
     number or a string, that cache is keyed on the whole call: a correct memo.)"""
     for fn in problem.functions:
         for seed in SEEDS:
-            if all(_size(v) == _exact(v) for c in _hidden_only(_cases(problem, seed))
+            if all(size(v) == exact(v) for c in hidden_only(_cases(problem, seed))
                    if c.function == fn for v in c.args.values()):
                 continue
-            attempt = _memo(problem.reference[fn], lambda a: tuple(sorted((k, _size(v)) for k, v in a.items())))
-            assert _fails_on_hidden(problem, seed, fn, attempt), (
+            attempt = memo(problem.reference[fn], lambda a: tuple(sorted((k, size(v)) for k, v in a.items())))
+            assert fails_on_hidden(problem, seed, fn, attempt), (
                 f"{problem.slug} seed {seed}: {fn} memoised by shapes passes every hidden case")
 
 
@@ -368,11 +368,11 @@ def test_memo_keyed_on_all_but_one_argument_fails_on_every_seed(problem):
     values) fails on every seed -- unless the spec says why no twin can change a alone."""
     for fn in problem.functions:
         for seed in SEEDS:
-            for a in _arg_names(problem, fn, seed):
+            for a in arg_names(problem, fn, seed):
                 if a in problem.no_twin or f"{fn}.{a}" in problem.no_twin:
                     continue
-                key = (lambda drop: lambda args: tuple(sorted((k, _exact(v)) for k, v in args.items() if k != drop)))(a)
-                assert _fails_on_hidden(problem, seed, fn, _memo(problem.reference[fn], key)), (
+                key = (lambda drop: lambda args: tuple(sorted((k, exact(v)) for k, v in args.items() if k != drop)))(a)
+                assert fails_on_hidden(problem, seed, fn, memo(problem.reference[fn], key)), (
                     f"{problem.slug} seed {seed}: {fn} memoised on every argument but {a} passes")
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,8 +31,8 @@ import pytest
 from grader import child, runner
 from grader.records import ProblemStatus
 
-from .test_judge_specs import (_exact, _fails_on_hidden, _arg_names, _hidden_only, _memo, _size,
-                               edges_missing)
+from tests.test_judge_specs import (arg_names, edges_missing, exact, fails_on_hidden, hidden_only, memo,
+                                    size)
 
 PROBLEMS = runner.discover()
 # seconds per seed differ a lot: the expansion trap of problem 8 alone takes ~0.3 s to draw
@@ -154,15 +155,15 @@ def test_memoising_attempts_fail_on_many_seeds(problem):
     on every one of 50 seeds (problem 8: 20)."""
     for seed in range(MEMO_SEEDS.get(problem.slug, MEMO_DEFAULT)):
         for fn in problem.functions:
-            cases = [c for c in _hidden_only(problem.make_cases(seed)) if c.function == fn]
-            if not all(_size(v) == _exact(v) for c in cases for v in c.args.values()):
-                attempt = _memo(problem.reference[fn], lambda a: tuple(sorted((k, _size(v)) for k, v in a.items())))
-                assert _fails_on_hidden(problem, seed, fn, attempt), f"{problem.slug} seed {seed}: memo by shapes"
-            for a in _arg_names(problem, fn, seed):
+            cases = [c for c in hidden_only(problem.make_cases(seed)) if c.function == fn]
+            if not all(size(v) == exact(v) for c in cases for v in c.args.values()):
+                attempt = memo(problem.reference[fn], lambda a: tuple(sorted((k, size(v)) for k, v in a.items())))
+                assert fails_on_hidden(problem, seed, fn, attempt), f"{problem.slug} seed {seed}: memo by shapes"
+            for a in arg_names(problem, fn, seed):
                 if a in problem.no_twin or f"{fn}.{a}" in problem.no_twin:
                     continue
-                key = (lambda drop: lambda args: tuple(sorted((k, _exact(v)) for k, v in args.items() if k != drop)))(a)
-                assert _fails_on_hidden(problem, seed, fn, _memo(problem.reference[fn], key)), (
+                key = (lambda drop: lambda args: tuple(sorted((k, exact(v)) for k, v in args.items() if k != drop)))(a)
+                assert fails_on_hidden(problem, seed, fn, memo(problem.reference[fn], key)), (
                     f"{problem.slug} seed {seed}: {fn} memoised on every argument but {a} passes")
 
 
@@ -190,14 +191,18 @@ STRUCTURE_ATTEMPTS = {
                               "wrong_float16_scores", "right_float32_scores", "right_lexsort"],
 }
 STRUCTURE_SEEDS = 100
-CORPUS = Path(__file__).resolve().parent / "corpus"
 
 
 def _structure_params():
-    out = []
-    for folder, names in STRUCTURE_ATTEMPTS.items():
-        out += [pytest.param(CORPUS / folder / f"{name}.py", id=f"{folder[:3]}-{name}") for name in names]
-    return out
+    """Each named attempt as the corpus reader gives it (a whole file, or a wrong.diff entry
+    expanded); a name the corpus no longer has is a path that does not exist, and fails."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "corpus"))
+    import probe
+    numbers = {int(folder[1:3]) for folder in STRUCTURE_ATTEMPTS}
+    found = {(a.path.parent.name, a.path.stem): a.path for a in probe.attempts(numbers)}
+    return [pytest.param(found.get((folder, name), Path(folder) / f"{name}.py (not in the corpus)"),
+                         id=f"{folder[:3]}-{name}")
+            for folder, names in STRUCTURE_ATTEMPTS.items() for name in names]
 
 
 @pytest.mark.slow
@@ -207,6 +212,7 @@ def test_structural_attempts_on_many_seeds(path):
     """A wrong attempt of a STRUCTURE kind fails on every one of STRUCTURE_SEEDS seeds (the
     structural extreme is in every seed's hidden cases, not in some); a right one passes on
     every seed (the extreme is valid input, and no false fail)."""
+    assert path.is_file(), f"{path}: the sweep names an attempt its problem's corpus does not hold"
     problem = runner.find(int(path.parent.name[1:3]))
     wrong = path.name.startswith("wrong_")
     hidden = _hidden_problem(problem)

@@ -318,13 +318,16 @@ def private_imports(source: str) -> list[str]:
     tree = ast.parse(source)
     aliases, out = set(), []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "tests":
+        # `from tests.test_x import`, or relative, inside tests/: `from .test_x import`, `from . import test_x`
+        module = ("tests." + (node.module or "")).rstrip(".") if isinstance(node, ast.ImportFrom) and node.level \
+            else getattr(node, "module", None) or ""
+        if isinstance(node, ast.ImportFrom) and module.split(".")[0] == "tests":
             for a in node.names:
-                if node.module == "tests":
+                if module == "tests":
                     if a.name.startswith("test_"):
                         aliases.add(a.asname or a.name)
-                elif node.module.split(".")[-1].startswith("test_") and a.name.startswith("_"):
-                    out.append(f"line {node.lineno}: from {node.module} import {a.name}")
+                elif module.split(".")[-1].startswith("test_") and a.name.startswith("_"):
+                    out.append(f"line {node.lineno}: from {module} import {a.name}")
         elif isinstance(node, ast.Import):
             aliases.update(a.asname for a in node.names if a.name.startswith("tests.test_") and a.asname)
     for node in ast.walk(tree):
@@ -346,3 +349,5 @@ def test_private_imports_are_found():
     assert private_imports("from tests import test_x as T\nT._batch(1)\nT.public(2)\n") == ["line 2: T._batch"]
     assert private_imports("from tests.test_x import make_case\nfrom grader import _x\n") == []
     assert private_imports("from tests import gpu_check as G\nG._estimate()\n") == []   # a support module
+    assert private_imports("from .test_x import _memo, size\n") == ["line 1: from tests.test_x import _memo"]
+    assert private_imports("from . import test_x as T\nT._memo\n") == ["line 2: T._memo"]
