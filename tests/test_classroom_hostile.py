@@ -146,23 +146,55 @@ def judge_cgroups() -> set:
     return found
 
 
-def _parent_cmd(pid: int) -> bytes:
+PR_SET_CHILD_SUBREAPER = 36   # linux/prctl.h
+
+
+def adopt_orphans(on: bool) -> None:
+    """Make this process the subreaper of everything it starts: a daemon of the run (setsid,
+    double fork) is re-parented to this process, not to init, so it stays a descendant."""
+    import ctypes
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+
+
+def parent_of(pid: int) -> int:
     try:
-        ppid = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
-        return Path(f"/proc/{ppid}/cmdline").read_bytes()
-    except (OSError, IndexError):
-        return b""
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
-def of_the_run(cmd: bytes, out_dir: Path, pid: int = 0) -> bool:
-    """A process this run started: an attack's (MARK), one naming the grades, or a sandbox,
-    child runner or worker of this checkout (other sessions on the machine run their own)."""
-    ours = str(ROOT).encode()
+def descends_from(pid: int, ancestor: int) -> bool:
+    seen = set()
+    while pid > 1 and pid not in seen:
+        if pid == ancestor:
+            return True
+        seen.add(pid)
+        pid = parent_of(pid)
+    return False
+
+
+def of_the_run(cmd: bytes, out_dir: Path, pid: int) -> bool:
+    """A process this run started: a descendant of this test process (the run's daemons
+    included: adopt_orphans), or one that names an attack (MARK) or the grades folder. Not
+    "any sandbox of this checkout": another test process on the machine (CI runs two at
+    once) grades attempts of its own while this one counts."""
     if MARK.encode() in cmd or str(out_dir).encode() in cmd:
         return True
-    if (b"bwrap" in cmd or b"classroom.worker" in cmd) and ours in cmd:
-        return True
-    return b"/judge/child/__main__.py" in cmd and (ours in _parent_cmd(pid) or not _parent_cmd(pid))
+    return descends_from(pid, os.getpid())
+
+
+def reap_orphans(known: set) -> None:
+    """Collect the exit status of adopted processes that have ended (zombies whose parent is
+    this process and that no subprocess object of the test waits for)."""
+    me = os.getpid()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        pid = int(pid)
+        if pid not in known and parent_of(pid) == me:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
 
 
 def write_folder(root: Path, sid: str, files: dict):
@@ -267,6 +299,7 @@ def hostile(tmp_path_factory, request):
               "repo": repo_digest()}
     procs_before = set(live_processes())
     cgroups_before = judge_cgroups()
+    adopt_orphans(True)
     try:
         done, took = grade_cli(subs, out, secret, home, BUDGET_S, extra)
         gradebook_after_run = (out / "gradebook.csv").read_bytes()
@@ -291,12 +324,15 @@ def hostile(tmp_path_factory, request):
     finally:
         canary.kill()
         canary.wait()
-        for pid, (cmd, _) in live_processes().items():   # only what this test's attacks started
-            if pid not in procs_before and MARK.encode() in cmd:
+        for pid, (cmd, _) in live_processes().items():   # only what this test's run started
+            if pid not in procs_before and of_the_run(cmd, out, pid):
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except OSError:
                     pass
+        time.sleep(0.5)
+        adopt_orphans(False)
+        reap_orphans(procs_before)
         for site in jail.site_dirs():
             Path(site, "zz_mlahostile.pth").unlink(missing_ok=True)
         for name in PLANTED:
@@ -519,3 +555,31 @@ def test_a_poisoned_cache_is_regraded_and_never_fails_the_run(hostile):
     assert f"{len(hostile['poisoned'])} graded now" in rerun.stdout, rerun.stdout[-2000:]
     assert (hostile["out_poisoned"] / "gradebook.csv").read_bytes() == hostile["gradebook_after_run"]
     assert hostile["rerun_took"] < BUDGET_S
+
+
+def test_the_census_counts_a_daemon_of_the_run_and_not_another_process(tmp_path):
+    """The census the survivors test relies on: a setsid, double-forked daemon started by
+    this process is still counted (adopt_orphans); a process outside this one's tree (its
+    parent, as another test process on the machine would be) is not."""
+    before = set(live_processes())
+    new = {}
+    adopt_orphans(True)
+    try:
+        daemon = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+                  "        time.sleep(60)\n    os._exit(0)\nos._exit(0)\n")
+        subprocess.run([sys.executable, "-c", daemon, "census-daemon"], check=True)
+        time.sleep(0.3)
+        new = {pid: cmd for pid, (cmd, _) in live_processes().items()
+               if pid not in before and b"census-daemon" in cmd}
+        assert len(new) == 1, new
+        (pid, cmd), = new.items()
+        assert parent_of(pid) == os.getpid(), "the orphan was not adopted by this process"
+        assert of_the_run(cmd, tmp_path, pid)
+    finally:
+        for pid in new:
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(0.3)
+        adopt_orphans(False)
+        reap_orphans(before)
+    parent = os.getppid()
+    assert not of_the_run(Path(f"/proc/{parent}/cmdline").read_bytes(), tmp_path, parent)
