@@ -257,6 +257,7 @@ def _statement_text(src_lines: list[str], node: ast.stmt, shares_line: bool, enc
 
 
 _PARSED: dict = {}     # sha256 of a notebook -> its Notebook (a class hands in many equal copies)
+MAX_MEMORY_ERRORS = 2  # cells the parser may refuse with MemoryError before the read stops
 
 
 def read_notebook(rel: str, data: bytes) -> Notebook:
@@ -290,6 +291,7 @@ def _parse(data: bytes) -> Notebook:
         nb.error = "it is not a notebook file (no list of cells)"
         return nb
     total = 0
+    memory_errors = 0
     for number, cell in enumerate(cells, start=1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
@@ -308,6 +310,14 @@ def _parse(data: bytes) -> Notebook:
         try:
             tree = ast.parse(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+            # CPython's parser says MemoryError for a stack overflow (`-` a hundred thousand
+            # times): one such cell is broken, the rest is read. A read that has run out of
+            # memory says it on every cell that follows; going on would spend the CPU limit
+            # failing cell after cell, so the third one ends the read (analyse_bounded:
+            # "needs more than N MB").
+            memory_errors += isinstance(e, MemoryError)
+            if memory_errors > MAX_MEMORY_ERRORS:
+                raise
             where = f"line {e.lineno}: " if isinstance(e, SyntaxError) and e.lineno else ""
             msg = e.msg if isinstance(e, SyntaxError) else f"too deeply nested to read ({type(e).__name__})"
             nb.broken.append((number, raw, f"{where}{msg}"))
@@ -714,7 +724,11 @@ def analyse_bounded(rel: str, data: bytes, problems, wanted=(), cpu_s: float = A
     if key in _ANALYSED:
         return _ANALYSED[key]
     if not hasattr(os, "fork"):
-        result = analyse(rel, data, problems, wanted)
+        try:
+            result = analyse(rel, data, problems, wanted)
+        except (MemoryError, RecursionError) as e:
+            result = Analysis(rel, error=f"the notebook is over the grader's limits for reading one: "
+                                         f"{_TOO_MUCH[type(e)]}; hand in the .py file, or a smaller notebook")
     else:
         course_functions()   # the chapters are read once, here, not in every child
         result = _in_child(rel, data, problems, wanted, cpu_s, memory)
@@ -760,6 +774,10 @@ def _from_plain(d: dict) -> Analysis:
     return out
 
 
+_TOO_MUCH = {MemoryError: "it needs more memory to read than the grader gives it",
+             RecursionError: "its code is nested too deeply to read"}
+
+
 def _in_child(rel, data, problems, wanted, cpu_s, memory) -> Analysis:
     import select
     import signal
@@ -770,16 +788,25 @@ def _in_child(rel, data, problems, wanted, cpu_s, memory) -> Analysis:
         code = 0
         try:
             os.close(r)
+            # the answers to a read that ran out of memory or stack, made before the limit
+            # (composing one then could fail too), and a reserve freed before answering
+            out_of_memory = json.dumps({"error": f"it needs more than {memory >> 20:,} MB to read"}).encode()
+            too_deep = json.dumps({"error": _TOO_MUCH[RecursionError]}).encode()
+            reserve = bytearray(1 << 20)
             _limit_self(cpu_s, memory)
             try:
-                answer = _plain(analyse(rel, data, problems, wanted))
-            except (MemoryError, SystemError):   # CPython's parser says SystemError where malloc fails
-                answer = {"error": f"it needs more than {memory >> 20:,} MB to read"}
+                payload = json.dumps(_plain(analyse(rel, data, problems, wanted))).encode("utf-8", "backslashreplace")
+            # one class per clause: `except (A, B)` builds a tuple, which fails with no memory left
+            except MemoryError:
+                reserve, payload = None, out_of_memory
+            except SystemError:   # CPython's parser says SystemError where malloc fails
+                reserve, payload = None, out_of_memory
             except RecursionError:
-                answer = {"error": "its code is nested too deeply to read"}
+                reserve, payload = None, too_deep
             except Exception as e:  # noqa: BLE001 -- a bug here refuses the notebook, it never crashes grading
                 answer = {"error": f"the grader failed to read it ({type(e).__name__}); hand in the .py file"}
-            payload = json.dumps(answer).encode("utf-8", "backslashreplace")
+                payload = json.dumps(answer).encode("utf-8", "backslashreplace")
+            del reserve
             view = memoryview(payload)
             while view:
                 view = view[os.write(w, view):]

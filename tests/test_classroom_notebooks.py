@@ -370,3 +370,41 @@ def test_reading_a_notebook_is_cut_off_at_its_cpu_and_memory_limits():
     nb = slow_notebooks.notebook([f"def kv_cache_bytes():\n    return {long_name}"])
     ex = notebooks.analyse_bounded("long.ipynb", nb, problems, {1}).extractions[1]
     assert ex.refused and len(ex.refused) <= notebooks.MAX_REASON and "cut" in ex.refused
+
+
+def test_a_cell_the_parser_overflows_on_is_broken_and_the_rest_is_read():
+    """CPython's parser says MemoryError on a stack overflow (`-` fifty thousand times): that
+    cell is listed as broken and the notebook's other cells are read; a notebook of many
+    such cells ends its read (as out of memory) instead of failing cell after cell."""
+    problems = runner.discover()
+    deep = "x = " + "-" * 50_000 + "1"
+    one = slow_notebooks.notebook([deep, "def kv_cache_bytes(*a):\n    return 1"])
+    read = notebooks.analyse_bounded("one.ipynb", one, problems, {1})
+    assert not read.error and read.defines[1], read.error
+    many = slow_notebooks.notebook([deep] * 15)
+    refused = notebooks.analyse_bounded("many.ipynb", many, problems, {1})
+    assert "needs more than" in refused.error, refused.error
+
+
+def test_a_read_that_used_up_its_memory_still_says_so(monkeypatch):
+    """The reading child answers "needs more than N MB" even when the read holds on to every
+    byte it was given: the answer is composed before the limit, and a reserve is freed
+    before it is written (composed after, the answer itself ran out of memory, and the
+    notebook was refused as "stopped without an answer")."""
+    hoard = []
+
+    def analyse_that_keeps_everything(*_):
+        chain = None   # a chain of tuples, no list to grow: every block of every size is taken
+        for size in (1 << 16, 4096, 512, 200, 64, 24, 8):
+            try:
+                while True:
+                    chain = (chain, bytes(size))
+            except MemoryError:
+                pass
+        hoard.append(chain)
+        raise MemoryError
+
+    monkeypatch.setattr(notebooks, "analyse", analyse_that_keeps_everything)
+    read = notebooks.analyse_bounded("hoard.ipynb", slow_notebooks.notebook(["x = 1"]), runner.discover(),
+                                     {1}, memory=30 << 20)
+    assert "needs more than 30 MB" in read.error, read.error
