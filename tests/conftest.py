@@ -76,6 +76,15 @@ def _names_tests(config) -> bool:
 
 
 def pytest_configure(config):
+    if getattr(config.option, "numprocesses", None) and config.option.dist == "load":
+        config._mla_units = True                  # scheduled by unit: pytest_xdist_make_scheduler
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        # before the workers start (they inherit it): one compute thread each, as the
+        # chapters' kernels get (classroom/execute.py); a BLAS or torch pool per worker puts
+        # more busy threads than cores on the machine, and they spin waiting for each other
+        from classroom.execute import ONE_BLAS_THREAD
+        for name, value in ONE_BLAS_THREAD.items():
+            os.environ.setdefault(name, value)
     named = _names_tests(config)
     config._mla = {"mode": "full" if run_full(config) else ("named" if named else "smoke"),
                    "named": named, "ignored": [], "deselected": 0}
@@ -235,8 +244,59 @@ if not HAS_CUDA:
 os.environ["LANGUAGE"] = "en"
 
 
+# --------------------------------------------------------------------------- two processes
+# CI runs the full set in two processes (pytest-xdist: `python -m pytest -n 2`, .ci/run): most
+# of a serial run is one core waiting on the other (a browser, a sandboxed attempt, a timeout).
+# A test file runs whole in one worker (its module fixtures run once: the hostile class, the
+# site's build), and the files that share a session's work run in the same one: the executed
+# chapters (tests/test_notebooks.py executed_chapters, the site's book included) and the
+# corpus's English grading (tests/test_judge_corpus.py). The longest units go first, so the
+# other worker takes the short files meanwhile; the seconds are those of a serial CI run.
+# `-n N` gets this scheduling (xdist's default --dist load is replaced by it); another --dist
+# mode is left as asked.
+SHARED_WORK = {
+    "chapters": ("test_notebooks", "test_i18n", "test_browser_ready", "test_chapter8", "test_chapter8_sparse",
+                 "test_chapter9", "test_chapter_figures", "test_chapter_setup", "test_classroom_slides",
+                 "test_engine_chapter", "test_kernel_chapter", "test_site", "test_site_browser"),  # ~700 s
+    "corpus": ("test_judge_corpus", "test_judge_i18n"),                                           # ~235 s
+}
+LONGEST_FIRST = ("chapters", "tests/test_judge_sweeps.py", "corpus")                              # sweeps ~240 s
+_GROUP_OF = {f"tests/{name}.py": group for group, names in SHARED_WORK.items() for name in names}
+
+
+def unit_of(nodeid: str) -> str:
+    """The unit xdist hands to one worker: the test's file, or the group of files it shares work with."""
+    path = nodeid.split("::")[0]
+    return _GROUP_OF.get(path, path)
+
+
+def _longest_first(items) -> None:
+    """In an xdist worker: the longest units first (a stable sort, so the chapters' own order
+    is kept: executed before the site's book reuses them). Every worker collects the same."""
+    rank = {unit: i for i, unit in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda it: rank.get(unit_of(it.nodeid), len(rank)))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's scope scheduling with this file's units as the scopes, handed out in the
+    workers' collection order (_longest_first); None (xdist's own) for another --dist."""
+    if not getattr(config, "_mla_units", False):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)
+
+    config.option.loadscopereorder = False   # keep the collection's order, not the test count's
+    return ByUnit(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     state = config._mla
+    if hasattr(config, "workerinput"):
+        _longest_first(items)
     if state["mode"] == "smoke":
         dropped = [it for it in items if not _in_smoke(it)]
         if dropped:

@@ -2,11 +2,15 @@
 127.0.0.1, and drives Debian's chromium with Playwright.
 
 - every chapter, English (notebooks/) and Chinese (notebooks/zh/, in the lab
-  notebooks/zh/NN_slug.zh.ipynb), runs cell by cell in
-  JupyterLite's Pyodide kernel, with no error output and nothing on stderr (matplotlib's
-  font list is prebuilt); it opens unmodified (closing it untouched does not ask to save)
-  and starts with the note on Interrupt vs Restart in its language, whose switch opens the
-  same chapter in the other language in the lab, beside it, each with its own kernel;
+  notebooks/zh/NN_slug.zh.ipynb), opens in JupyterLite with its Pyodide kernel, unmodified
+  (closing it untouched does not ask to save), and starts with the note on Interrupt vs
+  Restart in its language, whose switch opens the same chapter in the other language in the
+  lab, beside it, each with its own kernel;
+- every chapter's code runs cell by cell in the browser, with no error output and nothing
+  on stderr (matplotlib's font list is prebuilt): odd chapters in English, even ones in
+  Chinese, so both folders of the lab run code; the edition not run holds, in the lab, the
+  very code cells of the one that ran (the translation changes prose, never code), so
+  running it again would only repeat the same run;
 - in the browser, one practice file is written wrong and another right (in the editor,
   saved to the browser's storage), graded with %judge, and the feedback matches the local
   judge's for the same files and seed, line for line (minus the lines that must differ:
@@ -58,6 +62,14 @@ ARTIFACTS = ROOT / ".site-test"
 CHAPTERS = [p.name for p in landing.chapters()]
 # the Chinese edition, as the lab holds it (notebooks/zh/): the same code, so the same run
 ZH_CHAPTERS = [f"zh/{name}" for name in CHAPTERS if (ROOT / "notebooks" / "zh" / name).is_file()]
+
+
+def runs_its_code(chapter: str) -> bool:
+    """Whether this test runs the chapter's code in this edition: odd chapters in English,
+    even ones in Chinese (where there is no Chinese edition, in English)."""
+    name = Path(chapter).name
+    in_chinese = int(name[:2]) % 2 == 0 and f"zh/{name}" in ZH_CHAPTERS
+    return chapter.startswith("zh/") == in_chinese
 SEED = 5
 CELL_TIMEOUT_MS = 900_000  # one cell; chapter 4's CPU timing sweep is the slowest
 # stderr a chapter may print in the browser: none (matplotlib's font cache is prebuilt)
@@ -283,6 +295,13 @@ WRITE_IN_EDITOR = """async ([path, text]) => {
 
 READ = """async (path) => (await window.jupyterapp.serviceManager.contents.get(path, {content: true})).content"""
 
+CODE_CELLS = """async (path) => {
+  // the sources of a notebook's code cells, as the lab's storage holds them
+  const nb = (await window.jupyterapp.serviceManager.contents.get(path, {content: true})).content;
+  return nb.cells.filter(c => c.cell_type === 'code')
+                 .map(c => Array.isArray(c.source) ? c.source.join('') : c.source);
+}"""
+
 
 def close(page) -> None:
     """Save and close the current notebook and shut its kernel down. JupyterLite 0.6 then
@@ -324,6 +343,16 @@ def test_chapter_runs_in_the_browser(lab, chapter):
     TIMES.setdefault("first_kernel", kernel_ms / 1000)
     TIMES[f"kernel:{chapter}"] = kernel_ms / 1000
     opened = lab.evaluate(OPENED)
+    if not runs_its_code(chapter):   # the other edition runs this code (runs_its_code)
+        twin = landing.lab_notebook(Path(chapter).name, "en" if lang == "zh-CN" else "zh-CN")
+        mine, ran = lab.evaluate(CODE_CELLS, path), lab.evaluate(CODE_CELLS, twin)
+        close(lab)
+        assert not opened["dirty"], f"{chapter} shows as modified right after opening (closing it would ask to save)"
+        assert opened["first"] == build.browser_note(lang, Path(chapter).name), opened["first"]
+        assert mine and mine == ran, (f"{path} and {twin} hold different code in the lab, so {twin}'s run "
+                                      f"does not stand for this one: first difference at code cell "
+                                      f"{next((i for i, (a, b) in enumerate(zip(mine, ran)) if a != b), min(len(mine), len(ran)))}")
+        return
     cells = lab.evaluate(RUN_ALL, [path, CELL_TIMEOUT_MS])
     TIMES[f"nb:{chapter}"] = time.perf_counter() - t0
     slow = sorted(cells, key=lambda c: -c["ms"])[:3]
