@@ -333,7 +333,8 @@ def pytest_terminal_summary(terminalreporter, config):
             f"Not run: {len(ignored)} more test files and {state['deselected']} more tests of the "
             "files above (the full set: every chapter and figure, the judge's robustness and "
             "corpus, every kernel in Triton's interpreter, the classroom tools, the real browser).")
-        terminalreporter.write_line(f"Everything, as CI runs it (about half an hour on 2 cores): {FULL_COMMAND}")
+        terminalreporter.write_line(f"Everything, as CI runs it: {FULL_COMMAND} (about half an hour on 2 cores; "
+                                    "with -n 2, two processes, about 20 minutes)")
     if state.get("lost_stubs"):
         terminalreporter.write_line(
             f"note: {', '.join(state['lost_stubs'])} hold your work and there is no git history, "
